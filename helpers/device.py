@@ -1,0 +1,129 @@
+"""Force the Keras backend and the device through environment variables, then verify them.
+
+``force()`` must run before ``import keras`` (and before any framework import): a backend or a
+device cannot be switched inside a process, which is why the runner gives every grid point a fresh
+kernel. ``verify()`` runs after ``import keras`` and asks the framework which device a Keras
+tensor really lives on; a GPU point where no GPU is usable is skipped, never timed on the CPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+# The module that must be importable for each Keras backend.
+BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+              "TF_NUM_INTRAOP_THREADS")
+
+
+class DeviceError(RuntimeError):
+    """The device or backend cannot be forced (e.g. keras already imported with another backend)."""
+
+
+def backend_installed(backend: str) -> bool:
+    return importlib.util.find_spec(BACKEND_MODULES[backend]) is not None
+
+
+def allowed_cores() -> list[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def force(backend: str, device: str, threads: int = 0, environ: dict | None = None) -> dict:
+    """Set the environment so that the next ``import keras`` uses ``backend`` on ``device``.
+
+    ``threads`` > 0 pins this process to that many cores (CPU affinity, inherited by every
+    framework thread pool) and sets the thread-count variables; 0 keeps all allowed cores.
+    Returns the variables it set (for the record). ``environ`` is for tests (defaults to os.environ).
+    """
+    env = os.environ if environ is None else environ
+    if environ is None and "keras" in sys.modules:
+        current = sys.modules["keras"].backend.backend()
+        if current != backend:
+            raise DeviceError(
+                f"keras is already imported with backend '{current}'; a backend cannot be switched "
+                f"inside a process: restart the kernel, then run from the top with backend='{backend}'"
+            )
+    set_vars: dict[str, str] = {}
+
+    def put(key: str, value: str) -> None:
+        env[key] = value
+        set_vars[key] = value
+
+    put("KERAS_BACKEND", backend)
+    put("TF_CPP_MIN_LOG_LEVEL", env.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    if device == "cpu":
+        put("CUDA_VISIBLE_DEVICES", "")  # hides NVIDIA GPUs from TensorFlow, PyTorch and JAX
+        put("JAX_PLATFORMS", "cpu")
+    elif device == "gpu":
+        if env.get("CUDA_VISIBLE_DEVICES") == "":
+            env.pop("CUDA_VISIBLE_DEVICES")  # an inherited CPU setting must not hide the GPU
+        put("JAX_PLATFORMS", "cuda")  # fails loudly at first use when JAX has no usable GPU
+        put("TF_FORCE_GPU_ALLOW_GROWTH", "true")  # TF: measure memory used, not grabbed
+    else:
+        raise DeviceError(f"device must be 'cpu' or 'gpu', not {device!r}")
+
+    cores = allowed_cores()
+    if threads and threads > 0:
+        if threads > len(cores):
+            raise DeviceError(f"threads={threads} but this process may use only {len(cores)} cores")
+        if environ is None and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, cores[:threads])
+        n = str(threads)
+        for key in THREAD_ENV:
+            put(key, n)
+        put("TF_NUM_INTEROP_THREADS", "1" if threads < 4 else "2")
+    return set_vars
+
+
+def apply_threads(backend: str, threads: int) -> None:
+    """Thread settings that exist only after the framework is imported."""
+    if threads and backend == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def verify(backend: str, device: str) -> dict:
+    """Ask the framework where a Keras tensor lives. Call after ``import keras``.
+
+    Returns ``{"device_used": "cpu"|"gpu"|None, "detail": str, "skip_reason": str|None}``.
+    ``skip_reason`` is set when the requested device is not the one used (a GPU point on a
+    machine without a usable GPU), so the caller records ``skipped`` instead of timing it.
+    """
+    import keras
+
+    if keras.backend.backend() != backend:
+        raise DeviceError(
+            f"keras uses backend '{keras.backend.backend()}' but '{backend}' was requested; "
+            "restart the kernel and run from the top"
+        )
+    try:
+        x = keras.ops.ones((2, 2))
+        x = keras.ops.matmul(x, x)
+    except Exception as exc:  # e.g. JAX_PLATFORMS=cuda on a machine without a CUDA JAX
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return {"device_used": None, "detail": "", "skip_reason": f"{device} not usable by {backend}: {first}"}
+
+    if backend == "tensorflow":
+        detail = x.device
+    elif backend == "jax":
+        dev = next(iter(x.devices()))
+        detail = f"{dev.platform}:{dev.id} {getattr(dev, 'device_kind', '')}".strip()
+    else:
+        detail = str(x.device)
+        if x.device.type == "cuda":
+            import torch
+
+            detail += " " + torch.cuda.get_device_name(x.device)
+    low = detail.lower()
+    used = "gpu" if ("gpu" in low or "cuda" in low) else "cpu"
+    reason = None
+    if used != device:
+        reason = (f"requested {device} but {backend} placed tensors on {used} ({detail})"
+                  + ("; no usable GPU" if device == "gpu" else ""))
+    return {"device_used": used, "detail": detail, "skip_reason": reason}

@@ -1,0 +1,123 @@
+"""The notebook parameters: one spec for defaults, allowed values and validation.
+
+The same spec validates a grid file before anything runs (``helpers.grid``) and the
+parameters a notebook received (first code cell after ``parameters``), so a bad value
+gets the same message whether it came from ``run_all.sh`` or from papermill by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+BACKENDS = ("tensorflow", "jax", "torch")
+DEVICES = ("cpu", "gpu")
+DATA_SOURCES = ("auto", "real", "synthetic")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+JIT_CHOICES = ("auto", True, False)
+
+
+class ParamError(ValueError):
+    """A parameter (from a grid file or a notebook) is invalid; the message says what is allowed."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: type | tuple  # python type(s) accepted
+    help: str
+    choices: tuple | None = None
+    minimum: int | None = None
+    nullable: bool = False
+
+    def allowed(self) -> str:
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
+        text = " or ".join(k.__name__ for k in kinds)
+        if self.minimum is not None:
+            text += f" >= {self.minimum}"
+        if self.nullable:
+            text += " (or null)"
+        return text
+
+    def check(self, value: Any, where: str) -> None:
+        if value is None:
+            if self.nullable:
+                return
+            raise ParamError(f"{where}: key '{self.name}' is null; allowed: {self.allowed()}")
+        if self.choices is not None:
+            # bool is an int in Python: compare type as well for True/False choices
+            if not any(value == c and type(value) is type(c) for c in self.choices):
+                raise ParamError(
+                    f"{where}: key '{self.name}' has value {value!r}; allowed: {self.allowed()}"
+                )
+            return
+        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            ok = False
+        else:
+            ok = isinstance(value, kinds)
+        if not ok:
+            raise ParamError(
+                f"{where}: key '{self.name}' has value {value!r} of type {type(value).__name__}; "
+                f"allowed: {self.allowed()}"
+            )
+        if self.minimum is not None and value < self.minimum:
+            raise ParamError(f"{where}: key '{self.name}' has value {value!r}; allowed: {self.allowed()}")
+
+
+def _spec(*params: Param) -> dict[str, Param]:
+    return {p.name: p for p in params}
+
+
+# Every knob a workload notebook has. Workload notebooks may add their own (see workloads).
+COMMON = _spec(
+    Param("workload", str, "workload name (the notebook's name)"),
+    Param("backend", str, "Keras backend", choices=BACKENDS),
+    Param("device", str, "device to train on", choices=DEVICES),
+    Param("batch_size", int, "samples per step", minimum=1),
+    Param("epochs", int, "epochs (>= 2): the first is reported apart (compile), the rest are steady state",
+          minimum=2),
+    Param("n_train", int, "training samples (null = the whole dataset)", minimum=1, nullable=True),
+    Param("n_val", int, "validation samples evaluated each epoch (0 = none)", minimum=0),
+    Param("data_source", str, "auto: real if cached or reachable, else synthetic", choices=DATA_SOURCES),
+    Param("threads", int, "CPU threads/cores for the framework (0 = all cores)", minimum=0),
+    Param("precision", str, "Keras dtype policy", choices=PRECISIONS),
+    Param("jit_compile", (str, bool), "XLA / torch.compile: 'auto', true or false", choices=JIT_CHOICES),
+    Param("seed", int, "random seed", minimum=0),
+    Param("output_dir", str, "folder for the record ('' = outputs/adhoc)"),
+    Param("point_id", str, "grid point id ('' = computed from the parameters and the machine)"),
+)
+
+# Defaults of the common knobs (a workload's own defaults override them; a grid overrides both).
+COMMON_DEFAULTS = {"n_val": 0, "data_source": "auto", "threads": 0, "precision": "float32",
+                   "jit_compile": "auto", "seed": 0, "output_dir": "", "point_id": ""}
+
+# Keys the runner may set that are not notebook parameters.
+RUNNER_KEYS = ("timeout_s",)
+
+
+def validate(params: dict[str, Any], where: str = "parameters", spec: dict[str, Param] | None = None,
+             workloads: tuple[str, ...] | None = None) -> None:
+    """Raise ParamError naming ``where``, the key and the allowed values for the first bad entry."""
+    spec = COMMON if spec is None else spec
+    for key, value in params.items():
+        if key not in spec:
+            close = [k for k in spec if _similar(k, key)]
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ParamError(
+                f"{where}: unknown key '{key}'{hint}; allowed keys: {', '.join(sorted(spec))}"
+            )
+        spec[key].check(value, where)
+    if workloads is not None and "workload" in params and params["workload"] not in workloads:
+        raise ParamError(
+            f"{where}: key 'workload' has value {params['workload']!r}; allowed: one of "
+            + ", ".join(repr(w) for w in workloads)
+        )
+
+
+def _similar(a: str, b: str) -> bool:
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.75

@@ -1,0 +1,254 @@
+"""One grid point inside a workload notebook: validate, force, verify, train, record.
+
+The notebook's cells call, in order::
+
+    pt = begin(globals())        # first cell after `parameters`: validates, forces the device
+    import keras
+    pt.verify()                  # the device really used; a GPU point without a GPU -> skipped
+    data = pt.load_data()
+    model = pt.build_model()
+    pt.fit(model, data)          # timed: first epoch apart, steady-state epochs, utilisation
+    record = pt.finish()         # writes the record (atomically) and returns it
+
+A skipped point writes its record and raises ``PointSkipped`` (the runner reads it as a skip); an
+exception while training writes a ``failed`` record with the error, then propagates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import time
+import traceback
+from pathlib import Path
+from types import ModuleType
+
+from . import device as _device
+from . import params as _params
+from . import record as _record
+from . import workloads as _workloads
+from .fingerprint import fingerprint, machine_key
+from .paths import outputs_dir
+
+# Names IPython puts in a notebook's namespace: not parameters.
+_IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+class PointSkipped(Exception):
+    """The point cannot run as asked (no usable GPU, backend not installed); its record says why."""
+
+
+def param_spec(workload: str) -> dict:
+    w = _workloads.get(workload)
+    return {**_params.COMMON, **w.extra_params}
+
+
+def collect(namespace: dict) -> dict:
+    """The parameters from a notebook namespace; an unknown injected name is an error.
+
+    papermill injects parameters as assignments: a typo'd name would otherwise be silently ignored.
+    """
+    workload = namespace.get("workload")
+    if workload not in _workloads.REGISTRY:
+        _params.validate({"workload": workload}, "notebook parameters",
+                         workloads=_workloads.names())
+    spec = param_spec(workload)
+    unknown = {k: v for k, v in namespace.items()
+               if not k.startswith("_") and k not in _IPYTHON_NAMES and k not in spec
+               and not isinstance(v, ModuleType) and not callable(v)}
+    params = {k: namespace[k] for k in spec if k in namespace}
+    _params.validate({**params, **unknown}, "notebook parameters", spec=spec,
+                     workloads=_workloads.names())
+    missing = [k for k in spec if k not in params]
+    if missing:
+        raise _params.ParamError(f"notebook parameters: missing keys {missing}")
+    return params
+
+
+def begin(namespace_or_params: dict) -> "Point":
+    """Validate the parameters, force backend and device (before ``import keras``), return the point."""
+    ns = namespace_or_params
+    params = collect(ns)
+    return Point(params)
+
+
+class Point:
+    def __init__(self, params: dict):
+        self.params = dict(params)
+        self.workload = _workloads.get(params["workload"])
+        self.started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self.t_start = time.perf_counter()
+        self.point_id = params.get("point_id") or _record.point_id(params, machine_key())
+        self.folder = self._folder(params.get("output_dir", ""))
+        self.record = _record.empty_record(self.params, self.point_id)
+        self.record.update(started_at=self.started_at, source=self.workload.source,
+                           notebook=str(_record_notebook()))
+        self.device_info: dict = {}
+        self.data = None
+        self.model = None
+        self.timer = None
+        self.sampler = None
+        self.path: Path | None = None
+        backend, dev = params["backend"], params["device"]
+        if not _device.backend_installed(backend):
+            self.skip(f"backend not installed: the '{_device.BACKEND_MODULES[backend]}' package "
+                      "is not importable in this Python")
+        self.record["env_forced"] = _device.force(backend, dev, params.get("threads", 0))
+
+    @staticmethod
+    def _folder(output_dir: str) -> Path:
+        if output_dir:
+            return Path(output_dir)
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        return outputs_dir() / "adhoc" / f"{stamp}-{os.getpid()}"
+
+    # ------------------------------------------------------------ lifecycle
+    def _write(self, status: str, reason: str | None = None) -> dict:
+        self.record.update(status=status, reason=reason,
+                           duration_s=round(time.perf_counter() - self.t_start, 3))
+        if self.record.get("fingerprint") is None:
+            self.record["fingerprint"] = fingerprint()
+        self.path = _record.write_record(self.record, self.folder)
+        return self.record
+
+    def skip(self, reason: str):
+        self._write("skipped", reason)
+        raise PointSkipped(f"{self.params['backend']}/{self.params['device']}: {reason} "
+                           f"(record: {self.path})")
+
+    def fail(self, exc: BaseException) -> dict:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
+        self.record["traceback"] = tb
+        return self._write("failed", f"{type(exc).__name__}: {exc}"[:2000])
+
+    def verify(self) -> dict:
+        """After ``import keras``: check backend and device, set threads, precision and seed."""
+        import keras
+
+        backend, dev = self.params["backend"], self.params["device"]
+        _device.apply_threads(backend, self.params.get("threads", 0))
+        info = _device.verify(backend, dev)
+        self.device_info = info
+        self.record["device_used"] = info["device_used"]
+        self.record["device_detail"] = info["detail"]
+        if info["skip_reason"]:
+            self.skip(info["skip_reason"])
+        keras.mixed_precision.set_global_policy(self.params.get("precision", "float32"))
+        keras.utils.set_random_seed(self.params.get("seed", 0))
+        self.record["threads_used"] = _threads_used(backend)
+        print(f"backend={backend} device={dev} -> {info['device_used']} ({info['detail']}); "
+              f"keras {keras.__version__}; threads {self.record['threads_used']}")
+        return info
+
+    def load_data(self):
+        self.data = _workloads.load_data(self.workload.name, self.params)
+        d = self.data
+        self.record.update(data_source=d.source, data_detail=d.detail, n_train=int(len(d.x_train)),
+                           n_val=0 if d.x_val is None else int(len(d.x_val)))
+        print(f"data: {d.source} ({d.detail}); train {d.x_train.shape}, "
+              f"val {None if d.x_val is None else d.x_val.shape}")
+        return self.data
+
+    def build_model(self):
+        self.model = _workloads.build_model(self.workload.name, self.params)
+        n = int(self.model.count_params())
+        self.record["model_params"] = n
+        self.record["expected_params"] = self.workload.expected_params
+        return self.model
+
+    def fit(self, model=None, data=None, **fit_kwargs):
+        """Train for ``epochs`` epochs, timed per epoch, with the utilisation sampler running."""
+        from .sampler import Sampler
+        from .timing import make_epoch_timer
+
+        model = model or self.model
+        data = data or self.data
+        self.timer = make_epoch_timer()
+        val = (data.x_val, data.y_val) if data.x_val is not None else None
+        try:
+            with Sampler() as sampler:
+                self.sampler = sampler
+                model.fit(data.x_train, data.y_train, batch_size=self.params["batch_size"],
+                          epochs=self.params["epochs"], validation_data=val, shuffle=True,
+                          verbose=0, callbacks=[self.timer], **fit_kwargs)
+        except Exception as exc:
+            self._collect()
+            self.fail(exc)
+            raise
+        self._collect()
+        return self.timer.history
+
+    def _collect(self):
+        from .sampler import framework_peak_memory
+        from .timing import spread
+
+        t, s, rec = self.timer, self.sampler, self.record
+        if t is None:
+            return
+        train_s = [e - v for e, v in zip(t.epoch_s, t.val_s)]
+        n = rec.get("n_train") or 0
+        bs = self.params["batch_size"]
+        steps = math.ceil(n / bs) if n else None
+        rec["history"] = t.history
+        rec["epoch_total_s"] = t.epoch_s
+        rec["val_s"] = t.val_s
+        if train_s:
+            rec["first_epoch_s"] = train_s[0]
+        steady = train_s[1:]
+        rec["epoch_s"] = steady
+        st = spread(steady)
+        rec["epoch_spread"] = st
+        rec["median_epoch_s"] = st["median"]
+        rec["steps_per_epoch"] = steps
+        if st["median"]:
+            rec["step_s"] = st["median"] / steps if steps else None
+            rec["samples_per_s"] = n / st["median"] if n else None
+            rec["samples_per_s_spread"] = {
+                "min": n / st["max"], "max": n / st["min"], "q1": n / st["q3"], "q3": n / st["q1"]}
+            rec["compile_overhead_s"] = rec["first_epoch_s"] - st["median"]
+        if s is not None:
+            if len(t.bounds) > 1:
+                rec["utilisation"] = s.summary(t.bounds[1][0], t.bounds[-1][1])
+                energies = [s.energy_j(a, b) for a, b in t.bounds[1:]]
+                energies = [e for e in energies if e is not None]
+                rec["energy_j_per_epoch"] = sorted(energies)[len(energies) // 2] if energies else None
+            else:
+                rec["utilisation"] = s.summary()
+            rec["utilisation_timeline"] = s.timeline()
+            rec["epoch_bounds_s"] = [(a - s.t0, b - s.t0) for a, b in t.bounds]
+        rec["utilisation"].update(framework_peak_memory(self.params["backend"],
+                                                        rec.get("device_used") or "cpu"))
+        if rec.get("device") == "gpu" and "gpu_peak_mb" in rec["utilisation"]:
+            rec["utilisation"]["gpu_mem_peak_mb"] = rec["utilisation"]["gpu_peak_mb"]
+
+    def finish(self) -> dict:
+        """Write the ``ok`` record and return it."""
+        rec = self._write("ok")
+        print(f"record: {self.path}")
+        if rec.get("samples_per_s"):
+            print(f"first epoch {rec['first_epoch_s']:.3f} s; steady state "
+                  f"{rec['median_epoch_s']:.3f} s/epoch (median of {len(rec['epoch_s'])}), "
+                  f"{rec['samples_per_s']:.0f} samples/s")
+        return rec
+
+
+def _threads_used(backend: str) -> dict:
+    out = {"cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
+    try:
+        if backend == "torch":
+            import torch
+
+            out["torch_threads"] = torch.get_num_threads()
+        elif backend == "tensorflow":
+            import tensorflow as tf
+
+            out["tf_intra_op"] = tf.config.threading.get_intra_op_parallelism_threads()
+    except Exception:
+        pass
+    return out
+
+
+def _record_notebook() -> str:
+    """Path of the executed notebook (set by the runner), else the source notebook's name."""
+    return os.environ.get("CGB_EXECUTED_NOTEBOOK", "")
