@@ -56,14 +56,17 @@ def load(path) -> dict:
     return doc
 
 
+def _check_timeout(value, where: str):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        raise GridError(f"{where}: key 'timeout_s' has value {value!r}; allowed: a number of seconds > 0")
+    return value
+
+
 def expand(path) -> list[dict]:
     """Every point of the grid file as a full parameter dict (plus ``timeout_s``), validated."""
     path = Path(path)
     doc = load(path)
-    timeout = doc.get("timeout_s")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or timeout <= 0):
-        raise GridError(f"{path}: key 'timeout_s' has value {timeout!r}; allowed: a number > 0")
+    timeout = _check_timeout(doc.get("timeout_s"), str(path))
     defaults = doc.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise GridError(f"{path}: key 'defaults' must be a mapping of parameters")
@@ -88,7 +91,7 @@ def expand(path) -> list[dict]:
                 _params.validate({"workload": wl}, where, workloads=_workloads.names())
             except _params.ParamError as exc:
                 raise GridError(str(exc)) from None
-        block_timeout = merged.pop("timeout_s", timeout)
+        block_timeout = _check_timeout(merged.pop("timeout_s", timeout), where)
         keys = list(merged)
         values = []
         for k in keys:

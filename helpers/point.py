@@ -208,13 +208,15 @@ class Point:
                 "min": n / st["max"], "max": n / st["min"], "q1": n / st["q3"], "q3": n / st["q1"]}
             rec["compile_overhead_s"] = rec["first_epoch_s"] - st["median"]
         if s is not None:
-            if len(t.bounds) > 1:
+            if len(t.bounds) > 1 and s.window(t.bounds[1][0], t.bounds[-1][1]):
                 rec["utilisation"] = s.summary(t.bounds[1][0], t.bounds[-1][1])
+                rec["utilisation"]["window"] = "steady-state epochs"
                 energies = [s.energy_j(a, b) for a, b in t.bounds[1:]]
                 energies = [e for e in energies if e is not None]
                 rec["energy_j_per_epoch"] = sorted(energies)[len(energies) // 2] if energies else None
-            else:
+            else:  # epochs shorter than the sampling interval
                 rec["utilisation"] = s.summary()
+                rec["utilisation"]["window"] = "whole fit"
             rec["utilisation_timeline"] = s.timeline()
             rec["epoch_bounds_s"] = [(a - s.t0, b - s.t0) for a, b in t.bounds]
         rec["utilisation"].update(framework_peak_memory(self.params["backend"],

@@ -8,6 +8,7 @@ draws a note instead of raising on a missing column.
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 from .record import read_records
@@ -183,6 +184,16 @@ def html_table(df, floatfmt: str = "{:.4g}") -> str:
     return f'<table class="cgb"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
+_EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>", re.I)
+_MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
+
+
+def make_self_contained(page: str) -> str:
+    """Drop the template's CDN scripts (require.js, MathJax): the report needs no network to view."""
+    page = _MATHJAX_CONFIG.sub("", page)
+    return _EXTERNAL_SCRIPT.sub("", page)
+
+
 def render_html(executed_notebook: Path, out_html: Path) -> Path:
     """nbconvert: the executed summary notebook to one self-contained HTML page, code hidden."""
     import nbformat
@@ -191,6 +202,7 @@ def render_html(executed_notebook: Path, out_html: Path) -> Path:
     nb = nbformat.read(str(executed_notebook), as_version=4)
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
+    body = make_self_contained(body)
     out_html = Path(out_html)
     out_html.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_html.with_suffix(".html.tmp")

@@ -26,7 +26,7 @@ def _nvml_handles():
 class Sampler:
     """``with Sampler(interval=0.5) as s: ...`` then ``s.samples`` and ``s.summary()``."""
 
-    def __init__(self, interval: float = 0.5):
+    def __init__(self, interval: float = 0.25):
         self.interval = interval
         self.samples: list[dict] = []
         self._stop = threading.Event()

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Run a benchmark grid and render the report.
+#
+#   ./run_all.sh                         the default grid (params/quick.yaml)
+#   ./run_all.sh params/seeds.yaml ...   any grid files
+#   ./run_all.sh --current-python ...    use this Python as it is, install nothing (cloud GPU images)
+#   ./run_all.sh --help                  the runner's options (--timeout, --rerun, --report-only ...)
+#
+# First run: creates .venv and installs the pinned dependencies (pyproject.toml); later runs reuse it.
+# Outputs: outputs/runs/<time>/ (records, executed notebooks, run.log) and outputs/report.html.
+# Exit status: 0 ok, 1 a point failed (skips are not failures), 2 a bad grid (nothing run).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+if [[ "${1:-}" == "--current-python" ]]; then
+  export CGB_USE_CURRENT_PYTHON=1
+  shift
+fi
+source scripts/env.sh
+cgb_python || exit $?
+mkdir -p outputs
+exec "$PY" -m helpers.runner "$@"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Run the tests: sets up .venv with the pinned dependencies if needed, lints, runs pytest.
+#   ./run_tests.sh [pytest args]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+source scripts/env.sh
+cgb_python || exit $?
+"$PY" -m ruff check helpers tests notebooks benchmarks
+exec "$PY" -m pytest "$@"
