@@ -9,7 +9,8 @@ One process drives every point through the papermill API (no papermill start-up 
 point gets a fresh Jupyter kernel (a backend or a device cannot be switched inside a process). A
 watchdog kills a point's kernel at its time limit. A point that fails gets a ``failed`` record
 with the error and the executed notebook is kept; the grid goes on. Points already done on this
-machine (same point id, status ok) are not run again unless ``--rerun``.
+machine (same point id, status ok) are not run again unless ``--rerun``; failed and
+skipped points are run again.
 
 Exit status: 0 all points ok or skipped; 1 a point failed; 2 a bad grid (nothing run);
 130 interrupted.
@@ -117,7 +118,7 @@ def describe(p: dict) -> str:
 
 def done_point_ids(folder: Path) -> set[str]:
     records, _ = _record.read_records([folder]) if folder.exists() else ([], [])
-    return {r["point_id"] for r in records if r.get("status") in ("ok", "skipped")}
+    return {r["point_id"] for r in records if r.get("status") == "ok"}
 
 
 def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log) -> dict:
