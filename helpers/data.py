@@ -23,14 +23,41 @@ class DataError(RuntimeError):
 
 @dataclass
 class Dataset:
-    x_train: np.ndarray
-    y_train: np.ndarray
+    """Training (and validation) data for ``model.fit``, and where it came from.
+
+    Either arrays (``x_train``/``y_train``, batched by ``fit`` with the point's ``batch_size``) or
+    ``train``: anything ``fit`` accepts that batches itself (a ``keras.utils.PyDataset``, a
+    ``tf.data.Dataset``, a generator) with ``steps_per_epoch`` and ``samples_per_epoch`` given.
+    """
+
+    x_train: np.ndarray | None
+    y_train: np.ndarray | None
     x_val: np.ndarray | None
     y_val: np.ndarray | None
     source: str  # "real" | "synthetic"
     detail: str = ""  # where it came from, or why synthetic
     n_classes: int = 0
-    extra: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # recorded as data_info (e.g. augmentation, workers)
+    train: object = None
+    val: object = None
+    steps_per_epoch: int | None = None
+    n_train: int | None = None  # samples per epoch when ``train`` is given
+    n_val: int | None = None
+    fit_kwargs: dict = field(default_factory=dict)
+
+    @property
+    def samples_per_epoch(self) -> int:
+        if self.train is not None:
+            if self.n_train is None:
+                raise ValueError("Dataset with `train` needs `n_train` (samples per epoch)")
+            return int(self.n_train)
+        return int(len(self.x_train))
+
+    @property
+    def n_val_samples(self) -> int:
+        if self.val is not None:
+            return int(self.n_val or 0)
+        return 0 if self.x_val is None else int(len(self.x_val))
 
 
 def keras_home() -> Path:

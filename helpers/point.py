@@ -144,10 +144,10 @@ class Point:
     def load_data(self):
         self.data = _workloads.load_data(self.workload.name, self.params)
         d = self.data
-        self.record.update(data_source=d.source, data_detail=d.detail, n_train=int(len(d.x_train)),
-                           n_val=0 if d.x_val is None else int(len(d.x_val)))
-        print(f"data: {d.source} ({d.detail}); train {d.x_train.shape}, "
-              f"val {None if d.x_val is None else d.x_val.shape}")
+        self.record.update(data_source=d.source, data_detail=d.detail, n_train=d.samples_per_epoch,
+                           n_val=d.n_val_samples, data_info=d.extra)
+        print(f"data: {d.source} ({d.detail}); {d.samples_per_epoch} training samples per epoch, "
+              f"{d.n_val_samples} validation samples")
         return self.data
 
     def build_model(self):
@@ -165,13 +165,21 @@ class Point:
         model = model or self.model
         data = data or self.data
         self.timer = make_epoch_timer()
-        val = (data.x_val, data.y_val) if data.x_val is not None else None
+        kwargs = {**data.fit_kwargs, **fit_kwargs}
+        if data.train is not None:  # a PyDataset / tf.data / generator: batching is its own
+            args = (data.train,)
+            kwargs.setdefault("steps_per_epoch", data.steps_per_epoch)
+            kwargs.setdefault("validation_data", data.val)
+        else:
+            args = (data.x_train, data.y_train)
+            kwargs.setdefault("batch_size", self.params["batch_size"])
+            kwargs.setdefault("shuffle", True)
+            kwargs.setdefault("validation_data",
+                              (data.x_val, data.y_val) if data.x_val is not None else None)
         try:
             with Sampler() as sampler:
                 self.sampler = sampler
-                model.fit(data.x_train, data.y_train, batch_size=self.params["batch_size"],
-                          epochs=self.params["epochs"], validation_data=val, shuffle=True,
-                          verbose=0, callbacks=[self.timer], **fit_kwargs)
+                model.fit(*args, epochs=self.params["epochs"], verbose=0, callbacks=[self.timer], **kwargs)
         except Exception as exc:
             self._collect()
             self.fail(exc)
@@ -189,7 +197,8 @@ class Point:
         train_s = [e - v for e, v in zip(t.epoch_s, t.val_s)]
         n = rec.get("n_train") or 0
         bs = self.params["batch_size"]
-        steps = math.ceil(n / bs) if n else None
+        steps = (self.data.steps_per_epoch if self.data is not None and self.data.steps_per_epoch
+                 else (math.ceil(n / bs) if n else None))
         rec["history"] = t.history
         rec["epoch_total_s"] = t.epoch_s
         rec["val_s"] = t.val_s
@@ -226,6 +235,8 @@ class Point:
 
     def finish(self) -> dict:
         """Write the ``ok`` record and return it."""
+        if self.workload.describe is not None and self.model is not None:
+            self.record["workload_info"] = self.workload.describe(self.model, self.params)
         rec = self._write("ok")
         print(f"record: {self.path}")
         if rec.get("samples_per_s"):

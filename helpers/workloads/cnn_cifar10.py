@@ -1,69 +1,10 @@
-"""The workload registry: one entry per workload, keyed by the workload notebook's name.
-
-Each entry gives the source document it reproduces, its default parameters, a model builder and a
-data loader. Builders and loaders import Keras inside the function, so importing this module
-imports no framework (the device must be forced first).
-
-    build_model("cnn_cifar10", params)  -> a compiled keras.Model
-    load_data("cnn_cifar10", params)    -> helpers.data.Dataset
-"""
+"""cnn_cifar10: seed 000's small CNN on CIFAR-10 (Flux.jl: GTX 1080 vs i7-7500U)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from .. import data as _data
+from . import Workload, register
 
-from . import data as _data
-
-
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    source: str  # seed document it reproduces
-    summary: str
-    defaults: dict
-    build: Callable[[dict], object]  # params -> uncompiled keras.Model
-    compile_args: Callable[[dict], dict]  # params -> kwargs of model.compile (optimizer, loss, metrics)
-    load: Callable[[dict], _data.Dataset]
-    expected_params: int | None = None  # parameter count the source gives
-    extra_params: dict = field(default_factory=dict)  # workload-only knobs: name -> helpers.params.Param
-
-
-REGISTRY: dict[str, Workload] = {}
-
-
-def register(w: Workload) -> Workload:
-    if not w.name.isidentifier():
-        raise ValueError(f"workload name must be a valid identifier: {w.name!r}")
-    REGISTRY[w.name] = w
-    return w
-
-
-def names() -> tuple[str, ...]:
-    return tuple(sorted(REGISTRY))
-
-
-def get(name: str) -> Workload:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown workload {name!r}; known: {', '.join(names())}") from None
-
-
-def build_model(name: str, params: dict):
-    """The workload's model, compiled with its optimiser, loss, metrics and ``jit_compile``."""
-    w = get(name)
-    model = w.build(params)
-    jit = params.get("jit_compile", "auto")
-    model.compile(**w.compile_args(params), jit_compile=jit)
-    return model
-
-
-def load_data(name: str, params: dict) -> _data.Dataset:
-    return get(name).load(params)
-
-
-# ------------------------------------------------------------------ cnn_cifar10 (seed 000)
 
 def _cnn_cifar10(params: dict):
     """Seed 000's Flux network, layer for layer (39,558 parameters).
