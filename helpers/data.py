@@ -51,13 +51,13 @@ class Dataset:
             if self.n_train is None:
                 raise ValueError("Dataset with `train` needs `n_train` (samples per epoch)")
             return int(self.n_train)
-        return int(len(self.x_train))
+        return len(self.x_train)
 
     @property
     def n_val_samples(self) -> int:
         if self.val is not None:
             return int(self.n_val or 0)
-        return 0 if self.x_val is None else int(len(self.x_val))
+        return 0 if self.x_val is None else len(self.x_val)
 
 
 def keras_home() -> Path:
@@ -133,7 +133,7 @@ def _load_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         data, labels = load_batch(str(path))
     else:
         with open(path, "rb") as f:
-            d = pickle.load(f, encoding="bytes")  # noqa: S301 - only reached without Keras' parser
+            d = pickle.load(f, encoding="bytes")
         data = d[b"data"].reshape(-1, 3, 32, 32)
         labels = d[b"labels"]
     return np.asarray(data, dtype=np.uint8), np.asarray(labels, dtype=np.int64)

@@ -99,7 +99,7 @@ def fingerprint() -> dict:
         "python": platform.python_version(),
         "versions": {p: v for p in PACKAGES if (v := _version(p))},
         "git_commit": git_commit(),
-        "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine_key": machine_key(),
     }
     fp.update(gpus())

@@ -66,7 +66,7 @@ def collect(namespace: dict) -> dict:
     return params
 
 
-def begin(namespace_or_params: dict) -> "Point":
+def begin(namespace_or_params: dict) -> Point:
     """Validate the parameters, force backend and device (before ``import keras``), return the point."""
     ns = namespace_or_params
     params = collect(ns)
@@ -77,7 +77,7 @@ class Point:
     def __init__(self, params: dict):
         self.params = dict(params)
         self.workload = _workloads.get(params["workload"])
-        self.started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.t_start = time.perf_counter()
         self.point_id = params.get("point_id") or _record.point_id(params, machine_key())
         self.folder = self._folder(params.get("output_dir", ""))

@@ -184,8 +184,8 @@ def html_table(df, floatfmt: str = "{:.4g}") -> str:
     return f'<table class="cgb"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
-_EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>", re.I)
-_MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
+_EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>", re.IGNORECASE)
+_MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
 
 
 def make_self_contained(page: str) -> str:

@@ -169,7 +169,7 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
         else:
             reason = "the notebook finished without writing a record"
         rec.update(status="failed", reason=reason, fingerprint=fingerprint(),
-                   started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+                   started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     elif timed_out.is_set() and rec.get("status") != "skipped":
         rec.update(status="failed", reason=f"timed out after {timeout_s:g} s (kernel killed)")
     rec["notebook"] = str(nb_out)

@@ -13,10 +13,9 @@ One module per workload (or family) in this package registers its entries with `
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
-
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from .. import data as _data
 
