@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source scripts/env.sh
 cgb_python || exit $?
+# the report's browser test needs Chromium (Debian's package); installed here when missing
+if [[ -f scripts/ensure_chromium.sh ]]; then source scripts/ensure_chromium.sh; fi
 "$PY" -m ruff check helpers tests notebooks benchmarks
 exec "$PY" -m pytest "$@"
