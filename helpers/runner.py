@@ -13,7 +13,7 @@ machine (same point id, status ok) are not run again unless ``--rerun``; failed 
 skipped points are run again.
 
 Exit status: 0 all points ok or skipped; 1 a point failed; 2 a bad grid (nothing run);
-130 interrupted.
+3 another run holds outputs/; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def install_kernelspec(root: Path) -> str:
     """A kernelspec running *this* Python (whatever kernels the user has installed)."""
     kdir = root / "kernels" / KERNEL_NAME
     kdir.mkdir(parents=True, exist_ok=True)
-    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+    spec = {"argv": [sys.executable, "-m", "helpers.kernel_launcher", "-f", "{connection_file}"],
             "display_name": f"Python ({sys.executable})", "language": "python",
             "metadata": {"debugger": False}}
     (kdir / "kernel.json").write_text(json.dumps(spec, indent=1))
@@ -79,11 +79,8 @@ def _register_engine():
                                         kernel_name=kernel_name, log=logger, log_output=log_output,
                                         stdout_file=stdout_file, stderr_file=stderr_file)
             client = PapermillNotebookClient(nb_man, **final_kwargs)
-            cls.current = client
-            try:
-                return client.execute()
-            finally:
-                cls.current = None
+            cls.current = client  # kept after it returns: an interrupt handler may still need it
+            return client.execute()
 
     papermill_engines.register("cgb", WatchedEngine)
     return WatchedEngine
@@ -91,7 +88,7 @@ def _register_engine():
 
 def kill_kernel(engine) -> bool:
     """Kill the running point's kernel and its children (its own process group)."""
-    client = engine.current
+    client = getattr(engine, "current", None)
     km = getattr(client, "km", None) if client is not None else None
     prov = getattr(km, "provisioner", None) if km is not None else None
     pid = getattr(prov, "pid", None) if prov is not None else None
@@ -134,6 +131,7 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     nb_out.parent.mkdir(parents=True, exist_ok=True)
     rec_path = run_dir / "records" / f"{stem}.json"
     os.environ["CGB_EXECUTED_NOTEBOOK"] = str(nb_out)
+    os.environ["CGB_KERNEL_STDERR"] = str(nb_out.with_suffix(".stderr.log"))
     timed_out = threading.Event()
 
     def on_timeout():
@@ -151,8 +149,12 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
                             cwd=str(NOTEBOOKS), start_timeout=120)
     except Exception as exc:  # PapermillExecutionError, DeadKernelError, timeouts ...
         error = exc
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: no orphan kernel, no record for this point
+        kill_kernel(engine)
+        raise
     finally:
         watchdog.cancel()
+        engine.current = None
     wall = time.perf_counter() - t0
     rec = None
     if rec_path.exists():
@@ -194,6 +196,38 @@ def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Pat
     return render_html(executed, out_html)
 
 
+# ------------------------------------------------------------------ one run at a time
+
+def acquire_lock(out_root: Path):
+    """An exclusive lock on ``out_root`` for this process (released by the OS when it dies).
+
+    Two grids at once on one machine would also spoil each other's timings, so the second waits
+    for nothing: it says who holds the lock and exits with status 3.
+    """
+    import fcntl
+
+    path = out_root / ".run.lock"
+    f = open(path, "a+")  # noqa: SIM115 - held for the life of the process
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        print(f"error: {out_root} is in use by a run in progress ({holder}); timings of two grids at once "
+              "would spoil each other. Wait for it, or set CGB_OUTPUTS to another folder.", file=sys.stderr)
+        f.close()
+        return None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()} since {dt.datetime.now().isoformat(timespec='seconds')}\n")
+    f.flush()
+    return f
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 # ------------------------------------------------------------------ main
 
 def main(argv=None) -> int:
@@ -228,6 +262,11 @@ def main(argv=None) -> int:
         print(f"{len(points)} points valid")
         return 0
 
+    out_root.mkdir(parents=True, exist_ok=True)
+    lock = acquire_lock(out_root)
+    if lock is None:
+        return 3
+    signal.signal(signal.SIGTERM, _terminate)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = out_root / "runs" / f"{stamp}-{uuid.uuid4().hex[:6]}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -267,7 +306,6 @@ def main(argv=None) -> int:
                     tail = "  " + rec["reason"].splitlines()[0][:200]
                 log(f"{head}  {st}  {rec.get('wall_s', 0):.1f}s{tail}")
         except KeyboardInterrupt:
-            kill_kernel(engine)
             log("interrupted: the running point was stopped and left no record; run again to resume")
             return 130
     log(f"grid: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped, "

@@ -1,0 +1,198 @@
+"""Reliability: interruption, resume, a second run at once, failures, mislabelling, escaping."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import point, record, runner
+from helpers.paths import PROJECT_ROOT
+
+
+def env_for(outputs: Path) -> dict:
+    return {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OUTPUTS": str(outputs),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+
+def start(args, outputs: Path) -> subprocess.Popen:
+    return subprocess.Popen(["bash", str(PROJECT_ROOT / "run_all.sh"), *args], env=env_for(outputs),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def kernels_of(outputs: Path) -> list[int]:
+    """PIDs of kernel processes started for this outputs folder (found by their environment)."""
+    pids = []
+    needle = f"CGB_OUTPUTS={outputs}".encode()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes()
+            if b"helpers.kernel_launcher" in cmd and needle in (d / "environ").read_bytes().split(b"\0"):
+                pids.append(int(d.name))
+        except OSError:
+            continue
+    return pids
+
+
+def wait_for(pred, timeout=180.0, step=0.2):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        value = pred()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("timed out waiting")
+
+
+def all_records(outputs: Path) -> list[dict]:
+    files = list(outputs.glob("runs/*/records/*.json"))
+    return [json.loads(f.read_text()) for f in files]  # every file parses: nothing partial
+
+
+GRID3 = """timeout_s: 600
+points:
+  - workload: cnn_cifar10
+    backend: jax
+    device: cpu
+    batch_size: 100
+    epochs: 3
+    n_train: 1500
+    data_source: synthetic
+    seed: [1, 2, 3]
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_interrupt_mid_point_then_resume(tmp_path, sig):
+    outputs = tmp_path / "outputs"
+    grid = tmp_path / "g.yaml"
+    grid.write_text(GRID3)
+    proc = start([str(grid), "--no-report"], outputs)
+    # wait until the first point is done and the second point's kernel is running
+    wait_for(lambda: len(all_records(outputs)) == 1)
+    wait_for(lambda: kernels_of(outputs))
+    time.sleep(2.0)
+    os.kill(proc.pid, sig)  # run_all.sh execs the runner: this is the driving Python process
+    proc.wait(timeout=60)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130
+        assert "interrupted" in proc.stdout.read()
+    # no orphan kernel (after kill -9 the kernel notices its parent is gone within seconds)
+    wait_for(lambda: not kernels_of(outputs), timeout=30)
+    recs = all_records(outputs)
+    assert len(recs) == 1 and recs[0]["status"] == "ok"
+    assert not list(outputs.glob("runs/*/records/.*"))  # no temp files left
+    # the next run resumes: the finished point is not run again, the others run
+    res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
+                         env=env_for(outputs), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("not run again") == 1
+    recs = all_records(outputs)
+    assert sorted(r["params"]["seed"] for r in recs) == [1, 2, 3]
+    assert all(r["status"] == "ok" for r in recs)
+    # --rerun runs everything again
+    res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report", "--rerun",
+                          "--validate-only"], env=env_for(outputs), capture_output=True, text=True)
+    assert res.returncode == 0 and "3 points valid" in res.stdout
+
+
+def test_second_run_at_once_is_refused_clearly(tmp_path):
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    held = runner.acquire_lock(outputs)
+    assert held is not None
+    grid = tmp_path / "g.yaml"
+    grid.write_text(GRID3)
+    res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
+                         env=env_for(outputs), capture_output=True, text=True, timeout=120)
+    assert res.returncode == 3
+    assert "in use by a run in progress" in res.stderr and f"pid {os.getpid()}" in res.stderr
+    assert not (outputs / "runs").exists()
+    held.close()
+
+
+@pytest.mark.slow
+def test_failures_are_recorded_and_the_grid_goes_on(tmp_path):
+    outputs = tmp_path / "outputs"
+    grid = tmp_path / "g.yaml"
+    grid.write_text("""timeout_s: 600
+defaults: {workload: cnn_cifar10, backend: jax, device: cpu, epochs: 2, batch_size: 100, n_train: 200}
+points:
+  - data_source: real          # not cached, not reachable: an exception in the notebook
+  - batch_size: 10000000       # absurd: out of memory
+    n_train: 10000000
+    data_source: synthetic
+  - n_train: 2000000           # far longer than its limit
+    epochs: 50
+    data_source: synthetic
+    timeout_s: 20
+  - data_source: synthetic     # still runs after the failures
+""")
+    res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
+                         env=env_for(outputs), capture_output=True, text=True, timeout=900)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "3 failed" in res.stdout and "1 ok" in res.stdout
+    recs = {(r["params"]["data_source"], r["params"]["n_train"]): r for r in all_records(outputs)}
+    assert len(recs) == 4
+    real = recs[("real", 200)]
+    assert real["status"] == "failed" and "DataError" in real["reason"] and "Keras cache" in real["reason"]
+    oom = recs[("synthetic", 10000000)]
+    assert oom["status"] == "failed" and ("MemoryError" in oom["reason"] or "memory" in oom["reason"].lower())
+    slow = recs[("synthetic", 2000000)]
+    assert slow["status"] == "failed" and "timed out after 20 s" in slow["reason"]
+    assert recs[("synthetic", 200)]["status"] == "ok"
+    for r in recs.values():
+        assert Path(r["notebook"]).is_file()  # the executed notebook is kept
+        assert r["samples_per_s"] is None or r["status"] == "ok"
+    assert not kernels_of(outputs)
+
+
+def test_backend_not_installed_is_skipped_with_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(point._device, "backend_installed", lambda b: False)
+    params = {"workload": "cnn_cifar10", "backend": "tensorflow", "device": "cpu", "batch_size": 10,
+              "epochs": 2, "n_train": 10, "n_val": 0, "data_source": "synthetic", "threads": 0,
+              "precision": "float32", "jit_compile": "auto", "seed": 0, "output_dir": str(tmp_path),
+              "point_id": ""}
+    with pytest.raises(point.PointSkipped, match="backend not installed"):
+        point.begin(params)
+    (rec_path,) = tmp_path.glob("*.json")
+    rec = json.loads(rec_path.read_text())
+    assert rec["status"] == "skipped" and "backend not installed" in rec["reason"]
+    assert rec["samples_per_s"] is None and rec["device_used"] is None
+
+
+def test_unknown_injected_parameter_is_rejected():
+    ns = {"workload": "cnn_cifar10", "backend": "jax", "device": "cpu", "batch_size": 10, "epochs": 2,
+          "n_train": 10, "n_val": 0, "data_source": "synthetic", "threads": 0, "precision": "float32",
+          "jit_compile": "auto", "seed": 0, "output_dir": "", "point_id": "", "epoch": 5,
+          "In": [], "_i1": "x", "json": json}
+    with pytest.raises(point._params.ParamError, match="unknown key 'epoch'.*did you mean"):
+        point.collect(ns)
+
+
+def test_record_written_atomically_under_concurrent_writers(tmp_path):
+    """Many processes writing the same record path at once: the file is always one whole record."""
+    code = ("import sys; from helpers import record\n"
+            "for i in range(200):\n"
+            "    r = record.empty_record({'workload': 'w', 'backend': 'jax', 'device': 'cpu'}, 'same')\n"
+            "    r.update(status='ok', history={'loss': [float(sys.argv[1])] * 2000})\n"
+            f"    record.write_record(r, {str(tmp_path)!r})\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(k)], cwd=PROJECT_ROOT) for k in range(4)]
+    path = tmp_path / "w-jax-cpu-same.json"
+    reads = 0
+    while any(p.poll() is None for p in procs):
+        if path.exists():
+            data = json.loads(path.read_text())
+            assert len(set(data["history"]["loss"])) == 1
+            reads += 1
+    assert all(p.returncode == 0 for p in procs)
+    assert reads > 0
+    assert [f.name for f in tmp_path.iterdir()] == [path.name]
+    record.read_records([tmp_path])
