@@ -220,12 +220,15 @@ class Point:
             if len(t.bounds) > 1 and s.window(t.bounds[1][0], t.bounds[-1][1]):
                 rec["utilisation"] = s.summary(t.bounds[1][0], t.bounds[-1][1])
                 rec["utilisation"]["window"] = "steady-state epochs"
-                energies = [s.energy_j(a, b) for a, b in t.bounds[1:]]
-                energies = [e for e in energies if e is not None]
-                rec["energy_j_per_epoch"] = sorted(energies)[len(energies) // 2] if energies else None
             else:  # epochs shorter than the sampling interval
                 rec["utilisation"] = s.summary()
                 rec["utilisation"]["window"] = "whole fit"
+            # energy: the GPU's mean sampled power over the steady state x the median epoch time
+            # (GPU points only: on a CPU point the GPU's idle power is not the training's energy)
+            power = rec["utilisation"].get("power_w_mean")
+            if power is not None and rec.get("device_used") == "gpu" and st["median"]:
+                rec["energy_j_per_epoch"] = power * st["median"]
+                rec["energy_method"] = f"mean NVML power over the {rec['utilisation']['window']} x median epoch"
             rec["utilisation_timeline"] = s.timeline()
             rec["epoch_bounds_s"] = [(a - s.t0, b - s.t0) for a, b in t.bounds]
         rec["utilisation"].update(framework_peak_memory(self.params["backend"],

@@ -51,6 +51,16 @@ def install_kernelspec(root: Path) -> str:
             "metadata": {"debugger": False}}
     (kdir / "kernel.json").write_text(json.dumps(spec, indent=1))
     paths = [str(root)] + [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    # nbconvert's templates live in <prefix>/share/jupyter; with `pip install --target DIR` (images
+    # whose Python is used as it is) that prefix is DIR, which Jupyter does not search by itself
+    try:
+        import nbconvert
+
+        share = Path(nbconvert.__file__).resolve().parents[1] / "share" / "jupyter"
+        if share.is_dir():
+            paths.append(str(share))
+    except ImportError:
+        pass
     os.environ["JUPYTER_PATH"] = os.pathsep.join(paths)
     # the kernel imports `helpers` from this checkout, installed or not
     pp = [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -183,17 +193,21 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     return rec
 
 
-def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Path) -> Path:
-    """Execute summary.ipynb over ``folders`` in a fresh kernel, render it to ``out_html``."""
+def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Path,
+                  parameters: dict | None = None) -> Path:
+    """Execute summary.ipynb over ``folders`` in a fresh kernel, render it to ``out_html``; write the index
+    page (``index.html`` beside it) linking the report and every executed workload notebook as HTML."""
     import papermill as pm
 
-    from .report import render_html
+    from .report import render_html, render_index
 
     executed = run_dir / "summary.ipynb"
-    pm.execute_notebook(str(NOTEBOOKS / "summary.ipynb"), str(executed),
-                        parameters={"inputs": [str(f) for f in folders]}, engine_name="cgb",
+    params = {**(parameters or {}), "inputs": [str(f) for f in folders]}
+    pm.execute_notebook(str(NOTEBOOKS / "summary.ipynb"), str(executed), parameters=params, engine_name="cgb",
                         kernel_name=kernel, progress_bar=False, cwd=str(NOTEBOOKS))
-    return render_html(executed, out_html)
+    out = render_html(executed, out_html)
+    render_index(folders, Path(out_html).parent / "index.html", report_html=out)
+    return out
 
 
 # ------------------------------------------------------------------ one run at a time
