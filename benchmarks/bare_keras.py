@@ -26,9 +26,9 @@ def main():
     ap.add_argument("--shape", default="32,32,3")
     ap.add_argument("--classes", type=int, default=10)
     args = ap.parse_args()
+    import keras
     import numpy as np
 
-    import keras
     from helpers import workloads
 
     keras.mixed_precision.set_global_policy(args.precision)

@@ -1,0 +1,420 @@
+"""The published report, checked as a person would: real smoke runs plus marked fixtures, rendered, opened in
+headless Chromium (every image loaded, no console error, a screenshot under outputs/), and unit checks of the
+aggregation, costs, escaping and partial data.
+
+The browser is driven through the Chrome DevTools protocol over tornado's websocket client (tornado comes
+with jupyter/ipykernel); Chromium is Debian's package, installed by scripts/ensure_chromium.sh. Without it,
+the browser test is skipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from helpers import report
+from helpers.paths import PROJECT_ROOT
+from helpers.record import write_atomic
+
+XSS = "<script>window.__xss=1</script>"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--hide-scrollbars", "--mute-audio"]
+
+
+def chromium() -> str | None:
+    for name in (os.environ.get("CGB_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+# ------------------------------------------------------------------ a tiny DevTools client
+
+
+class Browser:
+    """Headless Chromium driven over the DevTools protocol (one page)."""
+
+    def __init__(self, exe: str, width: int = 1280, height: int = 900):
+        from tornado.ioloop import IOLoop
+
+        self.profile = tempfile.mkdtemp(prefix="cgb-chromium-")
+        self.proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}",
+                                      "--remote-debugging-port=0", f"--window-size={width},{height}", "about:blank"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port_file = Path(self.profile) / "DevToolsActivePort"
+        deadline = time.time() + 60
+        while not (port_file.is_file() and port_file.read_text().strip()):
+            if time.time() > deadline or self.proc.poll() is not None:
+                self.close()
+                raise RuntimeError("Chromium did not start")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        pages = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
+        ws_url = next(p["webSocketDebuggerUrl"] for p in pages if p.get("type") == "page")
+        self.loop = IOLoop()
+        self.events: list[dict] = []
+        self._id = 0
+        self.ws = self.loop.run_sync(lambda: self._connect(ws_url), timeout=30)
+
+    async def _connect(self, url):
+        from tornado.websocket import websocket_connect
+
+        return await websocket_connect(url, max_message_size=256 * 2**20)
+
+    async def _call(self, method, params):
+        self._id += 1
+        my = self._id
+        await self.ws.write_message(json.dumps({"id": my, "method": method, "params": params or {}}))
+        while True:
+            msg = await self.ws.read_message()
+            if msg is None:
+                raise RuntimeError("DevTools connection closed")
+            data = json.loads(msg)
+            if data.get("id") == my:
+                if "error" in data:
+                    raise RuntimeError(f"{method}: {data['error']}")
+                return data.get("result", {})
+            if "method" in data:
+                self.events.append(data)
+
+    async def _wait_event(self, name, timeout):
+        import asyncio
+
+        end = time.time() + timeout
+        while not any(e["method"] == name for e in self.events):
+            msg = await asyncio.wait_for(self.ws.read_message(), max(0.1, end - time.time()))
+            if msg is None:
+                raise RuntimeError("DevTools connection closed")
+            data = json.loads(msg)
+            if "method" in data:
+                self.events.append(data)
+
+    def call(self, method, params=None, timeout=60):
+        return self.loop.run_sync(lambda: self._call(method, params), timeout=timeout)
+
+    def open(self, url: str, timeout=60):
+        for domain in ("Page", "Runtime", "Log"):
+            self.call(f"{domain}.enable")
+        self.events.clear()
+        self.call("Page.navigate", {"url": url})
+        self.loop.run_sync(lambda: self._wait_event("Page.loadEventFired", timeout), timeout=timeout + 5)
+        self.eval("new Promise(r => setTimeout(r, 300))")  # late console messages
+
+    def eval(self, expr: str):
+        res = self.call("Runtime.evaluate", {"expression": expr, "returnByValue": True, "awaitPromise": True})
+        return res.get("result", {}).get("value")
+
+    def console_errors(self) -> list[str]:
+        out = []
+        for e in self.events:
+            p = e.get("params", {})
+            if e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(" ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
+            elif e["method"] == "Runtime.exceptionThrown":
+                out.append(str(p.get("exceptionDetails", {}).get("exception", {}).get("description")))
+            elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+                out.append(f"{p['entry'].get('source')}: {p['entry'].get('text')} {p['entry'].get('url', '')}")
+        return out
+
+    def screenshot(self, path: Path, full_page: bool = True, max_height: int = 16000):
+        params = {"format": "png"}
+        if full_page:
+            h = min(int(self.eval("document.documentElement.scrollHeight") or 900), max_height)
+            w = int(self.eval("document.documentElement.scrollWidth") or 1280)
+            params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": w, "height": h, "scale": 1})
+        data = self.call("Page.captureScreenshot", params, timeout=120)["data"]
+        Path(path).write_bytes(base64.b64decode(data))
+        return path
+
+    def close(self):
+        try:
+            if getattr(self, "ws", None) is not None:
+                self.ws.close()
+            if getattr(self, "loop", None) is not None:
+                self.loop.close(all_fds=True)
+        finally:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ fixtures (hand-written records)
+
+
+def fixture_records(real: dict) -> list[dict]:
+    """Records this machine cannot produce, built from a real one and marked ``fixture: true``: a GPU pair with
+    power and a GPU timeline, a failed point, and a record whose text is markup."""
+    out = []
+    fp = copy.deepcopy(real["fingerprint"])
+    fp.update(host="FIXTURE-not-a-real-machine", gpu_names=["Tesla P100-PCIE-16GB"], gpu_driver="fixture",
+              cuda_driver="fixture", cpu_model="FIXTURE Xeon", cpu_logical=8, cpu_allowed=8,
+              machine_key="FIXTURE|P100")
+    for dev, backend, scale in (("gpu", "jax", 0.05), ("cpu", "jax", 1.0), ("gpu", "torch", 0.08)):
+        r = copy.deepcopy(real)
+        r.update(fixture=True, device=dev, device_used=dev, backend=backend, fingerprint=copy.deepcopy(fp),
+                 point_id=f"fixture{dev}{backend}", started_at="2026-01-01T00:00:00+00:00")
+        r["params"] = {**r["params"], "device": dev, "backend": backend}
+        r["epoch_s"] = [t * scale for t in (real["epoch_s"] or [0.1])] * 3
+        r["median_epoch_s"] = sorted(r["epoch_s"])[len(r["epoch_s"]) // 2]
+        r["epoch_spread"] = {}
+        r["first_epoch_s"] = (real["first_epoch_s"] or 1.0) * (3 if dev == "gpu" else 1)
+        r["epoch_total_s"] = [r["first_epoch_s"], *r["epoch_s"]]
+        r["samples_per_s"] = r["n_train"] / r["median_epoch_s"]
+        r["step_s"] = r["median_epoch_s"] / (r.get("steps_per_epoch") or 1)
+        if dev == "gpu":
+            tl = [{"t": 0.25 * i, "cpu_pct": 60.0, "rss_mb": 900.0, "gpu_pct": 20.0 + (i % 7) * 10,
+                   "gpu_mem_mb": 1500.0 + 10 * i, "power_w": 80.0 + (i % 5) * 20} for i in range(40)]
+            r["utilisation_timeline"] = tl
+            r["epoch_bounds_s"] = [[0.5, 4.0], [4.0, 6.0], [6.0, 8.0]]
+            r["utilisation"] = {"cpu_pct_mean": 60.0, "gpu_pct_mean": 55.0, "gpu_mem_peak_mb": 1900.0,
+                                "power_w_mean": 120.0, "gpu_sampled": True}
+            r["energy_j_per_epoch"] = 120.0 * r["median_epoch_s"]
+        r["notebook"] = None
+        out.append(r)
+    bad = copy.deepcopy(out[1])
+    bad.update(status="failed", reason=f"ValueError: fixture failure {XSS}", point_id="fixturefailed",
+               workload=XSS, median_epoch_s=None, epoch_s=[], samples_per_s=None)
+    out.append(bad)
+    odd = copy.deepcopy(out[0])
+    odd.update(workload=XSS, point_id="fixturexss")
+    odd["fingerprint"]["host"] = "FIXTURE-<b>bold</b>-$x$"
+    out.append(odd)
+    return out
+
+
+def write_fixtures(folder: Path, real: dict) -> list[Path]:
+    return [write_atomic(folder / f"fixture-{r['point_id']}.json", r) for r in fixture_records(real)]
+
+
+def _runner(args, extra_env=None, timeout=900):
+    env = {**os.environ, **(extra_env or {})}
+    return subprocess.run([sys.executable, "-m", "helpers.runner", *args], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
+# ------------------------------------------------------------------ the report in a browser
+
+
+@pytest.mark.slow
+def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(tmp_path):
+    from helpers import device
+
+    backends = [b for b in ("jax", "torch", "tensorflow") if device.backend_installed(b)][:2]
+    if not backends:
+        pytest.skip("no Keras backend installed")
+    outputs = Path(os.environ["CGB_OUTPUTS"])
+    grid = tmp_path / "tiny.yaml"
+    b0 = backends[0]
+    grid.write_text(
+        "timeout_s: 300\npoints:\n"
+        f"  - workload: cnn_cifar10\n    backend: [{', '.join(backends)}]\n    device: [cpu, gpu]\n"
+        "    batch_size: 100\n    epochs: 3\n    n_train: 400\n    data_source: synthetic\n"
+        f"  - workload: cnn_cifar10\n    backend: {b0}\n    device: cpu\n    batch_size: 50\n    epochs: 3\n"
+        "    n_train: 400\n    data_source: synthetic\n"
+        f"  - workload: cnn_cifar10\n    backend: {b0}\n    device: cpu\n    batch_size: 100\n    threads: 1\n"
+        "    epochs: 3\n    n_train: 400\n    data_source: synthetic\n")
+    res = _runner([str(grid)])
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    assert (outputs / "report.html").is_file() and (outputs / "index.html").is_file()
+    recs = [json.loads(p.read_text()) for p in outputs.glob("runs/*/records/*.json")]
+    ok = [r for r in recs if r["status"] == "ok"]
+    assert len(ok) >= 3, [(r["backend"], r["device"], r["status"], r["reason"]) for r in recs]
+    # what this machine cannot produce: hand-written, marked as fixtures
+    write_fixtures(outputs / "fixtures", ok[0])
+    (outputs / "fixtures" / "broken.json").write_text("{not json")
+    res = _runner(["--report-only"])
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    page = (outputs / "report.html").read_text()
+    for heading in ("At a glance", "Seconds per epoch", "Speedup of the GPU", "relative to a base configuration",
+                    "First epoch", "Throughput against batch size", "Comparison summary", "Energy per epoch",
+                    "Loss and accuracy", "Backend against backend", "published figures", "Provenance"):
+        assert heading in page, heading
+    assert "<script>window.__xss" not in page and "&lt;script&gt;window.__xss" in page
+    assert "FIXTURE-&lt;b&gt;bold&lt;/b&gt;" in page
+    assert "<script src=\"http" not in page and "data:image/png;base64" in page
+    assert "skipped" in page and "no price" in page.lower()
+    assert "keras-cntk-benchmark" in page  # published figures cite their files
+    index = (outputs / "index.html").read_text()
+    links = [ln.split('"')[1] for ln in index.split('<a href=')[1:]]
+    assert "report.html" in links
+    nb_links = [ln for ln in links if ln.endswith(".html") and ln != "report.html"]
+    assert len(nb_links) >= len(ok)
+    for ln in nb_links:
+        assert (outputs / ln).is_file(), ln
+
+    exe = chromium()
+    if exe is None:
+        pytest.skip("Chromium not installed (scripts/ensure_chromium.sh installs it)")
+    br = Browser(exe)
+    try:
+        br.open((outputs / "report.html").as_uri())
+        imgs = br.eval("Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.src.slice(0, 30)])")
+        assert imgs and len(imgs) >= 8, imgs
+        assert all(c and w > 0 for c, w, _ in imgs), [i for i in imgs if not (i[0] and i[1] > 0)]
+        assert all(src.startswith("data:image/") for _, _, src in imgs)
+        assert br.eval("typeof window.__xss") == "undefined"
+        text = br.eval("document.body.innerText")
+        assert XSS in text  # shown as text
+        assert "Traceback" not in text and "Error:" not in text.replace("ValueError: fixture", "")
+        assert br.console_errors() == []
+        shot = br.screenshot(outputs / "report_screenshot.png")
+        assert shot.stat().st_size > 50_000
+        br.open((outputs / "index.html").as_uri())
+        assert br.console_errors() == []
+        assert br.eval("document.links.length") >= len(nb_links) + 1
+        br.open((outputs / nb_links[0]).as_uri())
+        assert br.console_errors() == []
+        assert br.eval("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+    finally:
+        br.close()
+
+
+# ------------------------------------------------------------------ fast unit checks
+
+
+def _rec(i=0, **kw) -> dict:
+    base = {"schema": 1, "point_id": f"p{i}", "workload": "cnn_cifar10", "backend": "jax", "device": "cpu",
+            "device_used": "cpu", "status": "ok", "reason": None, "params": {"threads": 0, "precision": "float32"},
+            "data_source": "synthetic", "n_train": 1000, "batch_size": 100, "epochs": 4, "first_epoch_s": 2.0,
+            "epoch_s": [1.0, 1.1, 0.9], "median_epoch_s": 1.0, "step_s": 0.1, "samples_per_s": 1000.0,
+            "steps_per_epoch": 10, "history": {"loss": [2, 1.5, 1.2, 1.0], "accuracy": [0.1, 0.3, 0.5, 0.6]},
+            "utilisation": {"cpu_pct_mean": 90.0}, "energy_j_per_epoch": None,
+            "fingerprint": {"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4, "gpu_names": [],
+                            "versions": {"keras": "3.15.1", "jax": "0.10.2"}},
+            "started_at": f"2026-01-01T00:00:0{i}", "duration_s": 5.0, "notebook": None}
+    base.update(kw)
+    return base
+
+
+def _table(tmp_path, recs):
+    for i, r in enumerate(recs):
+        write_atomic(tmp_path / f"r{i}.json", r)
+    return report.load_table([tmp_path])
+
+
+def test_zero_records_every_section_still_renders(tmp_path):
+    plt = report.setup_plots()
+    df, recs, skipped = _table(tmp_path, [])
+    summ = report.summarise(df)
+    assert df.empty and summ.empty and recs == [] and skipped == []
+    assert "No records found" in report.overview(df, summ)
+    costed = report.add_costs(summ, report.load_prices())
+    rel, missing = report.relative_table(costed, {"device": "cpu"})
+    assert rel.empty and missing == []
+    vs = report.versus_published(summ, report.load_published())
+    for fig in (report.plot_metric(summ), report.plot_first_epoch(summ), report.plot_history(df, {}),
+                report.plot_cost(rel), report.plot_vs_published(vs)):
+        assert fig is not None
+        plt.close(fig)
+    for x in ("batch_size", "threads", "augment", "workers"):
+        assert report.plot_scaling(summ, x, x) is None
+    for t in (report.headline(summ), report.speedup_table(summ), report.backend_table(summ),
+              report.comparison_summary(summ), report.energy_table(summ), report.machines_table(df),
+              report.problems_table(df), report.sources_table(df), report.first_epoch_table(summ)):
+        report.html_table(t)
+    assert report.pick_timeline(recs) is None
+
+
+def test_repeats_are_pooled_with_spread_and_speedup_pairs_devices(tmp_path):
+    recs = [_rec(0), _rec(1, epoch_s=[1.2, 1.3], median_epoch_s=1.25, point_id="p1b"),
+            _rec(2, device="gpu", device_used="gpu", epoch_s=[0.1, 0.12, 0.11], median_epoch_s=0.11,
+                 fingerprint={**_rec()["fingerprint"], "gpu_names": ["NVIDIA H100"]}),
+            _rec(3, status="skipped", reason="no GPU", device="gpu", epoch_s=[], median_epoch_s=None)]
+    # the GPU record is on another machine (GPU name in the fingerprint): no same-machine pair
+    df, _, _ = _table(tmp_path, recs)
+    summ = report.summarise(df)
+    cpu = summ[summ["device"] == "cpu"].iloc[0]
+    assert cpu["n_runs"] == 2 and cpu["n_epochs"] == 5
+    assert cpu["s_per_epoch"] == pytest.approx(1.1) and cpu["min"] == pytest.approx(0.9)
+    assert cpu["max"] == pytest.approx(1.3)
+    assert cpu["samples_per_s"] == pytest.approx(1000 / 1.1)
+    assert cpu["s_per_step"] == pytest.approx(0.11)
+    assert report.speedup_table(summ).empty
+    head = report.headline(summ)
+    assert head.iloc[0]["GPU speedup ×"] == pytest.approx(1.1 / 0.11)
+    assert head.iloc[0]["% less time"] == pytest.approx(90.0)
+    assert report.problems_table(df).iloc[0]["reason"] == "no GPU"
+
+
+def test_costs_match_profiles_by_fingerprint_or_host_and_unknown_has_none(tmp_path):
+    fp_gpu = {**_rec()["fingerprint"], "host": "cloud1", "gpu_names": ["Tesla P100-PCIE-16GB"]}
+    recs = [_rec(0), _rec(1, device="gpu", device_used="gpu", fingerprint=fp_gpu, epoch_s=[0.2, 0.2],
+                          median_epoch_s=0.2)]
+    df, _, _ = _table(tmp_path, recs)
+    summ = report.summarise(df)
+    prices = report.load_prices()
+    costed = report.add_costs(summ, prices)
+    by = costed.set_index("device")
+    p100 = prices["profiles"]["gcp-n1-standard-1-p100"]
+    assert by.loc["gpu", "profile"] == "gcp-n1-standard-1-p100"
+    assert by.loc["gpu", "on_demand_per_epoch"] == pytest.approx(0.2 * p100["on_demand_per_hour"] / 3600)
+    assert report._isnull(by.loc["cpu", "profile"]) and report._isnull(by.loc["cpu", "on_demand_per_epoch"])
+    costed = report.add_costs(summ, prices, host_profiles={"h1": "azure-p100-vm"})
+    assert costed.set_index("device").loc["cpu", "profile"] == "azure-p100-vm"
+    rel, missing = report.relative_table(costed, {"device": "gpu"})
+    assert missing == []
+    base = rel[rel["base"] != ""].iloc[0]
+    assert base["time × base"] == pytest.approx(1.0) and base["cost × base (on-demand)"] == pytest.approx(1.0)
+    # no hard-coded price in the code: every profile cites its source and date
+    for name, p in prices["profiles"].items():
+        assert p.get("source") and p.get("date"), name
+    src = Path(report.__file__).read_text()
+    for p in prices["profiles"].values():
+        for k in ("on_demand_per_hour", "preemptible_per_hour"):
+            if p.get(k) and len(str(p[k])) >= 5:  # distinctive figures such as 0.4975
+                assert str(p[k]) not in src
+
+
+def test_published_figures_cite_sources_and_use_suite_workload_names():
+    pub = report.load_published()
+    assert len(pub) > 50
+    known = {"cnn_cifar10", "cnn_256", "mlp_mnist", "cnn_mnist", "vgg_cifar10", "fasttext_imdb", "bilstm_imdb",
+             "lstm_textgen", "catsdogs", "resnet50"}
+    assert set(pub["workload"]) <= known
+    assert pub["source"].str.len().gt(0).all() and pub["ref"].str.len().gt(0).all()
+    for seed in ("000_", "001_", "002_", "003_", "004_"):
+        assert pub["source"].str.startswith(seed).any(), seed
+    k80 = pub[(pub["metric"] == "s_per_epoch") & pub["hardware"].str.contains("K80") & (pub["workload"] == "mlp_mnist")]
+    assert "v2/logs/k80/mnist_mlp_tensorflow.csv" in k80.iloc[0]["ref"]
+    assert 3.1 < k80.iloc[0]["value"] < 3.3
+    assert not report.published_throughput(pub).empty
+
+
+def test_html_escapes_record_text_everywhere():
+    import pandas as pd
+
+    t = report.html_table(pd.DataFrame({"workload": [XSS], "v": [1.0]}))
+    assert "<script>" not in t and "&lt;script&gt;" in t
+    assert "<script>" not in report.note("name {}", XSS)
+    assert "<b>" in report.note("<b>{}</b>", XSS)
+
+
+def test_index_lists_notebooks_and_missing_ones(tmp_path):
+    nb = tmp_path / "runs" / "r1" / "notebooks" / "x.ipynb"
+    nb.parent.mkdir(parents=True)
+    import nbformat
+
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# hello")]), nb)
+    write_atomic(tmp_path / "runs" / "r1" / "records" / "a.json", _rec(0, notebook=str(nb)))
+    write_atomic(tmp_path / "runs" / "r1" / "records" / "b.json", _rec(1, notebook="/elsewhere/y.ipynb",
+                                                                       workload=XSS))
+    out = report.render_index([tmp_path], tmp_path / "index.html", report_html=tmp_path / "report.html")
+    page = out.read_text()
+    assert 'href="notebooks_html/runs/r1/notebooks/x.html"' in page
+    assert (tmp_path / "notebooks_html/runs/r1/notebooks/x.html").is_file()
+    assert "not on this machine" in page and "&lt;script&gt;" in page and "<script>" not in page
