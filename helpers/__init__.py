@@ -10,12 +10,15 @@ Modules:
     grid         grid YAML loading, validation and expansion into points
     device       force backend/device/threads through the environment; verify the device used
     data         datasets: the Keras loaders when cached or reachable, else learnable synthetic data
+    images       image folders (class sub-folders), PIL decoding, augmentation (no framework)
+    image_sequence  the augmenting keras.utils.PyDataset (imports Keras: only after forcing the device)
     workloads    the workload registry: model builder + data loader per workload name
     timing       the epoch timing callback (first epoch apart, steady state, spread)
     sampler      the utilisation sampler (psutil; NVML when an NVIDIA GPU is present)
     fingerprint  the environment fingerprint
     record       the record: point id, keys, atomic writer, reader
     runner       the grid runner (papermill API, one fresh kernel per point)
+    kernel_launcher  the kernel the runner starts (its stderr goes to a log beside the notebook)
     report       the summary: tidy table and charts from records; HTML rendering
 """
 

@@ -193,6 +193,24 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     return rec
 
 
+def has_nvidia_gpu() -> bool:
+    """Whether NVML or the device files show an NVIDIA GPU (the notebook still verifies the device)."""
+    from .fingerprint import gpus
+
+    return bool(gpus()["gpu_names"]) or any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+def skip_without_kernel(p: dict, run_dir: Path, reason: str) -> dict:
+    """A ``skipped`` record for a point that cannot run here, written without starting a kernel."""
+    params = {k: v for k, v in p.items() if k not in _params.RUNNER_KEYS and not k.startswith("_")}
+    params["output_dir"] = str(run_dir / "records")
+    rec = _record.empty_record(params, p["point_id"])
+    rec.update(status="skipped", reason=reason, fingerprint=fingerprint(), wall_s=0.0, duration_s=0.0,
+               started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+    _record.write_record(rec, run_dir / "records")
+    return rec
+
+
 def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Path,
                   parameters: dict | None = None) -> Path:
     """Execute summary.ipynb over ``folders`` in a fresh kernel, render it to ``out_html``; write the index
@@ -309,7 +327,11 @@ def main(argv=None) -> int:
                     log(f"{head}  done before ({p['point_id']}): not run again (--rerun to force)")
                     continue
                 timeout_s = args.timeout or p.get("timeout_s") or DEFAULT_TIMEOUT_S
-                rec = run_point(engine, p, run_dir, kernel, timeout_s, log)
+                if p["device"] == "gpu" and not has_nvidia_gpu():
+                    rec = skip_without_kernel(p, run_dir, "no NVIDIA GPU on this machine (NVML and "
+                                              "/dev/nvidia* find none): a GPU point is not timed on the CPU")
+                else:
+                    rec = run_point(engine, p, run_dir, kernel, timeout_s, log)
                 st = rec.get("status", "failed")
                 counts[st] = counts.get(st, 0) + 1
                 tail = ""

@@ -16,7 +16,7 @@ from helpers.paths import PROJECT_ROOT
 
 def test_package_imports_no_framework():
     code = ("import sys, helpers, helpers.point, helpers.runner, helpers.grid, helpers.report, "
-            "helpers.workloads, helpers.data, helpers.device, helpers.timing, helpers.sampler\n"
+            "helpers.workloads, helpers.data, helpers.device, helpers.timing, helpers.sampler, helpers.images\n"
             "bad = [m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules]\n"
             "print(bad); sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True)

@@ -1,0 +1,66 @@
+"""The image generator as a ``keras.utils.PyDataset`` (imports Keras: import after forcing the device).
+
+One batch = pick the samples of this step, decode and resize them (files, with PIL) or take them
+from the in-memory uint8 pool (synthetic), rescale to [0, 1], augment (numpy). ``fit`` runs it on
+``workers`` threads (or processes with ``use_multiprocessing``), ``max_queue_size`` batches ahead,
+as ``fit_generator`` ran ``flow_from_directory`` in the source documents. Nothing here touches the
+device or hooks a callback: the timed loop is Keras' own.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+
+from .images import Augment, load_images, prepare_batch
+
+
+class ImageSequence(keras.utils.PyDataset):
+    """Batches of (images float32 (B, H, W, 3) in [0, 1], labels) from files or a uint8 pool.
+
+    ``items``: a list of image paths, or a uint8 array (N, H, W, 3). ``n_samples`` per epoch may
+    exceed ``len(items)`` (a synthetic pool is cycled). Shuffled per epoch when ``shuffle``; the
+    random transforms of a batch depend only on (seed, epoch, batch index), so any worker order
+    gives the same data.
+    """
+
+    def __init__(self, items, labels: np.ndarray, batch_size: int, image_size: tuple[int, int],
+                 augment: Augment | None, seed: int, n_samples: int, shuffle: bool = True,
+                 workers: int = 1, use_multiprocessing: bool = False, max_queue_size: int = 10):
+        super().__init__(workers=workers, use_multiprocessing=use_multiprocessing,
+                         max_queue_size=max_queue_size)
+        self.items = items
+        self.labels = np.asarray(labels)
+        self.from_files = not isinstance(items, np.ndarray)
+        self.batch_size = int(batch_size)
+        self.image_size = tuple(image_size)
+        self.augment = augment
+        self.seed = int(seed)
+        self.n_samples = int(n_samples)
+        self.shuffle = shuffle
+        self.epoch = 0
+        self.order = self._order(0)
+
+    def _order(self, epoch: int) -> np.ndarray:
+        idx = np.arange(self.n_samples) % len(self.labels)
+        if self.shuffle:
+            np.random.default_rng((self.seed, epoch)).shuffle(idx)
+        return idx
+
+    def __len__(self) -> int:
+        return math.ceil(self.n_samples / self.batch_size)
+
+    def __getitem__(self, i: int):
+        ids = self.order[i * self.batch_size:(i + 1) * self.batch_size]
+        if self.from_files:
+            raw = load_images([self.items[j] for j in ids], self.image_size)
+        else:
+            raw = self.items[ids]
+        rng = np.random.default_rng((self.seed, self.epoch, i)) if self.augment is not None else None
+        return prepare_batch(raw, rng, self.augment), self.labels[ids]
+
+    def on_epoch_end(self):
+        self.epoch += 1
+        self.order = self._order(self.epoch)

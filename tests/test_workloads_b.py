@@ -1,0 +1,248 @@
+"""cnn_256 (seed 001) and catsdogs (seed 004): models, the image generator, notebooks end to end."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import data, device, images, params
+from helpers.paths import NOTEBOOKS, PROJECT_ROOT
+from helpers.workloads import catsdogs, cnn_256, get
+
+INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
+ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]
+
+
+def _in_fresh_python(code: str) -> str:
+    """Run ``code`` in a fresh interpreter on one backend on the CPU (Keras is never imported here)."""
+    env = {**os.environ, "KERAS_BACKEND": ONE, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
+           "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout
+
+
+# ---------------------------------------------------------------- models
+
+
+def test_parameter_counts_and_cnn_256_layer_table():
+    out = _in_fresh_python(
+        "import json\n"
+        "from helpers.workloads import get, cnn_256, catsdogs\n"
+        "m = get('cnn_256').build({'image_size': 0})\n"
+        "res = {'table': [[n, list(s), p] for n, s, p in cnn_256.layer_table(m)],\n"
+        "       'total': m.count_params(), 'trainable': cnn_256.trainable_params(m),\n"
+        "       'diffs': cnn_256.compare_layers(m)}\n"
+        "import keras\n"
+        "for v in catsdogs.VARIANTS:\n"
+        "    mv = get('catsdogs').build({'variant': v, 'image_size': 0})\n"
+        "    res[v] = [mv.count_params(), sum(isinstance(x, keras.layers.Conv2D) for x in mv.layers),\n"
+        "              list(mv.input_shape[1:]), list(mv.output_shape[1:])]\n"
+        "print('JSON' + json.dumps(res))\n")
+    res = json.loads(out.split("JSON", 1)[1])
+    # seed 001's model.summary(), layer for layer: name, output shape, parameters
+    assert [tuple([n, tuple(s), p]) for n, s, p in res["table"]] == list(cnn_256.SOURCE_TABLE)
+    assert res["diffs"] == []
+    assert res["total"] == 58_091_396 == get("cnn_256").expected_params
+    assert res["trainable"] == 58_088_516
+    assert res["total"] - res["trainable"] == 2_880
+    assert res["original"] == [3_937_409, 1, [64, 64, 3], [1]]
+    assert res["improved"] == [1_625_281, 2, [64, 64, 3], [1]]
+    assert res["highres"] == [1_681_537, 3, [128, 128, 3], [1]]
+    assert res["deep"][0] == 1_064_801 and res["deep"][1] >= 30 and res["deep"][2] == [64, 64, 3]
+    assert {v: res[v][0] for v in catsdogs.VARIANTS} == catsdogs.VARIANT_PARAMS
+
+
+def test_source_batch_gives_153_steps():
+    assert cnn_256.SOURCE_IMAGES == 9792 and -(-cnn_256.SOURCE_IMAGES // 64) == 153
+    assert get("cnn_256").defaults["batch_size"] == 64 and get("catsdogs").defaults["batch_size"] == 32
+
+
+def test_workload_knobs_validate():
+    spec = {**params.COMMON, **get("catsdogs").extra_params}
+    params.validate({"variant": "deep", "workers": 4, "augmentation": False, "data_dir": ""}, spec=spec)
+    with pytest.raises(params.ParamError, match="key 'variant' has value 'vgg'"):
+        params.validate({"variant": "vgg"}, spec=spec)
+    with pytest.raises(params.ParamError, match="key 'workers' has value 0"):
+        params.validate({"workers": 0}, spec=spec)
+    with pytest.raises(params.ParamError, match="key 'augmentation'"):
+        params.validate({"augmentation": "yes"}, spec={**params.COMMON, **get("cnn_256").extra_params})
+
+
+# ---------------------------------------------------------------- the generator
+
+
+def test_augmentation_matches_keras_image_data_generator():
+    """The numpy/PIL transform equals Keras' own apply_affine_transform (scipy) up to rounding."""
+    pytest.importorskip("scipy")  # Keras' legacy transform needs it (installed with jax)
+    out = _in_fresh_python(
+        "import numpy as np\n"
+        "from scipy.ndimage import gaussian_filter\n"
+        "from keras.src.legacy.preprocessing.image import apply_affine_transform\n"
+        "from helpers import images\n"
+        "rng = np.random.default_rng(0)\n"
+        "img = gaussian_filter(rng.uniform(0, 255, (32, 40, 3)), (2, 2, 0)).astype(np.uint8)\n"
+        "ref = apply_affine_transform(img.astype(np.float32), theta=20, tx=3, ty=-4, shear=10, zx=1.1, zy=0.9,\n"
+        "    row_axis=0, col_axis=1, channel_axis=2, fill_mode='nearest', order=1)\n"
+        "class Fixed:\n"
+        "    k = 0\n"
+        "    def uniform(self, lo, hi, n):\n"
+        "        self.k += 1\n"
+        "        return {1: np.array([20.0]), 2: np.array([3 / 32]), 3: np.array([-4 / 40]),\n"
+        "                4: np.array([10.0])}.get(self.k, np.array([[1.1], [0.9]]))\n"
+        "    def random(self, n):\n"
+        "        return np.array([1.0])\n"
+        "aug = images.Augment(rotation_range=30, width_shift_range=.1, height_shift_range=.1, shear_range=15,\n"
+        "                     zoom_range=.2)\n"
+        "ours = images.apply_affine(img[None], images.random_affine(Fixed(), 1, 32, 40, aug))[0]\n"
+        "print('MAXDIFF', np.abs(ours.astype(np.float32) - ref).max())\n")
+    assert float(out.split("MAXDIFF", 1)[1]) <= 1.0  # uint8 rounding
+
+
+def test_augmentation_identity_flip_and_rescale():
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (6, 16, 20, 3), dtype=np.uint8)
+    assert np.array_equal(images.apply_affine(x, images.random_affine(rng, 6, 16, 20, images.Augment())), x)
+    out = images.apply_affine(x, images.random_affine(rng, 6, 16, 20, images.Augment(horizontal_flip=True)))
+    flipped = [np.array_equal(o, xi[:, ::-1]) for o, xi in zip(out, x)]
+    assert all(f or np.array_equal(o, xi) for f, o, xi in zip(flipped, out, x)) and any(flipped)
+    b = images.prepare_batch(x, None, None)
+    assert b.dtype == np.float32 and np.allclose(b * 255, x)
+    a = images.prepare_batch(x, np.random.default_rng(1), catsdogs.AUGMENT)
+    assert a.shape == x.shape and 0 <= a.min() and a.max() <= 1 and not np.allclose(a * 255, x)
+
+
+def _write_archive(root: Path, per_class: int = 12, test_per_class: int = 4, nest: bool = True) -> Path:
+    """The public cats-and-dogs archive's layout (Kaggle's copy nests each split twice), JPEG and PNG."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for split, n in (("training_set", per_class), ("test_set", test_per_class)):
+        for k, cls in enumerate(("cats", "dogs")):
+            d = root / split / (split if nest else "") / cls
+            d.mkdir(parents=True)
+            for i in range(n):
+                base = np.full((48 + 8 * (i % 3), 40, 3), 60 + 120 * k, dtype=np.uint8)  # sizes differ
+                img = np.clip(base + rng.integers(0, 40, base.shape), 0, 255).astype(np.uint8)
+                ext = "png" if i % 4 == 3 else "jpg"
+                Image.fromarray(img).save(d / f"{cls[:-1]}.{i + 1}.{ext}")
+            (d / "_DS_Store").write_text("not an image")
+    return root
+
+
+def test_directory_layout_is_found(tmp_path):
+    root = _write_archive(tmp_path / "cats-and-dogs")
+    train, val = images.split_dirs(root)
+    assert train == root / "training_set" / "training_set" and val == root / "test_set" / "test_set"
+    paths, labels, classes = images.scan_classes(train)
+    assert classes == ["cats", "dogs"] and len(paths) == 24 and labels.tolist() == [0] * 12 + [1] * 12
+    x = images.load_images(paths[:5], (64, 64))
+    assert x.shape == (5, 64, 64, 3) and x.dtype == np.uint8
+    # the class folders given directly
+    assert images.split_dirs(train) == (train, None)
+
+
+def test_real_without_data_dir_is_a_clear_error():
+    p = {**params.COMMON_DEFAULTS, **get("catsdogs").defaults, "data_source": "real"}
+    with pytest.raises(data.DataError, match="no data_dir"):
+        get("catsdogs").load(p)
+
+
+def test_synthetic_pool_is_bounded_and_learnable():
+    x, y = images.synthetic_pool(5000, (256, 256, 3), 4, seed=0, max_bytes=64 * 2**20)
+    assert x.dtype == np.uint8 and len(x) == 64 * 2**20 // (256 * 256 * 3) and set(y.tolist()) <= {0, 1, 2, 3}
+    xs, ys = images.synthetic_pool(400, (32, 32, 3), 2, seed=1)
+    xv, yv = images.synthetic_pool(200, (32, 32, 3), 2, seed=2)
+    means = np.stack([xs[ys == k].reshape(-1, 3072).mean(0) for k in range(2)])
+    d = ((xv.reshape(-1, 1, 3072).astype(np.float32) - means[None]) ** 2).sum(-1)
+    assert (d.argmin(1) == yv).mean() > 0.8
+
+
+# ---------------------------------------------------------------- notebooks (papermill)
+
+
+def run_nb(kernel, tmp_path, name, **p):
+    import papermill as pm
+
+    out = tmp_path / f"{name}-{p.get('backend', '')}-{p.get('device', '')}.ipynb"
+    p.setdefault("output_dir", str(tmp_path / "records"))
+    pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters=p, kernel_name=kernel,
+                        progress_bar=False, cwd=str(NOTEBOOKS))
+    return out
+
+
+def only_record(folder: Path) -> dict:
+    files = list(folder.glob("*.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())
+
+
+def _assert_ok(rec, backend, n_train, epochs):
+    assert rec["status"] == "ok" and rec["reason"] is None
+    assert rec["backend"] == backend and rec["device"] == "cpu" and rec["device_used"] == "cpu"
+    assert rec["n_train"] == n_train and rec["first_epoch_s"] > 0 and len(rec["epoch_s"]) == epochs - 1
+    assert rec["samples_per_s"] == pytest.approx(n_train / rec["median_epoch_s"])
+    assert len(rec["history"]["loss"]) == epochs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", INSTALLED)
+def test_cnn_256_on_cpu_at_source_size(kernel, tmp_path, backend):
+    # 256x256, the source's 58,091,396-parameter model; 2 steps of 8 images per epoch
+    run_nb(kernel, tmp_path, "cnn_256", backend=backend, device="cpu", batch_size=8, epochs=2, n_train=16,
+           data_source="synthetic")
+    rec = only_record(tmp_path / "records")
+    _assert_ok(rec, backend, 16, 2)
+    assert rec["model_params"] == rec["expected_params"] == 58_091_396
+    assert rec["workload_info"]["trainable_params"] == 58_088_516
+    assert rec["workload_info"]["non_trainable_params"] == 2_880
+    assert rec["data_source"] == "synthetic" and rec["steps_per_epoch"] == 2
+    info = rec["data_info"]
+    assert info["augmentation"] is True and info["augment"]["rotation_range"] == 25 and info["workers"] == 1
+    assert info["image_size"] == [256, 256]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", INSTALLED)
+def test_catsdogs_on_cpu_writes_a_full_record(kernel, tmp_path, backend):
+    variant = {"tensorflow": "improved", "jax": "original", "torch": "highres"}[backend]  # one each
+    run_nb(kernel, tmp_path, "catsdogs", backend=backend, device="cpu", variant=variant, batch_size=16, epochs=2,
+           n_train=48, data_source="synthetic", workers=2, augmentation=backend != "torch")
+    rec = only_record(tmp_path / "records")
+    _assert_ok(rec, backend, 48, 2)
+    assert rec["model_params"] == catsdogs.VARIANT_PARAMS[variant] and rec["expected_params"] is None
+    assert rec["data_source"] == "synthetic" and rec["steps_per_epoch"] == 3
+    info = rec["data_info"]
+    assert info["variant"] == variant and info["workers"] == 2 and info["augmentation"] is (backend != "torch")
+    assert info["image_size"] == [catsdogs.VARIANT_SIZE[variant]] * 2
+    assert rec["workload_info"]["conv_layers"] == catsdogs.conv_layers(variant)
+
+
+@pytest.mark.slow
+def test_catsdogs_reads_the_archive_layout(kernel, tmp_path):
+    root = _write_archive(tmp_path / "cats-and-dogs")
+    run_nb(kernel, tmp_path, "catsdogs", backend=ONE, device="cpu", variant="original", batch_size=8, epochs=2,
+           n_train=None, n_val=6, data_dir=str(root))
+    rec = only_record(tmp_path / "records")
+    _assert_ok(rec, ONE, 24, 2)
+    assert rec["data_source"] == "real" and rec["n_val"] == 6 and rec["steps_per_epoch"] == 3
+    info = rec["data_info"]
+    assert info["classes"] == ["cats", "dogs"] and info["n_files"] == 24
+    assert info["train_dir"].endswith(os.path.join("training_set", "training_set"))
+    assert info["val_dir"].endswith(os.path.join("test_set", "test_set"))
+    assert "val_loss" in rec["history"]
+
+
+@pytest.mark.slow
+def test_catsdogs_synthetic_accuracy_rises_above_chance(kernel, tmp_path):
+    run_nb(kernel, tmp_path, "catsdogs", backend=ONE, device="cpu", variant="original", batch_size=32, epochs=4,
+           n_train=640, data_source="synthetic")
+    rec = only_record(tmp_path / "records")
+    acc = rec["history"]["accuracy"]
+    assert acc[-1] > 0.7, acc  # chance is 0.5
+    assert rec["history"]["loss"][-1] < rec["history"]["loss"][0]

@@ -1,0 +1,344 @@
+"""fasttext_imdb, bilstm_imdb, lstm_textgen (seed 002's Keras text scripts): data, models, notebooks."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import data, device, params
+from helpers.paths import NOTEBOOKS, PROJECT_ROOT
+from helpers.workloads import get, text
+
+INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
+ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]
+
+
+def _in_fresh_python(code: str, backend: str = ONE) -> str:
+    """Run ``code`` in a fresh interpreter on ``backend`` on the CPU (Keras is never imported here)."""
+    env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
+           "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout
+
+
+# ---------------------------------------------------------------- files in the Keras cache format
+
+def write_imdb_npz(folder: Path, n_train=160, n_test=40, seed=0) -> Path:
+    """A small ``imdb.npz`` as Keras stores it: object arrays of raw word ranks (0-based), 0/1 labels."""
+    rng = np.random.default_rng(seed)
+
+    def reviews(n):
+        arr = np.empty(n, dtype=object)
+        for i in range(n):
+            arr[i] = [int(w) for w in rng.zipf(1.3, size=int(rng.integers(5, 120))) % 30000]
+        return arr
+
+    path = folder / "datasets" / "imdb.npz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, x_train=reviews(n_train), y_train=rng.integers(0, 2, n_train),
+             x_test=reviews(n_test), y_test=rng.integers(0, 2, n_test))
+    return path
+
+
+NIETZSCHE_SAMPLE = ("PREFACE\n\n\nSUPPOSING that Truth is a woman--what then? Is there not ground for suspecting "
+                    "that all philosophers, in so far as they have been dogmatists, have failed to understand "
+                    "women--that the terrible seriousness and clumsy importunity with which they have usually "
+                    "paid their addresses to Truth, have been unskilled and unseemly methods for winning a woman? ")
+
+
+def write_nietzsche(folder: Path, repeat=6) -> Path:
+    path = folder / "datasets" / "nietzsche.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(NIETZSCHE_SAMPLE * repeat, encoding="utf-8")
+    return path
+
+
+def source_bigrams(raw_reviews, num_words: int) -> set:
+    """The source's ngram_set on Keras' encoding (start 1, index_from 3, out-of-vocabulary 2)."""
+    out = set()
+    for r in raw_reviews:
+        seq = [w if w < num_words else 2 for w in [1] + [w + 3 for w in r]]
+        out.update(zip(seq, seq[1:]))
+    return out
+
+
+# ---------------------------------------------------------------- data (no framework)
+
+def _source_add_ngram(sequences, token_indice, ngram_range):
+    """imdb_fasttext.py's add_ngram, verbatim logic."""
+    new_sequences = []
+    for input_list in sequences:
+        new_list = list(input_list)
+        for i in range(len(new_list) - ngram_range + 1):
+            for ngram_value in range(2, ngram_range + 1):
+                ngram = tuple(new_list[i:i + ngram_value])
+                if ngram in token_indice:
+                    new_list.append(token_indice[ngram])
+        new_sequences.append(new_list)
+    return new_sequences
+
+
+@pytest.mark.parametrize("ngram_range", [2, 3])
+def test_ngram_features_match_the_source_up_to_id_numbering(ngram_range):
+    rng = np.random.default_rng(1)
+    base = 50
+    train = [rng.integers(1, base, size=int(rng.integers(1, 30))).astype(np.int32) for _ in range(40)]
+    test = [rng.integers(1, base, size=int(rng.integers(1, 30))).astype(np.int32) for _ in range(10)]
+    # the source: every 2..n-gram of the training set, numbered from max_features + 1
+    ngram_set = set()
+    for s in train:
+        for n in range(2, ngram_range + 1):
+            ngram_set.update(zip(*[list(s)[i:] for i in range(n)]))
+    token_indice = {v: k + base + 1 for k, v in enumerate(ngram_set)}
+    indice_token = {i: t for t, i in token_indice.items()}
+    tables = text.ngram_table(train, ngram_range, base)
+    assert sum(len(t) for t in tables) == len(ngram_set)
+    ours_ids = {}
+    for j, t in enumerate(tables):  # our numbering: bigrams first, then trigrams, sorted
+        off = base + 1 + sum(len(x) for x in tables[:j])
+        for r, code in enumerate(t):
+            n = j + 2
+            ours_ids[off + r] = tuple(int(code) // base ** (n - 1 - k) % base for k in range(n))
+    for seqs in (train, test):
+        src = _source_add_ngram([list(s) for s in seqs], token_indice, ngram_range)
+        ours = text.add_ngrams(seqs, tables, ngram_range, base + 1, base)
+        for a, b, s in zip(src, ours, seqs):
+            assert len(a) == len(b)
+            assert list(b[:len(s)]) == list(s)
+            assert [indice_token[i] for i in a[len(s):]] == [ours_ids[int(i)] for i in b[len(s):]]
+
+
+def test_imdb_npz_read_like_keras_and_real_loader(tmp_path, monkeypatch):
+    home = Path(os.environ["KERAS_HOME"])
+    raw = write_imdb_npz(home)
+    x, y, xt, yt = text.read_imdb_npz(raw, 5000)
+    assert len(x) == 160 and len(xt) == 40 and set(np.unique(y)) <= {0, 1}
+    assert all(s[0] == 1 and s.max() < 5000 and s.dtype == np.int32 for s in x)
+    # the same words as the file, offset by 3, out-of-vocabulary -> 2, in keras' shuffled order
+    f = np.load(raw, allow_pickle=True)
+    order = np.arange(160)
+    np.random.RandomState(113).shuffle(order)
+    first = [w + 3 if w + 3 < 5000 else 2 for w in f["x_train"][order[0]]]
+    assert list(x[0]) == [1] + first
+    p = {**get("fasttext_imdb").defaults, "data_source": "real", "n_train": 100, "n_val": 20, "max_features": 5000,
+         "maxlen": 60, "ngram_range": 2, "seed": 0}
+    d = get("fasttext_imdb").load(p)
+    assert d.source == "real" and d.x_train.shape == (100, 60) and d.x_val.shape == (20, 60)
+    rows = 5000 + 1 + len(source_bigrams(f["x_train"], 5000))  # the table comes from all 160 reviews
+    assert d.extra["embedding_rows"] == rows == text.embedding_rows(p)
+    assert d.x_train.max() < rows and d.extra["ngram_corpus_reviews"] == 160
+    b = get("bilstm_imdb").load({**get("bilstm_imdb").defaults, "data_source": "real", "n_train": 50,
+                                 "max_features": 5000, "maxlen": 30})
+    assert b.source == "real" and b.x_train.shape == (50, 30) and b.x_train.dtype == np.int32
+    assert list(b.x_train[0][-min(30, len(x[0])):]) == list(x[0][-30:])  # pre-padding keeps the end
+
+
+def test_real_data_required_but_missing_fails_clearly():
+    for name, extra in (("bilstm_imdb", {}), ("lstm_textgen", {})):
+        p = {**get(name).defaults, **extra, "data_source": "real", "seed": 0}
+        with pytest.raises(data.DataError, match="not in the Keras cache"):
+            get(name).load(p)
+
+
+def test_nietzsche_vectorised_like_the_source():
+    home = Path(os.environ["KERAS_HOME"])
+    write_nietzsche(home)
+    txt = (NIETZSCHE_SAMPLE * 6).lower()
+    p = {**get("lstm_textgen").defaults, "data_source": "auto", "n_train": None, "seed": 0}
+    d = get("lstm_textgen").load(p)
+    chars = sorted(set(txt))
+    assert d.source == "real" and d.extra["n_chars"] == len(chars) == len(text.text_chars(p))
+    # the source's loop
+    sentences = [txt[i:i + 40] for i in range(0, len(txt) - 40, 3)]
+    nxt = [txt[i + 40] for i in range(0, len(txt) - 40, 3)]
+    X = np.zeros((len(sentences), 40, len(chars)), dtype=bool)
+    Y = np.zeros((len(sentences), len(chars)), dtype=bool)
+    for i, s in enumerate(sentences):
+        for t, c in enumerate(s):
+            X[i, t, chars.index(c)] = 1
+        Y[i, chars.index(nxt[i])] = 1
+    assert d.x_train.shape == X.shape and (d.x_train == X).all() and (d.y_train == Y).all()
+    assert d.extra["sequences_total"] == len(sentences)
+    sub = get("lstm_textgen").load({**p, "n_train": 50})
+    assert sub.x_train.shape == (50, 40, len(chars)) and (sub.x_train.sum(axis=2) == 1).all()
+
+
+def test_synthetic_data_has_the_sources_shapes():
+    x, y = text.synthetic_imdb(400, 20000, 0)
+    lens = np.array([len(s) for s in x])
+    assert 150 < lens.mean() < 330 and lens.min() >= 11 and lens.max() <= 2495
+    assert all(s[0] == 1 for s in x) and max(s.max() for s in x) < 20000 and set(np.unique(y)) == {0, 1}
+    assert (np.concatenate(x) == 2).mean() > 0.005  # out-of-vocabulary words exist, as in IMDb
+    assert len(text.SYNTH_ALPHABET) == len(set(text.SYNTH_ALPHABET)) == 57
+    t = text.synthetic_text(20000, 0)
+    assert len(t) == 20000 and set(t) <= set(text.SYNTH_ALPHABET)
+    d = get("lstm_textgen").load({**get("lstm_textgen").defaults, "data_source": "synthetic", "n_train": 300,
+                                  "seed": 0})
+    assert d.source == "synthetic" and d.x_train.shape == (300, 40, 57) and d.y_train.shape == (300, 57)
+    assert d.extra["sequences_total"] == 200285  # the source's count for Nietzsche's 600,893 characters
+
+
+def test_knobs_validate():
+    for name in ("bilstm_imdb", "lstm_textgen"):
+        spec = {**params.COMMON, **get(name).extra_params}
+        params.validate({"lstm_impl": "generic"}, spec=spec)
+        with pytest.raises(params.ParamError, match="key 'lstm_impl' has value 'cudnn_v2'"):
+            params.validate({"lstm_impl": "cudnn_v2"}, spec=spec)
+    spec = {**params.COMMON, **get("fasttext_imdb").extra_params}
+    with pytest.raises(params.ParamError, match="key 'ngram_range' has value 4"):
+        params.validate({"ngram_range": 4}, spec=spec)
+    assert get("fasttext_imdb").defaults["batch_size"] == get("bilstm_imdb").defaults["batch_size"] == 32
+    assert get("lstm_textgen").defaults["batch_size"] == 128
+
+
+# ---------------------------------------------------------------- models (a fresh Python, one backend)
+
+def test_parameter_counts_keras_reader_and_lstm_kernel_record(tmp_path):
+    home = tmp_path / "kh"
+    raw = write_imdb_npz(home)
+    out = _in_fresh_python(
+        "import json, os\n"
+        f"os.environ['KERAS_HOME'] = {str(home)!r}\n"
+        "import numpy as np\n"
+        "import keras\n"
+        "from keras.src.datasets import imdb as kimdb\n"
+        "from helpers.workloads import get, text\n"
+        "res = {}\n"
+        "for name, extra in [('bilstm_imdb', {}), ('lstm_textgen', {'data_source': 'synthetic'}),\n"
+        "                    ('fasttext_imdb', {'ngram_range': 1, 'data_source': 'synthetic'}),\n"
+        "                    ('fasttext_imdb', {'ngram_range': 2, 'data_source': 'real', 'max_features': 5000})]:\n"
+        "    p = {**get(name).defaults, **extra, 'seed': 0}\n"
+        "    m = get(name).build(p)\n"
+        "    res[f\"{name}-{extra.get('ngram_range', '')}\"] = [m.count_params(), list(m.output_shape[1:])]\n"
+        "    if name == 'fasttext_imdb':\n"
+        "        res[f\"rows-{extra['ngram_range']}\"] = text.embedding_rows(p)\n"
+        "p = {**get('bilstm_imdb').defaults, 'seed': 0}\n"
+        "for impl in ('auto', 'generic'):\n"
+        "    m = get('bilstm_imdb').build({**p, 'lstm_impl': impl})\n"
+        "    res[impl] = text.describe_lstm(m, {**p, 'lstm_impl': impl})\n"
+        "try:\n"
+        "    get('bilstm_imdb').build({**p, 'lstm_impl': 'cudnn'})\n"
+        "except ValueError as e:\n"
+        "    res['cudnn_error'] = str(e)\n"
+        "# keras' own loader on the same file (its download step replaced by the cached path)\n"
+        f"kimdb.get_file = lambda *a, **k: {str(raw)!r}\n"
+        "(kx, ky), (kxt, kyt) = kimdb.load_data(num_words=5000)\n"
+        "x, y, xt, yt = text.read_imdb_npz(text.imdb_cache_file(), 5000)\n"
+        "res['same_as_keras'] = ([list(s) for s in x] == [list(s) for s in kx] and (y == ky).all()\n"
+        "                        and [list(s) for s in xt] == [list(s) for s in kxt] and bool((yt == kyt).all()))\n"
+        "seqs = [np.arange(1, n + 1, dtype=np.int32) for n in (0, 3, 12)]\n"
+        "res['pad'] = bool((text._pad(seqs, 5) == keras.utils.pad_sequences(seqs, maxlen=5)).all())\n"
+        "print('JSON' + json.dumps(res, default=str))\n")
+    res = json.loads(out.split("JSON", 1)[1])
+    assert res["bilstm_imdb-"] == [2_658_945, [1]] and get("bilstm_imdb").expected_params == 2_658_945
+    assert res["lstm_textgen-"] == [102_585, [57]] and get("lstm_textgen").expected_params == 102_585
+    assert res["fasttext_imdb-1"] == [20000 * 50 + 51, [1]] and res["rows-1"] == 20000
+    f = np.load(raw, allow_pickle=True)
+    rows = 5000 + 1 + len(source_bigrams(f["x_train"], 5000))
+    assert res["rows-2"] == rows and res["fasttext_imdb-2"] == [rows * 50 + 51, [1]]
+    assert res["same_as_keras"] is True and res["pad"] is True
+    auto, generic = res["auto"], res["generic"]
+    assert auto["lstm_use_cudnn"] == "auto" and auto["cudnn_args_ok"] is True and auto["cudnn_possible"] is False
+    assert auto["lstm_kernel"].startswith("generic (CPU)") and auto["lstm_layers"] == 2
+    assert generic["lstm_use_cudnn"] is False and generic["lstm_kernel"].startswith("generic (CPU): Keras RNN loop")
+    assert "lstm_impl='cudnn'" in res["cudnn_error"]
+
+
+# ---------------------------------------------------------------- notebooks (papermill)
+
+def run_nb(kernel, tmp_path, name, **params_):
+    import papermill as pm
+
+    out = tmp_path / f"{name}-{params_.get('backend', '')}.ipynb"
+    params_.setdefault("output_dir", str(tmp_path / "records"))
+    pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters=params_, kernel_name=kernel,
+                        progress_bar=False, cwd=str(NOTEBOOKS))
+    files = list((tmp_path / "records").glob("*.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())
+
+
+def _common_asserts(rec, backend, n_train, batch_size):
+    assert rec["status"] == "ok" and rec["reason"] is None, rec.get("reason")
+    assert rec["backend"] == backend and rec["device"] == "cpu" and rec["device_used"] == "cpu"
+    assert rec["n_train"] == n_train and rec["first_epoch_s"] > 0 and len(rec["epoch_s"]) == 1
+    assert rec["samples_per_s"] == pytest.approx(n_train / rec["median_epoch_s"])
+    assert rec["steps_per_epoch"] == math.ceil(n_train / batch_size)
+    assert len(rec["history"]["loss"]) == 2 and rec["source"] == text.SOURCE
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", INSTALLED)
+def test_fasttext_notebook_on_real_npz_with_bigrams(kernel, tmp_path, backend):
+    raw = write_imdb_npz(Path(os.environ["KERAS_HOME"]))
+    rec = run_nb(kernel, tmp_path, "fasttext_imdb", backend=backend, device="cpu", batch_size=32, epochs=2,
+                 n_train=96, n_val=16, max_features=5000, maxlen=80, data_source="real")
+    _common_asserts(rec, backend, 96, 32)
+    rows = 5000 + 1 + len(source_bigrams(np.load(raw, allow_pickle=True)["x_train"], 5000))
+    assert rec["data_source"] == "real" and rec["data_info"]["embedding_rows"] == rows
+    assert rec["model_params"] == rows * 50 + 51 and rec["expected_params"] is None
+    assert rec["n_val"] == 16 and "val_loss" in rec["history"] and len(rec["history"]["accuracy"]) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", INSTALLED)
+def test_bilstm_notebook_synthetic_records_the_lstm_kernel(kernel, tmp_path, backend):
+    rec = run_nb(kernel, tmp_path, "bilstm_imdb", backend=backend, device="cpu", batch_size=32, epochs=2,
+                 n_train=64, maxlen=12, data_source="synthetic")
+    _common_asserts(rec, backend, 64, 32)
+    assert rec["data_source"] == "synthetic" and rec["model_params"] == rec["expected_params"] == 2_658_945
+    info = rec["workload_info"]
+    assert info["lstm_impl"] == "auto" and info["lstm_use_cudnn"] == "auto" and info["cudnn_possible"] is False
+    assert info["lstm_kernel"].startswith("generic (CPU)") and info["lstm_layers"] == 2
+    if backend == "torch":  # torch's backend.lstm runs its own loop on the CPU
+        assert "torch backend.lstm" in info["lstm_kernel"]
+    else:
+        assert info["fused_probe"] is False and "Keras RNN loop" in info["lstm_kernel"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", INSTALLED)
+def test_textgen_notebook_on_real_text_generic_kernel(kernel, tmp_path, backend):
+    write_nietzsche(Path(os.environ["KERAS_HOME"]))
+    rec = run_nb(kernel, tmp_path, "lstm_textgen", backend=backend, device="cpu", batch_size=64, epochs=2,
+                 n_train=128, maxlen=12, data_source="real", lstm_impl="generic")
+    _common_asserts(rec, backend, 128, 64)
+    n = len(set(NIETZSCHE_SAMPLE.lower()))
+    assert rec["data_source"] == "real" and rec["data_info"]["n_chars"] == n
+    assert rec["model_params"] == 4 * (128 * (n + 128) + 128) + 128 * n + n
+    info = rec["workload_info"]
+    assert info["lstm_use_cudnn"] is False and info["lstm_kernel"].startswith("generic (CPU): Keras RNN loop")
+
+
+@pytest.mark.slow
+def test_synthetic_data_is_learnable():
+    backend = "tensorflow" if "tensorflow" in INSTALLED else ONE
+    out = _in_fresh_python(
+        "import json\n"
+        "import keras\n"
+        "from helpers.workloads import get\n"
+        "keras.utils.set_random_seed(0)\n"
+        "res = {}\n"
+        "for name, kw in [('fasttext_imdb', dict(ngram_range=1, n_train=2000, epochs=3)),\n"
+        "                 ('bilstm_imdb', dict(n_train=1000, maxlen=50, epochs=3)),\n"
+        "                 ('lstm_textgen', dict(n_train=4000, maxlen=20, epochs=4))]:\n"
+        "    p = {**get(name).defaults, **kw, 'data_source': 'synthetic', 'seed': 0}\n"
+        "    d = get(name).load(p)\n"
+        "    m = get(name).build(p)\n"
+        "    m.compile(**get(name).compile_args(p))\n"
+        "    h = m.fit(d.x_train, d.y_train, batch_size=p['batch_size'], epochs=p['epochs'], verbose=0)\n"
+        "    res[name] = h.history\n"
+        "print('JSON' + json.dumps(res))\n", backend=backend)
+    res = json.loads(out.split("JSON", 1)[1])
+    for name, h in res.items():
+        assert h["loss"][-1] < h["loss"][0], (name, h)
+    assert res["fasttext_imdb"]["accuracy"][-1] > 0.6, res["fasttext_imdb"]  # chance: 0.5
+    assert res["bilstm_imdb"]["accuracy"][-1] > 0.75, res["bilstm_imdb"]
+    assert res["lstm_textgen"]["loss"][-1] < 2.5, res["lstm_textgen"]  # uniform over 57 characters: 4.04
