@@ -226,7 +226,7 @@ def image_dataset(params: dict, *, image_size: tuple[int, int], n_classes: int, 
                   label_mode: str, what: str, default_n: int, extra: dict | None = None) -> _data.Dataset:
     """The training (and validation) generator of an image workload, from a folder or synthetic.
 
-    ``params`` gives ``data_dir``, ``data_source``, ``augmentation``, ``workers``,
+    ``params`` gives ``data_dir``, ``data_source``, ``augment``, ``workers``,
     ``use_multiprocessing``, ``max_queue_size``, ``batch_size``, ``n_train``, ``n_val``, ``seed``.
     ``label_mode``: ``binary`` (float 0/1, a sigmoid output) or ``int`` (sparse class indices).
     ``default_n``: synthetic samples per epoch when ``n_train`` is null (the source's).
@@ -238,14 +238,14 @@ def image_dataset(params: dict, *, image_size: tuple[int, int], n_classes: int, 
     seed = int(params.get("seed", 0))
     bs = int(params["batch_size"])
     n_train, n_val = params.get("n_train"), int(params.get("n_val", 0) or 0)
-    aug = augment if params.get("augmentation", True) else None
+    aug = augment if params.get("augment", True) else None
     h, w = image_size
     label_dtype = np.float32 if label_mode == "binary" else np.int64
     pipe = {"workers": int(params.get("workers", 1)),
             "use_multiprocessing": bool(params.get("use_multiprocessing", False)),
             "max_queue_size": int(params.get("max_queue_size", 10))}
     info = {"pipeline": "keras.utils.PyDataset (numpy/PIL on the CPU, per batch)",
-            "augmentation": aug is not None, "augment": augment.as_dict() if aug is not None else None,
+            "augment": aug is not None, "augment_params": augment.as_dict() if aug is not None else None,
             "rescale": "1/255", "image_size": [h, w], **pipe, **(extra or {})}
     rng = np.random.default_rng(seed)
 

@@ -94,6 +94,9 @@ class Point:
         if not _device.backend_installed(backend):
             self.skip(f"backend not installed: the '{_device.BACKEND_MODULES[backend]}' package "
                       "is not importable in this Python")
+        cores = len(_device.allowed_cores())
+        if params.get("threads", 0) > cores:
+            self.skip(f"threads={params['threads']} but this machine lets the process use {cores} cores")
         self.record["env_forced"] = _device.force(backend, dev, params.get("threads", 0))
 
     @staticmethod
@@ -142,7 +145,11 @@ class Point:
         return info
 
     def load_data(self):
-        self.data = _workloads.load_data(self.workload.name, self.params)
+        try:
+            self.data = _workloads.load_data(self.workload.name, self.params)
+        except Exception as exc:  # e.g. DataError: real data required but missing
+            self.fail(exc)
+            raise
         d = self.data
         self.record.update(data_source=d.source, data_detail=d.detail, n_train=d.samples_per_epoch,
                            n_val=d.n_val_samples, data_info=d.extra)
@@ -151,7 +158,11 @@ class Point:
         return self.data
 
     def build_model(self):
-        self.model = _workloads.build_model(self.workload.name, self.params)
+        try:
+            self.model = _workloads.build_model(self.workload.name, self.params)
+        except Exception as exc:
+            self.fail(exc)
+            raise
         n = int(self.model.count_params())
         self.record["model_params"] = n
         self.record["expected_params"] = self.workload.expected_params

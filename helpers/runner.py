@@ -327,7 +327,12 @@ def main(argv=None) -> int:
                     log(f"{head}  done before ({p['point_id']}): not run again (--rerun to force)")
                     continue
                 timeout_s = args.timeout or p.get("timeout_s") or DEFAULT_TIMEOUT_S
-                if p["device"] == "gpu" and not has_nvidia_gpu():
+                from .device import allowed_cores
+
+                if p.get("threads", 0) > len(allowed_cores()):
+                    rec = skip_without_kernel(p, run_dir, f"threads={p['threads']} but this machine lets the "
+                                              f"process use {len(allowed_cores())} cores")
+                elif p["device"] == "gpu" and not has_nvidia_gpu():
                     rec = skip_without_kernel(p, run_dir, "no NVIDIA GPU on this machine (NVML and "
                                               "/dev/nvidia* find none): a GPU point is not timed on the CPU")
                 else:

@@ -65,13 +65,13 @@ def test_source_batch_gives_153_steps():
 
 def test_workload_knobs_validate():
     spec = {**params.COMMON, **get("catsdogs").extra_params}
-    params.validate({"variant": "deep", "workers": 4, "augmentation": False, "data_dir": ""}, spec=spec)
+    params.validate({"variant": "deep", "workers": 4, "augment": False, "data_dir": ""}, spec=spec)
     with pytest.raises(params.ParamError, match="key 'variant' has value 'vgg'"):
         params.validate({"variant": "vgg"}, spec=spec)
     with pytest.raises(params.ParamError, match="key 'workers' has value 0"):
         params.validate({"workers": 0}, spec=spec)
-    with pytest.raises(params.ParamError, match="key 'augmentation'"):
-        params.validate({"augmentation": "yes"}, spec={**params.COMMON, **get("cnn_256").extra_params})
+    with pytest.raises(params.ParamError, match="key 'augment'"):
+        params.validate({"augment": "yes"}, spec={**params.COMMON, **get("cnn_256").extra_params})
 
 
 # ---------------------------------------------------------------- the generator
@@ -203,7 +203,7 @@ def test_cnn_256_on_cpu_at_source_size(kernel, tmp_path, backend):
     assert rec["workload_info"]["non_trainable_params"] == 2_880
     assert rec["data_source"] == "synthetic" and rec["steps_per_epoch"] == 2
     info = rec["data_info"]
-    assert info["augmentation"] is True and info["augment"]["rotation_range"] == 25 and info["workers"] == 1
+    assert info["augment"] is True and info["augment_params"]["rotation_range"] == 25 and info["workers"] == 1
     assert info["image_size"] == [256, 256]
 
 
@@ -212,13 +212,13 @@ def test_cnn_256_on_cpu_at_source_size(kernel, tmp_path, backend):
 def test_catsdogs_on_cpu_writes_a_full_record(kernel, tmp_path, backend):
     variant = {"tensorflow": "improved", "jax": "original", "torch": "highres"}[backend]  # one each
     run_nb(kernel, tmp_path, "catsdogs", backend=backend, device="cpu", variant=variant, batch_size=16, epochs=2,
-           n_train=48, data_source="synthetic", workers=2, augmentation=backend != "torch")
+           n_train=48, data_source="synthetic", workers=2, augment=backend != "torch")
     rec = only_record(tmp_path / "records")
     _assert_ok(rec, backend, 48, 2)
     assert rec["model_params"] == catsdogs.VARIANT_PARAMS[variant] and rec["expected_params"] is None
     assert rec["data_source"] == "synthetic" and rec["steps_per_epoch"] == 3
     info = rec["data_info"]
-    assert info["variant"] == variant and info["workers"] == 2 and info["augmentation"] is (backend != "torch")
+    assert info["variant"] == variant and info["workers"] == 2 and info["augment"] is (backend != "torch")
     assert info["image_size"] == [catsdogs.VARIANT_SIZE[variant]] * 2
     assert rec["workload_info"]["conv_layers"] == catsdogs.conv_layers(variant)
 

@@ -72,6 +72,6 @@ def load_data(name: str, params: dict) -> _data.Dataset:
 
 # The modules that register workloads (imported on first use of the registry; none imports Keras
 # at import time).
-_MODULES = ("cnn_cifar10",)
+_MODULES = ("cnn_cifar10", "mnist", "vgg_cifar10", "resnet50", "cnn_256", "catsdogs", "text")
 for _m in _MODULES:
     importlib.import_module(f"{__name__}.{_m}")

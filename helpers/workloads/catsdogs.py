@@ -17,7 +17,7 @@ rescale 1/255, shear 0.2, zoom 0.2, horizontal flip; batches of 32) on a Virtual
   (32, 64, 64, 64 filters), each stage closed by MaxPool(2), at 64x64: 1,064,801 parameters.
 
 Knobs beyond the common ones: ``variant``, ``data_dir`` (the public archive's layout:
-``training_set/cats/*.jpg``, ``training_set/dogs/*.jpg``; '' = synthetic), ``augmentation``,
+``training_set/cats/*.jpg``, ``training_set/dogs/*.jpg``; '' = synthetic), ``augment``,
 ``workers`` / ``use_multiprocessing`` / ``max_queue_size``, ``image_size`` (0 = the variant's).
 """
 
@@ -42,7 +42,7 @@ EXTRA = {p.name: p for p in (
     Param("variant", str, "network: original, improved (+conv/pool, dropout), highres (128x128), deep (32 convs)",
           choices=VARIANTS),
     Param("data_dir", str, "folder with training_set/cats, training_set/dogs (or class folders; '' = synthetic)"),
-    Param("augmentation", bool, "shear/zoom/flip per image in the generator (the tutorial's)"),
+    Param("augment", bool, "shear/zoom/flip per image in the generator (the tutorial's)"),
     Param("workers", int, "generator workers (Keras 3: 1 = built in the training loop, >1 = a prefetching pool)",
           minimum=1),
     Param("use_multiprocessing", bool, "generator workers are processes instead of threads"),
@@ -117,7 +117,7 @@ register(Workload(
             "and its improved, 128x128 and 30+-conv variants: V100 vs dual Xeon 4110 vs a VM; images/s "
             "vs workers and batch size (47 -> 64 images/s on the VM); augmentation 425 vs 533 images/s",
     defaults={"batch_size": 32, "epochs": 3, "n_train": 2000, "n_val": 0, "variant": "original", "data_dir": "",
-              "augmentation": True, "workers": 1, "use_multiprocessing": False, "max_queue_size": 10,
+              "augment": True, "workers": 1, "use_multiprocessing": False, "max_queue_size": 10,
               "image_size": 0},
     build=_catsdogs,
     compile_args=_compile,

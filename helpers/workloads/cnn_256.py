@@ -6,7 +6,7 @@ epoch (batches of 64: 153 x 64 = 9,792 images), 10 epochs. The model summary in 
 every layer's output shape and 58,091,396 parameters (58,088,516 trainable, 2,880 non-trainable).
 
 Knobs beyond the common ones: ``data_dir`` (a folder of 4 class sub-folders; '' = synthetic),
-``augmentation``, ``workers`` / ``use_multiprocessing`` / ``max_queue_size`` (the generator's
+``augment``, ``workers`` / ``use_multiprocessing`` / ``max_queue_size`` (the generator's
 parallelism), ``image_size`` (0 = the source's 256; smaller only for smoke runs: it changes the
 Dense layer and so the parameter count).
 """
@@ -59,7 +59,7 @@ SOURCE_TABLE = (
 
 EXTRA = {p.name: p for p in (
     Param("data_dir", str, "folder of 4 class sub-folders of images ('' = synthetic images)"),
-    Param("augmentation", bool, "random rotation/shift/shear/zoom/flip per image in the generator"),
+    Param("augment", bool, "random rotation/shift/shear/zoom/flip per image in the generator"),
     Param("workers", int, "generator workers (Keras 3: 1 = built in the training loop, >1 = a prefetching pool)",
           minimum=1),
     Param("use_multiprocessing", bool, "generator workers are processes instead of threads"),
@@ -159,7 +159,7 @@ register(Workload(
     summary="TF2/Keras: a 58,091,396-parameter CNN (BatchNorm, Dropout) on ~10k 256x256 images of 4 "
             "classes through an augmenting generator, batches of 64 (153 steps/epoch), 10 epochs: "
             "RTX 2080 75 s/epoch (0.5 s/step) vs Ryzen 2700x 480 s/epoch (3 s/step)",
-    defaults={"batch_size": 64, "epochs": 3, "n_train": 128, "n_val": 0, "data_dir": "", "augmentation": True,
+    defaults={"batch_size": 64, "epochs": 3, "n_train": 128, "n_val": 0, "data_dir": "", "augment": True,
               "workers": 1, "use_multiprocessing": False, "max_queue_size": 10, "image_size": 0},
     build=_cnn_256,
     compile_args=_compile,

@@ -1,0 +1,167 @@
+"""Image datasets beyond CIFAR-10: MNIST (Keras cache, download or synthetic) and ImageNet-shaped data.
+
+    load_mnist(n_train, n_val, source="auto", seed=0, flat=False)   -> helpers.data.Dataset
+    load_imagenet_shaped(n_train, n_val, source="auto", seed=0, image_size=224, n_classes=1000)
+
+MNIST comes from the file ``keras.datasets.mnist`` caches (``<KERAS_HOME>/datasets/mnist.npz``, an npz
+with ``x_train, y_train, x_test, y_test``), else is downloaded through ``keras.datasets.mnist`` when
+its host is reachable, else is synthetic data of the same shape (28 x 28 grey, 10 classes). ImageNet
+has no Keras loader: it is always synthetic, and ``source='real'`` is an error that says so.
+
+No framework is imported at module level (Keras only inside the download path).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .data import DataError, Dataset, keras_home, reachable, synthetic_images
+
+_SOURCES = ("auto", "real", "synthetic")
+
+
+def _check_source(source: str) -> None:
+    if source not in _SOURCES:
+        raise ValueError(f"data_source must be auto, real or synthetic, not {source!r}")
+
+
+def _subset(x_train, y_train, x_val, y_val, n_train, n_val, seed):
+    """A random (sorted, reproducible) subset of the training set, the first ``n_val`` test images,
+    as float32 in [0, 1] and int64 labels."""
+    n = len(x_train) if n_train is None else min(n_train, len(x_train))
+    idx = np.sort(np.random.default_rng(seed).permutation(len(x_train))[:n])
+    xt = x_train[idx].astype(np.float32) / 255.0
+    yt = np.asarray(y_train[idx], dtype=np.int64).reshape(-1)
+    xv = yv = None
+    if n_val:
+        xv = x_val[:n_val].astype(np.float32) / 255.0
+        yv = np.asarray(y_val[:n_val], dtype=np.int64).reshape(-1)
+    return xt, yt, xv, yv
+
+
+# ---------------------------------------------------------------- MNIST
+
+MNIST_HOST = "storage.googleapis.com"  # host of keras.datasets.mnist's origin
+MNIST_FILE = "mnist.npz"
+MNIST_SHAPE = (28, 28, 1)
+MNIST_TRAIN = 60000
+
+
+def mnist_cache_file() -> Path:
+    """Where ``keras.datasets.mnist.load_data()`` caches the dataset."""
+    return keras_home() / "datasets" / MNIST_FILE
+
+
+def read_mnist_npz(path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``x_train, y_train, x_test, y_test`` (uint8 N x 28 x 28, labels) from Keras' npz format."""
+    with np.load(path, allow_pickle=False) as f:
+        return f["x_train"], f["y_train"], f["x_test"], f["y_test"]
+
+
+def load_mnist(n_train: int | None, n_val: int, source: str = "auto", seed: int = 0,
+               flat: bool = False) -> Dataset:
+    """MNIST as float32 in [0, 1]: N x 28 x 28 x 1, or N x 784 with ``flat`` (the MLP's input).
+
+    ``source``: ``real`` (the Keras cache, else download; error if neither works), ``synthetic``, or
+    ``auto`` (real when cached or reachable, else synthetic). The Dataset says which, and why.
+    """
+    _check_source(source)
+    raw = None
+    detail = ""
+    if source in ("auto", "real"):
+        cached = mnist_cache_file()
+        if cached.is_file():
+            raw = read_mnist_npz(cached)
+            detail = f"MNIST from the Keras cache ({cached})"
+        elif reachable(MNIST_HOST):
+            import keras
+
+            (xt, yt), (xv, yv) = keras.datasets.mnist.load_data()
+            raw = (xt, yt, xv, yv)
+            detail = f"MNIST downloaded by keras.datasets.mnist (cached in {cached})"
+        elif source == "real":
+            raise DataError(
+                f"data_source='real' but MNIST is not in the Keras cache ({cached}) and {MNIST_HOST} "
+                "is not reachable; use data_source='auto' or 'synthetic'"
+            )
+        else:
+            detail = (f"MNIST neither cached ({cached}) nor reachable ({MNIST_HOST}): "
+                      "synthetic images of the same shape")
+    if raw is not None:
+        xt, yt, xv, yv = _subset(*raw, n_train, n_val, seed)
+        xt = xt.reshape(len(xt), *MNIST_SHAPE)
+        xv = None if xv is None else xv.reshape(len(xv), *MNIST_SHAPE)
+        src = "real"
+    else:
+        if source == "synthetic":
+            detail = "synthetic images of MNIST's shape (requested)"
+        xt, yt = synthetic_images(MNIST_TRAIN if n_train is None else n_train, MNIST_SHAPE, 10, seed)
+        xv = yv = None
+        if n_val:
+            xv, yv = synthetic_images(n_val, MNIST_SHAPE, 10, seed + 1)
+        src = "synthetic"
+    if flat:
+        xt = xt.reshape(len(xt), -1)
+        xv = None if xv is None else xv.reshape(len(xv), -1)
+    return Dataset(xt, yt, xv, yv, src, detail, 10,
+                   extra={"dataset": "mnist", "input_shape": list(xt.shape[1:])})
+
+
+# ---------------------------------------------------------------- ImageNet-shaped
+
+def synthetic_images_lowmem(n: int, shape: tuple[int, int, int], n_classes: int, seed: int,
+                            noise: float = 0.35, cells: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """The same images as ``helpers.data.synthetic_images`` (same seeds, same values), without
+    materialising one full-size prototype per class: 1000 prototypes of 224 x 224 x 3 would take
+    600 MB. Prototypes are upsampled per chunk, for the labels of that chunk only.
+    """
+    h, w, c = shape
+    rng = np.random.default_rng(seed)
+    proto_rng = np.random.default_rng(1234567 + n_classes)
+    small = proto_rng.uniform(0.0, 1.0, size=(n_classes, cells, cells, c)).astype(np.float32)
+    rep_h, rep_w = -(-h // cells), -(-w // cells)
+    y = rng.integers(0, n_classes, size=n).astype(np.int64)
+    x = np.empty((n, h, w, c), dtype=np.float32)
+    chunk = 2048 if h * w <= 64 * 64 else 256
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        m = stop - start
+        protos = np.repeat(np.repeat(small[y[start:stop]], rep_h, axis=1), rep_w, axis=2)[:, :h, :w, :]
+        img = protos * rng.uniform(0.6, 1.0, size=(m, 1, 1, 1)).astype(np.float32)
+        img += rng.normal(0.0, noise, size=(m, h, w, c)).astype(np.float32)
+        np.clip(img, 0.0, 1.0, out=img)
+        x[start:stop] = img
+    return x, y
+
+
+IMAGENET_TRAIN = 1281167  # images in the ImageNet-1k training set
+
+
+def load_imagenet_shaped(n_train: int | None, n_val: int, source: str = "auto", seed: int = 0,
+                         image_size: int = 224, n_classes: int = 1000) -> Dataset:
+    """Synthetic ImageNet-shaped data: ``image_size`` x ``image_size`` x 3 float32, ``n_classes`` labels.
+
+    ImageNet has no Keras loader (and is 150 GB): ``source='real'`` raises ``DataError``; ``auto`` and
+    ``synthetic`` give synthetic data, the detail says why. ``n_train`` must be given (the whole
+    ImageNet would not fit in memory: 0.6 MB per 224 x 224 image).
+    """
+    _check_source(source)
+    if source == "real":
+        raise DataError(
+            "data_source='real' is not available for ImageNet-shaped workloads: ImageNet has no Keras "
+            "loader and is not downloaded by this suite; use data_source='auto' or 'synthetic'"
+        )
+    if n_train is None:
+        raise ValueError(f"n_train is required for synthetic ImageNet-shaped data (ImageNet has "
+                         f"{IMAGENET_TRAIN:,} images, {0.6 * IMAGENET_TRAIN / 1e3:,.0f} GB as float32)")
+    detail = ("synthetic images of ImageNet's shape (requested)" if source == "synthetic" else
+              "ImageNet has no Keras loader and is not downloaded: synthetic images of its shape")
+    shape = (image_size, image_size, 3)
+    xt, yt = synthetic_images_lowmem(n_train, shape, n_classes, seed)
+    xv = yv = None
+    if n_val:
+        xv, yv = synthetic_images_lowmem(n_val, shape, n_classes, seed + 1)
+    return Dataset(xt, yt, xv, yv, "synthetic", detail, n_classes,
+                   extra={"dataset": "imagenet-shaped", "input_shape": list(shape)})

@@ -1,0 +1,58 @@
+"""resnet50: keras.applications.ResNet50 trained from scratch on synthetic ImageNet-shaped data.
+
+No seed document trains it: it is the modern anchor the seeds point to (seed 002 names deep CNNs like
+Inception as the next benchmark; seed 004 deepens its network to 30+ conv layers until the GPU is
+saturated). Published anchor: about 2,790 images/s training ResNet-50 on one H100 SXM with PyTorch
+and automatic mixed precision (compare with ``precision='mixed_bfloat16'`` or ``'mixed_float16'``).
+
+Model: ``ResNet50(weights=None, input_shape=(224, 224, 3), classes=1000)``, 25,636,712 parameters
+(the count does not depend on ``image_size``: global average pooling before the classifier).
+Optimiser: SGD, momentum 0.9, learning rate 0.1 (the standard ImageNet recipe), batch 64.
+Data: ImageNet has no Keras loader, so the data is always synthetic (``data_source='real'`` is an
+error); ``image_size`` (default 224) shrinks the images for smoke tests on a CPU.
+"""
+
+from __future__ import annotations
+
+from .. import data as _data
+from .. import datasets_images as _img
+from ..params import Param
+from . import Workload, register
+
+CLASSES = 1000
+
+
+def _resnet50(params: dict):
+    import keras
+
+    size = params.get("image_size", 224)
+    return keras.applications.ResNet50(weights=None, input_shape=(size, size, 3), classes=CLASSES,
+                                       classifier_activation="softmax", name="resnet50")
+
+
+def _resnet50_compile(params: dict) -> dict:
+    import keras
+
+    return {"optimizer": keras.optimizers.SGD(learning_rate=0.1, momentum=0.9),
+            "loss": "sparse_categorical_crossentropy", "metrics": ["accuracy"]}
+
+
+def _resnet50_loader(params: dict) -> _data.Dataset:
+    return _img.load_imagenet_shaped(params.get("n_train"), params.get("n_val", 0),
+                                     params.get("data_source", "auto"), params.get("seed", 0),
+                                     image_size=params.get("image_size", 224), n_classes=CLASSES)
+
+
+register(Workload(
+    name="resnet50",
+    source="none: published anchor (no seed trains ResNet-50)",
+    summary="ResNet-50 from scratch, 1000 classes, 224 x 224, SGD momentum 0.9, batch 64; published "
+            "anchor about 2,790 images/s on one H100 SXM with PyTorch AMP",
+    defaults={"batch_size": 64, "epochs": 2, "n_train": 64, "n_val": 0, "image_size": 224},
+    build=_resnet50,
+    compile_args=_resnet50_compile,
+    load=_resnet50_loader,
+    expected_params=25636712,
+    extra_params={"image_size": Param("image_size", int, "image height and width in pixels (the source: "
+                                      "224; smaller for smoke tests; ResNet50 needs >= 32)", minimum=32)},
+))
