@@ -267,6 +267,8 @@ def main(argv=None) -> int:
     ap.add_argument("grids", nargs="*", type=Path, help="grid files (default: params/quick.yaml)")
     ap.add_argument("--timeout", type=float, default=None,
                     help=f"per-point limit in seconds (default: the grid's timeout_s, else {DEFAULT_TIMEOUT_S})")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="start no new point after this many seconds (the rest: run again to resume)")
     ap.add_argument("--rerun", action="store_true", help="run points already done on this machine again")
     ap.add_argument("--no-report", action="store_true", help="do not render the report")
     ap.add_argument("--report-only", action="store_true", help="only render the report from outputs/")
@@ -311,7 +313,8 @@ def main(argv=None) -> int:
         print(msg, flush=True)
         log_file.write(msg + "\n")
 
-    counts = {"ok": 0, "failed": 0, "skipped": 0, "done before": 0}
+    counts = {"ok": 0, "failed": 0, "skipped": 0, "done before": 0, "not run (budget)": 0}
+    budget_s = args.budget
     t_grid = time.perf_counter()
     if points:
         mkey = machine_key()
@@ -327,9 +330,17 @@ def main(argv=None) -> int:
                     log(f"{head}  done before ({p['point_id']}): not run again (--rerun to force)")
                     continue
                 timeout_s = args.timeout or p.get("timeout_s") or DEFAULT_TIMEOUT_S
-                from .device import allowed_cores
+                from .device import BACKEND_MODULES, allowed_cores, backend_installed
 
-                if p.get("threads", 0) > len(allowed_cores()):
+                if budget_s is not None and time.perf_counter() - t_grid > budget_s:
+                    counts["not run (budget)"] += 1
+                    log(f"{head}  not run: the --budget of {budget_s:g} s is spent (run again to resume)")
+                    continue
+                if not backend_installed(p["backend"]):
+                    rec = skip_without_kernel(p, run_dir, f"backend not installed: the "
+                                              f"'{BACKEND_MODULES[p['backend']]}' package is not importable "
+                                              "in this Python")
+                elif p.get("threads", 0) > len(allowed_cores()):
                     rec = skip_without_kernel(p, run_dir, f"threads={p['threads']} but this machine lets the "
                                               f"process use {len(allowed_cores())} cores")
                 elif p["device"] == "gpu" and not has_nvidia_gpu():
@@ -350,7 +361,8 @@ def main(argv=None) -> int:
             log("interrupted: the running point was stopped and left no record; run again to resume")
             return 130
     log(f"grid: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped, "
-        f"{counts['done before']} done before; {time.perf_counter() - t_grid:.1f}s")
+        f"{counts['done before']} done before, {counts['not run (budget)']} not run (budget); "
+        f"{time.perf_counter() - t_grid:.1f}s")
     if not args.no_report:
         t0 = time.perf_counter()
         try:

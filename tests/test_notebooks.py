@@ -125,32 +125,44 @@ def test_run_all_rejects_a_bad_grid_before_running(tmp_path):
 
 
 @pytest.mark.slow
-def test_run_all_grid_end_to_end_with_report(tmp_path):
-    g = tmp_path / "grid.yaml"
-    g.write_text(
-        "timeout_s: 600\npoints:\n"
-        "  - workload: cnn_cifar10\n    backend: [tensorflow, jax, torch]\n    device: [cpu, gpu]\n"
-        "    batch_size: 100\n    epochs: 2\n    n_train: 200\n    data_source: synthetic\n")
-    res = _run_all([str(g)], tmp_path)
+def test_run_all_smoke_grid_end_to_end_with_report(tmp_path):
+    """params/smoke.yaml (every workload, every backend) through ./run_all.sh, then the report."""
+    from helpers import grid
+
+    smoke = PROJECT_ROOT / "params" / "smoke.yaml"
+    points = grid.expand(smoke)
+    res = _run_all([str(smoke)], tmp_path)
     out = res.stdout
     assert res.returncode == 0, out + res.stderr[-3000:]
-    assert "[1/6]" in out and "[6/6]" in out and "report:" in out
+    n = len(points)
+    assert f"[1/{n}]" in out and f"[{n}/{n}]" in out and "report:" in out
     outputs = Path(os.environ["CGB_OUTPUTS"])
     recs = [json.loads(p.read_text()) for p in outputs.glob("runs/*/records/*.json")]
-    assert len(recs) == 6
-    by = {(r["backend"], r["device"]): r for r in recs}
-    for b in ("tensorflow", "jax", "torch"):
-        want = "ok" if b in INSTALLED else "skipped"
-        assert by[(b, "cpu")]["status"] == want
-        assert by[(b, "gpu")]["status"] in ("skipped", "ok")
-        if by[(b, "gpu")]["status"] == "ok":
-            assert by[(b, "gpu")]["device_used"] == "gpu"
-        assert Path(by[(b, "cpu")]["notebook"]).is_file()
+    assert len(recs) == n
+    for r in recs:
+        want = "ok" if r["backend"] in INSTALLED else "skipped"
+        assert r["status"] == want, (r["workload"], r["backend"], r["reason"])
+        if want == "ok":
+            assert r["device_used"] == "cpu" and r["samples_per_s"] > 0 and len(r["epoch_s"]) == 1
+            assert r["data_source"] == "synthetic" and Path(r["notebook"]).is_file()
+    assert {r["workload"] for r in recs} == {p["workload"] for p in points}
     html = (outputs / "report.html").read_text()
-    assert "Seconds per epoch" in html and "data:image/png;base64" in html
-    assert "Comparison summary" in html and "<script src=\"http" not in html
-    assert "skipped" in html
-    # a second run resumes: points done on this machine are not run again; skipped ones are
-    res2 = _run_all([str(g), "--no-report"], tmp_path)
+    assert "data:image/png;base64" in html and "<script src=\"http" not in html
+    # a second run resumes: points done on this machine are not run again
+    res2 = _run_all([str(smoke), "--no-report"], tmp_path)
     n_ok = sum(r["status"] == "ok" for r in recs)
     assert res2.returncode == 0 and res2.stdout.count("not run again") == n_ok, res2.stdout
+
+
+def test_run_all_skips_gpu_points_without_a_gpu_fast(tmp_path):
+    from helpers.runner import has_nvidia_gpu
+
+    if has_nvidia_gpu():
+        pytest.skip("this machine has a GPU")
+    g = tmp_path / "grid.yaml"
+    g.write_text("points:\n  - workload: cnn_cifar10\n    backend: [tensorflow, jax, torch]\n    device: gpu\n")
+    res = _run_all([str(g), "--no-report"], tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    recs = [json.loads(p.read_text()) for p in Path(os.environ["CGB_OUTPUTS"]).glob("runs/*/records/*.json")]
+    assert len(recs) == 3 and all(r["status"] == "skipped" and "no NVIDIA GPU" in r["reason"] for r in recs)
+    assert all(r["samples_per_s"] is None and r["device_used"] is None for r in recs)
