@@ -318,26 +318,26 @@ def overview(df, summ) -> str:
 
 
 def headline(summ):
-    """Per workload: the fastest GPU and CPU configuration, speedup and '% less time'."""
+    """Per workload: the fastest GPU and CPU configuration (samples/s), speedup and '% less time'."""
     import pandas as pd
 
     rows = []
-    for wl, g in summ.groupby("workload", sort=True):
+    for wl, g in summ[summ["samples_per_s"].notna()].groupby("workload", sort=True):
         row = {"workload": wl}
         for dev in ("cpu", "gpu"):
             d = g[g["device"] == dev]
             if len(d):
-                b = d.loc[d["s_per_epoch"].idxmin()]
+                b = d.loc[d["samples_per_s"].idxmax()]
                 row[f"fastest {dev.upper()}"] = f"{b['machine']} · {b['backend']} · bs={b['batch_size']:g}"
-                row[f"{dev.upper()} s/epoch"] = spread_text(b["s_per_epoch"], b["q1"], b["q3"])
-                row[f"_{dev}"] = b["s_per_epoch"]
+                row[f"{dev.upper()} samples/s"] = spread_text(b["samples_per_s"], b["sps_q1"], b["sps_q3"])
+                row[f"_{dev}"] = b["samples_per_s"]
         if "_cpu" in row and "_gpu" in row:
-            row["GPU speedup ×"] = row["_cpu"] / row["_gpu"]
-            row["% less time"] = 100 * (1 - row["_gpu"] / row["_cpu"])
+            row["GPU speedup ×"] = row["_gpu"] / row["_cpu"]
+            row["% less time"] = 100 * (1 - row["_cpu"] / row["_gpu"])
         row["data"] = ", ".join(sorted(g["data_source"].dropna().astype(str).unique()))
         rows.append(row)
-    cols = ["workload", "fastest CPU", "CPU s/epoch", "fastest GPU", "GPU s/epoch", "GPU speedup ×", "% less time",
-            "data"]
+    cols = ["workload", "fastest CPU", "CPU samples/s", "fastest GPU", "GPU samples/s", "GPU speedup ×",
+            "% less time", "data"]
     out = pd.DataFrame(rows)
     return out.reindex(columns=cols)
 
@@ -365,32 +365,43 @@ def timing_table(summ):
 # ------------------------------------------------------------------ comparisons
 
 
-_PAIR_KEYS = ["machine", "workload", "backend", "precision", "jit_compile", "batch_size", "n_train", "augment",
+# n_train is not a pairing key: a CPU point may train on fewer samples than its GPU twin (the
+# speedup is then taken per sample, from samples/s, which does not depend on the epoch's size).
+_PAIR_KEYS = ["machine", "workload", "backend", "precision", "jit_compile", "batch_size", "augment",
               "workers", "data_source"]
 
 
 def speedup_table(summ):
     """GPU over CPU on the same machine, workload, backend and settings: speedup and '% less time'.
 
-    The CPU side is the fastest CPU thread setting of that configuration.
+    Speedup = GPU samples/s over CPU samples/s (per sample, so the two sides may train on different
+    numbers of samples per epoch); the CPU side is the fastest CPU thread setting of that configuration.
     """
     import pandas as pd
 
     if summ.empty or not {"cpu", "gpu"} <= set(summ["device"].dropna()):
         return pd.DataFrame()
-    cpu = summ[summ["device"] == "cpu"].sort_values("s_per_epoch").groupby(_PAIR_KEYS, dropna=False).head(1)
-    gpu = summ[summ["device"] == "gpu"].sort_values("s_per_epoch").groupby(_PAIR_KEYS, dropna=False).head(1)
+    ok = summ[summ["samples_per_s"].notna()]
+    cpu = ok[ok["device"] == "cpu"].sort_values("samples_per_s", ascending=False).groupby(
+        _PAIR_KEYS, dropna=False).head(1)
+    gpu = ok[ok["device"] == "gpu"].sort_values("samples_per_s", ascending=False).groupby(
+        _PAIR_KEYS, dropna=False).head(1)
     m = cpu.merge(gpu, on=_PAIR_KEYS, suffixes=("_cpu", "_gpu"))
     if m.empty:
         return pd.DataFrame()
+    ratio = m["samples_per_s_gpu"] / m["samples_per_s_cpu"]
+    worst = (m["sps_q1_gpu"] / m["sps_q3_cpu"]).astype(float)
+    best = (m["sps_q3_gpu"] / m["sps_q1_cpu"]).astype(float)
     return pd.DataFrame({
         "machine": m["machine"], "workload": m["workload"], "backend": m["backend"], "batch": m["batch_size"],
         "CPU s/epoch [IQR]": [spread_text(*v) for v in zip(m["s_per_epoch_cpu"], m["q1_cpu"], m["q3_cpu"])],
+        "CPU samples/epoch": m["n_train_cpu"],
         "GPU s/epoch [IQR]": [spread_text(*v) for v in zip(m["s_per_epoch_gpu"], m["q1_gpu"], m["q3_gpu"])],
-        "speedup × (median)": m["s_per_epoch_cpu"] / m["s_per_epoch_gpu"],
-        "speedup × (worst–best)": [f"{a / d:.3g}–{b / c:.3g}" for a, b, c, d in
-                                   zip(m["min_cpu"], m["max_cpu"], m["min_gpu"], m["max_gpu"])],
-        "% less time": 100 * (1 - m["s_per_epoch_gpu"] / m["s_per_epoch_cpu"]),
+        "GPU samples/epoch": m["n_train_gpu"],
+        "CPU samples/s": m["samples_per_s_cpu"], "GPU samples/s": m["samples_per_s_gpu"],
+        "speedup × (median)": ratio,
+        "speedup × (IQR)": [f"{a:.3g}–{b:.3g}" if pd.notna(a) and pd.notna(b) else "" for a, b in zip(worst, best)],
+        "% less time": 100 * (1 - 1 / ratio),
         "data": m["data_source"],
     }).sort_values(["workload", "machine", "backend"]).reset_index(drop=True)
 
