@@ -484,6 +484,9 @@ def load_prices(path: Path | str | None = None) -> dict:
     if not path.is_file():
         return {"currency": "USD", "profiles": {}, "_error": f"{path} not found"}
     data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise PriceError(f"{path}: a prices file is a mapping with the key 'profiles'")
+    data["_path"] = str(path)
     data.setdefault("profiles", {})
     data.setdefault("currency", "USD")
     return data
@@ -519,8 +522,36 @@ def match_profile(host, gpu, cpu_model, cpus, gpus, prices: dict, host_profiles:
     return None
 
 
+class PriceError(ValueError):
+    """A price profile was asked for that the prices file does not have."""
+
+
+def check_profile(name: str, prices: dict, where: str) -> None:
+    profiles = prices.get("profiles") or {}
+    if name not in profiles:
+        src = prices.get("_path", "params/prices.yaml")
+        raise PriceError(f"{where}: price profile '{name}' is not in {src} (key 'profiles'); allowed: "
+                         + (", ".join(sorted(profiles)) or "none: the file has no profiles"))
+
+
+def record_profiles(records) -> dict:
+    """host -> price profile, from records of runs made with ``run_all.sh --price-profile NAME``."""
+    out = {}
+    for r in records:
+        name = r.get("price_profile")
+        host = (r.get("fingerprint") or {}).get("host")
+        if name and host:
+            out[str(host)] = str(name)
+    return out
+
+
 def add_costs(summ, prices: dict, host_profiles: dict | None = None):
-    """Adds profile, $/h (on-demand, preemptible) and cost per epoch and per run to ``summ``."""
+    """Adds profile, $/h (on-demand, preemptible) and cost per epoch and per run to ``summ``.
+
+    A profile named in ``host_profiles`` that the prices file lacks is an error (``PriceError``).
+    """
+    for host, name in (host_profiles or {}).items():
+        check_profile(name, prices, f"host_profiles[{host!r}]")
     s = summ.copy()
     profiles = prices.get("profiles") or {}
     names, od, pre = [], [], []

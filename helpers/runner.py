@@ -128,7 +128,8 @@ def done_point_ids(folder: Path) -> set[str]:
     return {r["point_id"] for r in records if r.get("status") == "ok"}
 
 
-def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log) -> dict:
+def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log,
+              price_profile: str | None = None) -> dict:
     """Execute one point's notebook; return its record (written by the notebook or, on a crash, here)."""
     import papermill as pm
 
@@ -185,6 +186,8 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     elif timed_out.is_set() and rec.get("status") != "skipped":
         rec.update(status="failed", reason=f"timed out after {timeout_s:g} s (kernel killed)")
     rec["notebook"] = str(nb_out)
+    if price_profile:
+        rec["price_profile"] = price_profile
     rec["wall_s"] = round(wall, 3)
     rec.setdefault("duration_s", round(wall, 3))
     if rec.get("duration_s") is None:
@@ -269,6 +272,9 @@ def main(argv=None) -> int:
                     help=f"per-point limit in seconds (default: the grid's timeout_s, else {DEFAULT_TIMEOUT_S})")
     ap.add_argument("--budget", type=float, default=None,
                     help="start no new point after this many seconds (the rest: run again to resume)")
+    ap.add_argument("--price-profile", default=None,
+                    help="this machine's profile in the prices file (its cost in the report)")
+    ap.add_argument("--prices", type=Path, default=None, help="prices file (default params/prices.yaml)")
     ap.add_argument("--rerun", action="store_true", help="run points already done on this machine again")
     ap.add_argument("--no-report", action="store_true", help="do not render the report")
     ap.add_argument("--report-only", action="store_true", help="only render the report from outputs/")
@@ -289,6 +295,15 @@ def main(argv=None) -> int:
             return 2
         if args.timeout is not None and args.timeout <= 0:
             print("error: --timeout must be > 0 seconds", file=sys.stderr)
+            return 2
+    if args.price_profile:
+        from .report import PriceError, check_profile, load_prices
+
+        try:
+            check_profile(args.price_profile, load_prices(args.prices), "--price-profile")
+        except PriceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            print("nothing was run.", file=sys.stderr)
             return 2
     if args.validate_only:
         for i, p in enumerate(points, 1):
@@ -347,7 +362,7 @@ def main(argv=None) -> int:
                     rec = skip_without_kernel(p, run_dir, "no NVIDIA GPU on this machine (NVML and "
                                               "/dev/nvidia* find none): a GPU point is not timed on the CPU")
                 else:
-                    rec = run_point(engine, p, run_dir, kernel, timeout_s, log)
+                    rec = run_point(engine, p, run_dir, kernel, timeout_s, log, args.price_profile)
                 st = rec.get("status", "failed")
                 counts[st] = counts.get(st, 0) + 1
                 tail = ""
@@ -366,7 +381,8 @@ def main(argv=None) -> int:
     if not args.no_report:
         t0 = time.perf_counter()
         try:
-            html = render_report([out_root], run_dir, kernel, out_root / "report.html")
+            html = render_report([out_root], run_dir, kernel, out_root / "report.html",
+                                 parameters={"prices_file": str(args.prices.resolve())} if args.prices else None)
             log(f"report: {html} ({time.perf_counter() - t0:.1f}s)")
         except Exception as exc:
             log(f"report failed: {type(exc).__name__}: {exc}")

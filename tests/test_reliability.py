@@ -196,3 +196,29 @@ def test_record_written_atomically_under_concurrent_writers(tmp_path):
     assert reads > 0
     assert [f.name for f in tmp_path.iterdir()] == [path.name]
     record.read_records([tmp_path])
+
+
+def test_price_profile_missing_from_prices_file_is_refused_before_running(tmp_path):
+    outputs = tmp_path / "outputs"
+    grid = tmp_path / "g.yaml"
+    grid.write_text(GRID3)
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("currency: USD\nprofiles:\n  my-box: {on_demand_per_hour: 1.0}\n")
+    res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--prices", str(prices),
+                          "--price-profile", "h100-spot"], env=env_for(outputs), capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "'h100-spot'" in res.stderr and str(prices) in res.stderr and "my-box" in res.stderr
+    assert not (outputs / "runs").exists()
+
+
+def test_summary_refuses_a_host_profile_missing_from_prices():
+    import pandas as pd
+
+    from helpers import report
+
+    prices = {"profiles": {"a": {"on_demand_per_hour": 1.0}}, "_path": "prices.yaml"}
+    with pytest.raises(report.PriceError, match="'nope' is not in prices.yaml.*allowed: a"):
+        report.add_costs(pd.DataFrame(), prices, {"host1": "nope"})
+    recs = [{"price_profile": "a", "fingerprint": {"host": "h"}}, {"fingerprint": {"host": "g"}}]
+    assert report.record_profiles(recs) == {"h": "a"}

@@ -1,18 +1,17 @@
 """mlp_mnist, cnn_mnist, vgg_cifar10 (seed 002/004) and resnet50: models, data, notebooks end to end."""
 
 import json
-import os
 import pickle
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _util import in_fresh_python
 
 from helpers import data, datasets_images, device, params
-from helpers.paths import NOTEBOOKS, PROJECT_ROOT
+from helpers.paths import NOTEBOOKS
 from helpers.workloads import get
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
@@ -21,14 +20,8 @@ FAST_COMPILE = "tensorflow" if "tensorflow" in INSTALLED else INSTALLED[0]  # sh
 MINE = ("mlp_mnist", "cnn_mnist", "vgg_cifar10", "resnet50")
 
 
-def _in_fresh_python(code: str) -> str:
-    """Run ``code`` in a fresh interpreter on one backend on the CPU (Keras is never imported here)."""
-    env = {**os.environ, "KERAS_BACKEND": ONE, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
-           "TF_CPP_MIN_LOG_LEVEL": "3"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, env=env,
-                         timeout=600)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return out.stdout
+def _in_fresh_python(code: str, backend: str = ONE) -> str:
+    return in_fresh_python(code, backend)
 
 
 # ---------------------------------------------------------------- registry and knobs

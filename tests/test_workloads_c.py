@@ -3,15 +3,14 @@
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _util import in_fresh_python
 
 from helpers import data, device, params
-from helpers.paths import NOTEBOOKS, PROJECT_ROOT
+from helpers.paths import NOTEBOOKS
 from helpers.workloads import get, text
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
@@ -19,13 +18,7 @@ ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]
 
 
 def _in_fresh_python(code: str, backend: str = ONE) -> str:
-    """Run ``code`` in a fresh interpreter on ``backend`` on the CPU (Keras is never imported here)."""
-    env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
-           "TF_CPP_MIN_LOG_LEVEL": "3"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, env=env,
-                         timeout=600)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return out.stdout
+    return in_fresh_python(code, backend)
 
 
 # ---------------------------------------------------------------- files in the Keras cache format
