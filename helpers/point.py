@@ -68,9 +68,7 @@ def collect(namespace: dict) -> dict:
 
 def begin(namespace_or_params: dict) -> Point:
     """Validate the parameters, force backend and device (before ``import keras``), return the point."""
-    ns = namespace_or_params
-    params = collect(ns)
-    return Point(params)
+    return Point(collect(namespace_or_params))
 
 
 class Point:

@@ -128,12 +128,17 @@ def done_point_ids(folder: Path) -> set[str]:
     return {r["point_id"] for r in records if r.get("status") == "ok"}
 
 
+def notebook_params(p: dict) -> dict:
+    """A grid point's notebook parameters (without the runner's own keys)."""
+    return {k: v for k, v in p.items() if k not in _params.RUNNER_KEYS and not k.startswith("_")}
+
+
 def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log,
               price_profile: str | None = None) -> dict:
     """Execute one point's notebook; return its record (written by the notebook or, on a crash, here)."""
     import papermill as pm
 
-    params = {k: v for k, v in p.items() if k not in _params.RUNNER_KEYS and not k.startswith("_")}
+    params = notebook_params(p)
     pid = p["point_id"]
     params["point_id"] = pid
     params["output_dir"] = str(run_dir / "records")
@@ -189,7 +194,6 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     if price_profile:
         rec["price_profile"] = price_profile
     rec["wall_s"] = round(wall, 3)
-    rec.setdefault("duration_s", round(wall, 3))
     if rec.get("duration_s") is None:
         rec["duration_s"] = round(wall, 3)
     _record.write_atomic(rec_path, rec)
@@ -205,7 +209,7 @@ def has_nvidia_gpu() -> bool:
 
 def skip_without_kernel(p: dict, run_dir: Path, reason: str) -> dict:
     """A ``skipped`` record for a point that cannot run here, written without starting a kernel."""
-    params = {k: v for k, v in p.items() if k not in _params.RUNNER_KEYS and not k.startswith("_")}
+    params = notebook_params(p)
     params["output_dir"] = str(run_dir / "records")
     rec = _record.empty_record(params, p["point_id"])
     rec.update(status="skipped", reason=reason, fingerprint=fingerprint(), wall_s=0.0, duration_s=0.0,
@@ -337,7 +341,7 @@ def main(argv=None) -> int:
         log(f"run {run_dir} : {len(points)} points from {', '.join(str(g) for g in grids)}")
         try:
             for i, p in enumerate(points, 1):
-                params = {k: v for k, v in p.items() if k not in _params.RUNNER_KEYS and not k.startswith("_")}
+                params = notebook_params(p)
                 p["point_id"] = _record.point_id(params, mkey)
                 head = f"[{i}/{len(points)}] {describe(p)}"
                 if p["point_id"] in done:

@@ -77,14 +77,6 @@ class Sampler:
         a, b = start - self.t0, end - self.t0
         return [s for s in self.samples if a <= s["t"] <= b]
 
-    def energy_j(self, start: float, end: float) -> float | None:
-        """Energy (J) between two perf_counter instants from sampled power (None if no power)."""
-        pts = [s for s in self.window(start, end) if "power_w" in s]
-        if len(pts) < 2:
-            return None
-        mean_w = sum(p["power_w"] for p in pts) / len(pts)
-        return mean_w * (end - start)
-
     def summary(self, start: float | None = None, end: float | None = None) -> dict:
         pts = self.samples if start is None else self.window(start, end)
         out: dict = {"n_samples": len(pts), "interval_s": self.interval, "gpu_sampled": self.has_gpu}
