@@ -48,6 +48,8 @@ def main():
     ap.add_argument("--shape", default="32,32,3", help="input shape H,W,C (resnet50: image_size is H)")
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--augment", action="store_true", help="vgg_cifar10: keep the in-model augmentation")
+    ap.add_argument("--augment-impl", choices=("matmul", "keras"), default="matmul",
+                    help="vgg_cifar10 with --augment: the shift layer")
     ap.add_argument("--data", choices=("numpy", "device"), default="numpy",
                     help="numpy (as the suite) or backend tensors placed on the device before fit")
     ap.add_argument("--device", choices=("any", "cpu", "gpu"), default="any",
@@ -69,7 +71,7 @@ def main():
     x = rng.random((args.n, *shape), dtype=np.float32)
     y = rng.integers(0, args.classes, size=args.n)
     params = {"precision": args.precision, "jit_compile": "auto", "batch_size": args.batch,
-              "augment": args.augment, "image_size": shape[0]}
+              "augment": args.augment, "augment_impl": args.augment_impl, "image_size": shape[0]}
     w = workloads.get(args.workload)
     model = w.build(params)
     model.compile(**w.compile_args(params))

@@ -37,6 +37,7 @@ import datetime as dt
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,8 +123,9 @@ def run_process(cmd: list[str], env: dict, timeout: float) -> dict:
         last = (errs or lines or [""])[-1]
         return {"status": "failed", "error": f"exit {proc.returncode}: {last[:500]}",
                 "stderr_tail": (err or "")[-3000:], "wall_s": wall, "cmd": cmd}
-    return {"status": "ok", "samples_per_s": result["samples_per_s"], "detail": result, "wall_s": wall,
-            "cmd": cmd}
+    # Every figure is an epoch-sized median: bare Keras' per-epoch times (the suite's method), where given.
+    sps = result.get("epoch_median_samples_per_s") or result["samples_per_s"]
+    return {"status": "ok", "samples_per_s": sps, "detail": result, "wall_s": wall, "cmd": cmd}
 
 
 class Suite:
@@ -246,6 +248,25 @@ def ratios(row: dict) -> dict:
     return r
 
 
+def cell_figure(cell: dict) -> float:
+    """A cell's samples/s: the epoch median where the run gave per-epoch times (bare Keras since it
+    does), else the figure it recorded."""
+    detail = cell.get("detail") or {}
+    return detail.get("epoch_median_samples_per_s") or cell["samples_per_s"]
+
+
+def merge_cell(old: dict | None, new: dict, source: str) -> dict:
+    """Merged runs: ok measurements of one cell are kept as repeats; the cell's figure is their median.
+    A failed cell never replaces an ok one."""
+    if new.get("status") != "ok":
+        return old if old is not None else new
+    rep = {"samples_per_s": cell_figure(new), "source": source}
+    repeats = list((old or {}).get("repeats") or ([] if not old or old.get("status") != "ok" else
+                                                  [{"samples_per_s": cell_figure(old), "source": "earlier"}]))
+    repeats.append(rep)
+    return {**new, "samples_per_s": statistics.median(r["samples_per_s"] for r in repeats), "repeats": repeats}
+
+
 def _fmt(v, kind="sps"):
     if v is None:
         return "-"
@@ -265,7 +286,8 @@ def table(rows: list[dict]) -> str:
             if c is None:
                 cells.append("-")
             elif c.get("status") == "ok":
-                cells.append(_fmt(c["samples_per_s"]))
+                n = len(c.get("repeats") or [])
+                cells.append(_fmt(c["samples_per_s"]) + (f" (n{n})" if n > 1 else ""))
             else:
                 cells.append("ERR" if c.get("status") == "failed" else "SKIP")
         cells += [_fmt(r["suite_jax/bare_keras_jax"], "r"), _fmt(r["suite_torch/bare_keras_torch"], "r"),
@@ -274,8 +296,8 @@ def table(rows: list[dict]) -> str:
     widths = [max(len(h), *(len(c[i]) for c in lines)) if lines else len(h) for i, h in enumerate(heads)]
     out = ["  ".join(h.rjust(w) for h, w in zip(heads, widths))]
     out += ["  ".join(c.rjust(w) for c, w in zip(cells, widths)) for cells in lines]
-    out.append("samples/s: median of steady epochs (suite, bare loops: epoch-sized chunks) or mean over the "
-               "timed fit (bare Keras); bk = bare Keras; loop = best suite backend / best bare loop")
+    out.append("samples/s: median of steady epochs (suite, bare Keras; bare loops: epoch-sized chunks); "
+               "(nN): median of N runs merged; bk = bare Keras; loop = best suite backend / best bare loop")
     out.append("")
     out.append("targets:")
     for row in rows:
@@ -340,12 +362,10 @@ def main(argv=None) -> int:
             d = json.loads(f.read_text())
             for row in d.get("rows", []):
                 key = (row["workload"], row["precision"], row["batch"])
-                if key in merged:
-                    merged[key]["results"].update(
-                        {k: v for k, v in row["results"].items() if v.get("status") == "ok"
-                         or k not in merged[key]["results"]})
-                else:
-                    merged[key] = row
+                if key not in merged:
+                    merged[key] = {**row, "results": {}}
+                for impl, cell in row["results"].items():
+                    merged[key]["results"][impl] = merge_cell(merged[key]["results"].get(impl), cell, str(f))
             metas.append(d.get("meta"))
         rows = list(merged.values())
         for row in rows:

@@ -87,8 +87,8 @@ def main():
             rec = runner.run_point(engine, p, tmp / f"o{r}", kernel, 600, print)
             # everything but building the model and fit (the workload's own cost, paid by a bare
             # script too): kernel start, imports, device check, data, record, plots, papermill
-            over.append(rec["wall_s"] - cell_seconds(rec["notebook"], "pt.build_model()")
-                        - cell_seconds(rec["notebook"], "pt.fit(model, data)"))
+            nb = record.notebook_path(rec)
+            over.append(rec["wall_s"] - cell_seconds(nb, "pt.build_model()") - cell_seconds(nb, "pt.fit(model, data)"))
             # fidelity: same model, same size, suite vs bare script, interleaved
             p = {**P.COMMON_DEFAULTS, "workload": "cnn_cifar10", "backend": backend, "device": "cpu",
                  "batch_size": args.batch, "epochs": args.epochs + 1, "n_train": args.n, "n_val": 0,

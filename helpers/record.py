@@ -33,6 +33,20 @@ def point_id(params: dict, machine_key: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+def notebook_path(rec: dict, record_file: str | Path | None = None) -> Path | None:
+    """A record's executed notebook. Records store it relative to their own folder (an outputs folder can
+    be moved, published or copied to another machine); records of older runs may hold an absolute path.
+    ``record_file`` defaults to the ``_path`` that ``read_records`` and ``run_point`` set."""
+    nb = rec.get("notebook")
+    if not nb:
+        return None
+    p = Path(nb)
+    base = record_file or rec.get("_path")
+    if p.is_absolute() or base is None:
+        return p
+    return Path(os.path.normpath(Path(base).parent / p))
+
+
 def record_name(params: dict, pid: str) -> str:
     return f"{params['workload']}-{params['backend']}-{params['device']}-{pid}.json"
 

@@ -20,6 +20,7 @@ import os
 import re
 from pathlib import Path
 
+from . import record as _record
 from .paths import PROJECT_ROOT
 from .record import read_records
 
@@ -59,6 +60,16 @@ _COLORS = {"cpu": "#1f77b4", "gpu": "#d62728"}
 def esc(value) -> str:
     """HTML-escape anything shown in the report that came from a record."""
     return html.escape("" if value is None else str(value))
+
+
+def shown_path(path) -> str:
+    """A folder as a report shows it: relative to the project (a published report names no machine's
+    paths), else under ``~``, else as given."""
+    p = Path(path).resolve()
+    for base, prefix in ((PROJECT_ROOT.resolve(), ""), (Path.home().resolve(), "~/")):
+        if p.is_relative_to(base):
+            return prefix + (p.relative_to(base).as_posix() or ".")
+    return str(path)
 
 
 def note(template: str, *values, kind: str = "note") -> str:
@@ -1154,7 +1165,8 @@ def render_index(folders, out_html: Path, report_html: Path | None = None) -> Pa
     rows = []
     seen = set()
     for r in sorted(records, key=lambda r: (str(r.get("workload")), str(r.get("started_at")))):
-        nb = r.get("notebook")
+        nb = _record.notebook_path(r)
+        nb = str(nb) if nb else None
         cells = [esc(r.get(k)) for k in ("workload", "backend", "device", "status")]
         host = esc((r.get("fingerprint") or {}).get("host"))
         when = esc(r.get("started_at"))

@@ -190,14 +190,14 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
                    started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     elif timed_out.is_set() and rec.get("status") != "skipped":
         rec.update(status="failed", reason=f"timed out after {timeout_s:g} s (kernel killed)")
-    rec["notebook"] = str(nb_out)
+    rec["notebook"] = os.path.relpath(nb_out, rec_path.parent)  # relative: the folder can move
     if price_profile:
         rec["price_profile"] = price_profile
     rec["wall_s"] = round(wall, 3)
     if rec.get("duration_s") is None:
         rec["duration_s"] = round(wall, 3)
     _record.write_atomic(rec_path, rec)
-    return rec
+    return {**rec, "_path": str(rec_path)}
 
 
 def has_nvidia_gpu() -> bool:
@@ -283,11 +283,19 @@ def main(argv=None) -> int:
     ap.add_argument("--no-report", action="store_true", help="do not render the report")
     ap.add_argument("--report-only", action="store_true", help="only render the report from outputs/")
     ap.add_argument("--validate-only", action="store_true", help="validate the grids, print the points, exit")
+    ap.add_argument("--inputs", nargs="+", type=Path, default=None, metavar="DIR",
+                    help="record folders the report reads (default: outputs/): runs of several machines, "
+                         "a published reference, records copied from elsewhere")
     args = ap.parse_args(argv)
     logging.getLogger("papermill").setLevel(logging.WARNING)
     logging.getLogger("traitlets").setLevel(logging.ERROR)
 
     out_root = outputs_dir()
+    missing = [str(f) for f in args.inputs or [] if not Path(f).is_dir()]
+    if missing:
+        print(f"error: --inputs: no such folder: {', '.join(missing)}", file=sys.stderr)
+        print("nothing was run.", file=sys.stderr)
+        return 2
     grids = args.grids or [PARAMS / "quick.yaml"]
     points: list[dict] = []
     if not args.report_only:
@@ -385,7 +393,8 @@ def main(argv=None) -> int:
     if not args.no_report:
         t0 = time.perf_counter()
         try:
-            html = render_report([out_root], run_dir, kernel, out_root / "report.html",
+            inputs = [Path(f).resolve() for f in args.inputs] if args.inputs else [out_root]
+            html = render_report(inputs, run_dir, kernel, out_root / "report.html",
                                  parameters={"prices_file": str(args.prices.resolve())} if args.prices else None)
             log(f"report: {html} ({time.perf_counter() - t0:.1f}s)")
         except Exception as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import device
+from helpers import device, record
 from helpers.paths import NOTEBOOKS, PROJECT_ROOT
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
@@ -137,14 +137,15 @@ def test_run_all_smoke_grid_end_to_end_with_report(tmp_path):
     n = len(points)
     assert f"[1/{n}]" in out and f"[{n}/{n}]" in out and "report:" in out
     outputs = Path(os.environ["CGB_OUTPUTS"])
-    recs = [json.loads(p.read_text()) for p in outputs.glob("runs/*/records/*.json")]
+    recs = [{**json.loads(p.read_text()), "_path": str(p)} for p in outputs.glob("runs/*/records/*.json")]
     assert len(recs) == n
     for r in recs:
         want = "ok" if r["backend"] in INSTALLED else "skipped"
         assert r["status"] == want, (r["workload"], r["backend"], r["reason"])
         if want == "ok":
             assert r["device_used"] == "cpu" and r["samples_per_s"] > 0 and len(r["epoch_s"]) == 1
-            assert r["data_source"] == "synthetic" and Path(r["notebook"]).is_file()
+            assert r["data_source"] == "synthetic" and not Path(r["notebook"]).is_absolute() \
+                and record.notebook_path(r).is_file()
     assert {r["workload"] for r in recs} == {p["workload"] for p in points}
     html = (outputs / "report.html").read_text()
     assert "data:image/png;base64" in html and "<script src=\"http" not in html

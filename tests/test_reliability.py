@@ -52,7 +52,7 @@ def wait_for(pred, timeout=180.0, step=0.2):
 
 def all_records(outputs: Path) -> list[dict]:
     files = list(outputs.glob("runs/*/records/*.json"))
-    return [json.loads(f.read_text()) for f in files]  # every file parses: nothing partial
+    return [{**json.loads(f.read_text()), "_path": str(f)} for f in files]  # every file parses: nothing partial
 
 
 GRID3 = """timeout_s: 600
@@ -149,7 +149,7 @@ points:
     assert slow["status"] == "failed" and "timed out after 20 s" in slow["reason"]
     assert recs[("synthetic", 200)]["status"] == "ok"
     for r in recs.values():
-        assert Path(r["notebook"]).is_file()  # the executed notebook is kept
+        assert record.notebook_path(r).is_file()  # the executed notebook is kept
         assert r["samples_per_s"] is None or r["status"] == "ok"
     assert not kernels_of(outputs)
 

@@ -12,11 +12,15 @@ starts from) against a dual Xeon Silver 4110 (about 210 images/s). Its network i
 TensorFlow's CIFAR-10 tutorial model (its log prints "examples/sec"), not this one: the suite takes
 its batch-size axis (128 -> 512) and its augmentation-cost question, not its absolute figures.
 
-Augmentation (the ``augment`` knob, on by default as in the source) is done by Keras preprocessing
-layers inside the model, ``RandomTranslation(0.1, 0.1, fill_mode='nearest')`` and
-``RandomFlip('horizontal')`` (ImageDataGenerator's shifts, flips and 'nearest' fill; bilinear
-interpolation, as its order-1 spline): they run on the training device, on every backend, only in
-training, with no host-side per-batch Python work and no device sync. They add no parameters. The source did the same
+Augmentation (the ``augment`` knob, on by default as in the source) is done by layers inside the
+model: random shifts of up to 10% with 'nearest' fill and bilinear interpolation, and horizontal flips
+(ImageDataGenerator's shifts, flips and fill; its order-1 spline is bilinear). They run on the
+training device, on every backend, only in training, with no host-side per-batch Python work and no
+device sync. They add no parameters. ``augment_impl`` picks the shift layer: ``matmul`` (default) is
+``helpers.workloads.shift.RandomShift``, the same transformation (checked against Keras' own
+``affine_transform`` to 1e-7) as two batched matrix products; ``keras`` is Keras'
+``RandomTranslation(0.1, 0.1, fill_mode='nearest')``, whose ``map_coordinates`` is 10x slower on
+JAX/torch CPUs and made an H100 slower than a 2-core CPU (``benchmarks/augment_cost.py``). The source did the same
 augmentation on the CPU in the input pipeline, whose cost seed 004 measures; here the cost lands on
 the device instead (the record's ``data_info.augmentation`` says where).
 """
@@ -27,7 +31,10 @@ from .. import data as _data
 from ..params import Param
 from . import Workload, register
 
-AUGMENTATION = "in-model: RandomTranslation(0.1, 0.1, fill_mode='nearest') + RandomFlip('horizontal')"
+AUGMENTATION = {
+    "matmul": "in-model: RandomShift(0.1, 0.1) (bilinear, 'nearest' fill, as two matmuls) + RandomFlip('horizontal')",
+    "keras": "in-model: RandomTranslation(0.1, 0.1, fill_mode='nearest') + RandomFlip('horizontal')",
+}
 
 
 def _vgg_cifar10(params: dict):
@@ -37,8 +44,13 @@ def _vgg_cifar10(params: dict):
 
     aug = []
     if params.get("augment", True):
-        aug = [layers.RandomTranslation(0.1, 0.1, fill_mode="nearest", name="random_shift"),
-               layers.RandomFlip("horizontal", name="random_flip")]
+        if params.get("augment_impl", "matmul") == "keras":
+            shift = layers.RandomTranslation(0.1, 0.1, fill_mode="nearest", name="random_shift")
+        else:
+            from .shift import RandomShift
+
+            shift = RandomShift(0.1, 0.1, name="random_shift")
+        aug = [shift, layers.RandomFlip("horizontal", name="random_flip")]
     return keras.Sequential(
         [
             keras.Input(_data.CIFAR10_SHAPE),
@@ -80,7 +92,8 @@ def _vgg_compile(params: dict) -> dict:
 def _vgg_loader(params: dict) -> _data.Dataset:
     ds = _data.load_cifar10(params.get("n_train"), params.get("n_val", 0),
                             params.get("data_source", "auto"), params.get("seed", 0))
-    ds.extra["augmentation"] = AUGMENTATION if params.get("augment", True) else "off"
+    ds.extra["augmentation"] = (AUGMENTATION[params.get("augment_impl", "matmul")]
+                                if params.get("augment", True) else "off")
     return ds
 
 
@@ -91,11 +104,15 @@ register(Workload(
             "augmentation): K80/P100 vs preemptible vCPUs, GPUs more than twice as fast, time and cost "
             "relative to a K80 + TensorFlow base. Seed 004: CIFAR-10 at batch 128 to 512, 15-17k "
             "examples/s on a V100 vs about 210 images/s on a dual Xeon (a different network)",
-    defaults={"batch_size": 32, "epochs": 3, "n_train": 2000, "n_val": 0, "augment": True},
+    defaults={"batch_size": 32, "epochs": 3, "n_train": 2000, "n_val": 0, "augment": True,
+              "augment_impl": "matmul"},
     build=_vgg_cifar10,
     compile_args=_vgg_compile,
     load=_vgg_loader,
     expected_params=1250858,
     extra_params={"augment": Param("augment", bool, "real-time augmentation: random 10% shifts and "
-                                   "horizontal flips, in the model, training only (the source: on)")},
+                                   "horizontal flips, in the model, training only (the source: on)"),
+                  "augment_impl": Param("augment_impl", str, "the shift layer: 'matmul' (two batched "
+                                        "matmuls, fast everywhere) or 'keras' (Keras' RandomTranslation)",
+                                        choices=("matmul", "keras"))},
 ))

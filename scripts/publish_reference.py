@@ -1,0 +1,94 @@
+"""Publish a run's records and report as a reference folder (e.g. ``reference/h100/``).
+
+    python scripts/publish_reference.py OUTPUTS_DIR [OUTPUTS_DIR ...] --to reference/h100 \
+        [--exclude POINT_ID ...]
+
+Reads every record under the given folders (several resumed runs of one grid, say), keeps the newest
+record of each point (a point failed once and run again keeps the later one), and writes them to
+``DEST/records/``, replacing what was there. Paths are made machine-neutral on the way: the executed
+notebook becomes ``../notebooks/<name>`` (notebooks are not published), ``params.output_dir`` becomes
+``records``, and the project's own folder is cut from failure messages and tracebacks. Nothing else in a record
+changes. Then it renders the report over ``DEST/records`` with the suite's own ``run_all.sh
+--report-only --inputs`` (a real kernel, papermill, nbconvert) into ``DEST/report.html``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from helpers.record import read_records  # noqa: E402
+
+
+def neutral(rec: dict, project_root: str) -> dict:
+    """The record with machine paths replaced (see the module docstring)."""
+    rec = {k: v for k, v in rec.items() if not k.startswith("_")}
+    if rec.get("notebook"):
+        rec["notebook"] = f"../notebooks/{Path(rec['notebook']).name}"
+    if isinstance(rec.get("params"), dict) and rec["params"].get("output_dir"):
+        rec["params"] = {**rec["params"], "output_dir": "records"}
+    # failure messages and tracebacks: paths inside the project become project-relative
+    prefix = json.dumps(project_root.rstrip("/") + "/")[1:-1]
+    return json.loads(json.dumps(rec).replace(prefix, ""))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sources", nargs="+", type=Path, help="folders with records (outputs/ of the run)")
+    ap.add_argument("--to", type=Path, required=True, help="the reference folder (records/, report.html)")
+    ap.add_argument("--exclude", nargs="*", default=[], help="point ids to leave out")
+    ap.add_argument("--project-root", default=None,
+                    help="the project folder on the machine that ran the grid (default: this one's)")
+    ap.add_argument("--no-report", action="store_true")
+    args = ap.parse_args(argv)
+    missing = [str(s) for s in args.sources if not s.is_dir()]
+    if missing:
+        print(f"error: no such folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    records, skipped = read_records(args.sources)
+    newest: dict[str, dict] = {}
+    for r in records:
+        pid = r["point_id"]
+        if pid in args.exclude:
+            continue
+        if pid not in newest or str(r.get("started_at")) > str(newest[pid].get("started_at")):
+            newest[pid] = r
+    if not newest:
+        print("error: no records found", file=sys.stderr)
+        return 2
+    dest = args.to / "records"
+    dest.mkdir(parents=True, exist_ok=True)
+    for old in dest.glob("*.json"):
+        old.unlink()
+    root = args.project_root or str(ROOT)
+    for r in newest.values():
+        (dest / Path(r["_path"]).name).write_text(json.dumps(neutral(r, root), indent=1) + "\n")
+    status = {}
+    for r in newest.values():
+        status[r["status"]] = status.get(r["status"], 0) + 1
+    print(f"{len(newest)} records -> {dest} ({', '.join(f'{n} {s}' for s, n in sorted(status.items()))}); "
+          f"{len(records) - len(newest)} older or excluded left out; {len(skipped)} non-record files")
+    if args.no_report:
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "CGB_OUTPUTS": tmp}
+        cmd = [str(ROOT / "run_all.sh"), "--current-python", "--report-only", "--inputs", str(dest)]
+        proc = subprocess.run(cmd, env=env, cwd=ROOT)
+        if proc.returncode != 0:
+            print(f"error: the report failed (exit {proc.returncode})", file=sys.stderr)
+            return proc.returncode
+        (args.to / "report.html").write_bytes((Path(tmp) / "report.html").read_bytes())
+    print(f"report -> {args.to / 'report.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Issue 5's pieces that run without a GPU: the suite's shift layer (vgg_cifar10's augmentation), the
+augment_impl knob, publishing a reference folder, machine-neutral paths in records and reports."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from _util import in_fresh_python
+
+from helpers import device, grid, record, report, runner
+from helpers.paths import PROJECT_ROOT
+
+INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
+
+SHIFT_CHECK = textwrap.dedent("""
+    import json
+    import numpy as np
+    import keras
+    from keras import ops
+    from helpers.workloads.shift import RandomShift, interpolation_matrices
+
+    rng = np.random.default_rng(0)
+    x = rng.random((4, 12, 10, 3), dtype=np.float32)
+    dy = np.array([2.3, -1.7, 0.0, 3.5], np.float32)
+    dx = np.array([-1.25, 2.2, 0.5, -4.9], np.float32)
+    my = ops.convert_to_numpy(interpolation_matrices(dy, 12, "float32"))
+    mx = ops.convert_to_numpy(interpolation_matrices(dx, 10, "float32"))
+    ours = np.einsum("bkw,biwc->bikc", mx, np.einsum("bij,bjwc->biwc", my, x))
+    # Keras' own op with the same translations: out(y, x) = in(y - dy, x - dx), bilinear, edge clamped
+    t = np.stack([np.array([1, 0, -dx[i], 0, 1, -dy[i], 0, 0], np.float32) for i in range(4)])
+    ref = ops.convert_to_numpy(ops.image.affine_transform(x, t, interpolation="bilinear", fill_mode="nearest"))
+
+    layer = RandomShift(0.25, 0.25, seed=1)
+    same = ops.convert_to_numpy(layer(x, training=False))
+    out1 = ops.convert_to_numpy(layer(x, training=True))
+    out2 = ops.convert_to_numpy(layer(x, training=True))
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    bf = RandomShift(0.1, 0.1)(ops.convert_to_tensor(x), training=True)
+    cfg = RandomShift.from_config(layer.get_config()).get_config()
+    print(json.dumps({
+        "max_diff_vs_keras": float(np.abs(ours - ref).max()),
+        "identity_outside_training": bool(np.array_equal(same, x)),
+        "shape": list(out1.shape), "moved": bool(np.abs(out1 - x).max() > 1e-3),
+        "draws_differ": bool(np.abs(out1 - out2).max() > 1e-3),
+        "within_input_range": bool(out1.min() >= x.min() - 1e-6 and out1.max() <= x.max() + 1e-6),
+        "bf16_dtype": ops.dtype(bf),
+        "config": [cfg["height_factor"], cfg["width_factor"], cfg["seed"]],
+    }))
+""")
+
+
+@pytest.mark.parametrize("backend", INSTALLED)
+def test_random_shift_is_keras_translation_as_matmuls(backend):
+    out = json.loads(in_fresh_python(SHIFT_CHECK, backend).strip().splitlines()[-1])
+    assert out["max_diff_vs_keras"] < 1e-5  # the same transformation as RandomTranslation's op
+    assert out["identity_outside_training"]
+    assert out["shape"] == [4, 12, 10, 3] and out["moved"] and out["draws_differ"]
+    assert out["within_input_range"]  # bilinear weights are a convex combination
+    assert out["bf16_dtype"] == "bfloat16"  # runs in the mixed policy's compute dtype
+    assert out["config"] == [0.25, 0.25, 1]
+
+
+def test_augment_impl_is_validated_with_the_allowed_values(tmp_path):
+    g = tmp_path / "g.yaml"
+    g.write_text("points:\n  - workload: vgg_cifar10\n    backend: jax\n    device: cpu\n    augment_impl: fancy\n")
+    with pytest.raises(grid.GridError, match=r"augment_impl.*'matmul', 'keras'"):
+        grid.expand_all([g])
+    g.write_text("points:\n  - workload: vgg_cifar10\n    backend: jax\n    device: cpu\n    augment_impl: keras\n")
+    assert grid.expand_all([g])[0]["augment_impl"] == "keras"
+
+
+def _record(pid: str, status: str, started: str, root: str, **extra) -> dict:
+    rec = record.empty_record({"workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 10,
+                               "output_dir": f"{root}/outputs/runs/r1/records"}, pid)
+    rec.update(status=status, started_at=started, reason=None if status == "ok" else
+               f'Traceback: File "{root}/helpers/point.py", line 1', notebook=f"{root}/outputs/runs/r1/notebooks/"
+               f"cnn_cifar10-jax-gpu-{pid}.ipynb", **extra)
+    return rec
+
+
+def test_publish_reference_keeps_the_newest_record_per_point_with_neutral_paths(tmp_path):
+    from scripts import publish_reference
+
+    src = tmp_path / "out" / "runs" / "r1" / "records"
+    src.mkdir(parents=True)
+    root = "/some/machine/checkout"
+    recs = {"a-old": _record("aaaaaaaaaaaa", "failed", "2026-01-01T00:00:00+00:00", root),
+            "a-new": _record("aaaaaaaaaaaa", "ok", "2026-01-02T00:00:00+00:00", root),
+            "b": _record("bbbbbbbbbbbb", "failed", "2026-01-01T00:00:00+00:00", root),
+            "c": _record("cccccccccccc", "ok", "2026-01-01T00:00:00+00:00", root)}
+    for name, rec in recs.items():
+        record.write_atomic(src / f"{name}.json", rec)
+    (src / "notes.json").write_text('{"not": "a record"}')
+    dest = tmp_path / "reference" / "m"
+    (dest / "records").mkdir(parents=True)
+    (dest / "records" / "stale.json").write_text("{}")
+    rc = publish_reference.main([str(tmp_path / "out"), "--to", str(dest), "--exclude", "cccccccccccc",
+                                 "--project-root", root, "--no-report"])
+    assert rc == 0
+    out = {p.name: json.loads(p.read_text()) for p in (dest / "records").glob("*.json")}
+    assert sorted(out) == ["a-new.json", "b.json"]  # newest of a, b, c excluded, stale file gone
+    a, b = out["a-new.json"], out["b.json"]
+    assert a["status"] == "ok" and b["status"] == "failed"
+    assert a["notebook"] == "../notebooks/cnn_cifar10-jax-gpu-aaaaaaaaaaaa.ipynb"
+    assert a["params"]["output_dir"] == "records"
+    assert b["reason"] == 'Traceback: File "helpers/point.py", line 1'
+    assert root not in json.dumps(out) and "_path" not in a
+    assert record.is_record(a) and record.is_record(b)
+    assert publish_reference.main([str(tmp_path / "missing"), "--to", str(dest), "--no-report"]) == 2
+
+
+def test_notebook_paths_are_relative_to_the_record_and_old_absolute_ones_still_resolve(tmp_path):
+    rec_file = tmp_path / "runs" / "r" / "records" / "x.json"
+    assert record.notebook_path({"notebook": "../notebooks/x.ipynb"}, rec_file) == \
+        tmp_path / "runs" / "r" / "notebooks" / "x.ipynb"
+    assert record.notebook_path({"notebook": "../notebooks/x.ipynb", "_path": str(rec_file)}) == \
+        tmp_path / "runs" / "r" / "notebooks" / "x.ipynb"
+    assert record.notebook_path({"notebook": "/abs/x.ipynb"}, rec_file) == Path("/abs/x.ipynb")
+    assert record.notebook_path({"notebook": None}, rec_file) is None
+
+
+def test_report_shows_folders_without_this_machines_paths(tmp_path):
+    assert report.shown_path(PROJECT_ROOT / "reference" / "h100" / "records") == "reference/h100/records"
+    assert report.shown_path(Path.home() / "runs") == "~/runs"
+    assert report.shown_path("/elsewhere/x") == "/elsewhere/x"
+
+
+def test_report_inputs_must_exist(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CGB_OUTPUTS", str(tmp_path / "out"))
+    assert runner.main(["--report-only", "--inputs", str(tmp_path / "nope")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # nothing run, nothing written
+
+
+def test_published_h100_reference_is_consistent():
+    """The committed reference: records readable, one per point of params/gpu.yaml, paths neutral."""
+    folder = PROJECT_ROOT / "reference" / "h100"
+    recs, skipped = record.read_records([folder / "records"])
+    assert not skipped and len(recs) == len({r["point_id"] for r in recs})
+    text = "".join(p.read_text() for p in (folder / "records").glob("*.json"))
+    assert str(PROJECT_ROOT) not in text and str(PROJECT_ROOT) not in (folder / "report.html").read_text()
+    gpu_points = grid.expand_all([PROJECT_ROOT / "params" / "gpu.yaml"])
+    keys = {(r["workload"], r["backend"], r["device"]) for r in recs}
+    assert {(p["workload"], p["backend"], p["device"]) for p in gpu_points} <= keys
+    for r in recs:
+        if r["status"] == "ok" and r["device"] == "gpu":
+            assert r["device_used"] == "gpu" and r["utilisation"]["gpu_sampled"]
+            if r["utilisation"]["n_samples"] >= 3:  # NVML samples every 0.25 s: shorter windows may miss
+                assert r["utilisation"]["gpu_pct_max"] > 0
+        if r["status"] == "ok" and r["device"] == "cpu":
+            assert r["device_used"] == "cpu" and (r["utilisation"].get("gpu_pct_max") or 0) == 0
+        if r["status"] == "skipped":
+            assert r["backend"] == "tensorflow" and "not installed" in r["reason"]
