@@ -9,7 +9,8 @@ record of each point (a point failed once and run again keeps the later one), an
 notebook becomes ``../notebooks/<name>`` (notebooks are not published), ``params.output_dir`` becomes
 ``records``, and the project's own folder is cut from failure messages and tracebacks. Nothing else in a record
 changes. Then it renders the report over ``DEST/records`` with the suite's own ``run_all.sh
---report-only --inputs`` (a real kernel, papermill, nbconvert) into ``DEST/report.html``.
+--report-only --inputs`` (a real kernel, papermill, nbconvert) into ``DEST/report.html``, with its
+index page (``DEST/index.html``).
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ def main(argv=None) -> int:
         if proc.returncode != 0:
             print(f"error: the report failed (exit {proc.returncode})", file=sys.stderr)
             return proc.returncode
-        (args.to / "report.html").write_bytes((Path(tmp) / "report.html").read_bytes())
-    print(f"report -> {args.to / 'report.html'}")
+        for name in ("report.html", "index.html"):  # the report links the index, the index the report
+            (args.to / name).write_bytes((Path(tmp) / name).read_bytes())
+    print(f"report -> {args.to / 'report.html'} (and index.html)")
     return 0
 
 
