@@ -20,6 +20,7 @@ import os
 import re
 from pathlib import Path
 
+from . import params as _params
 from . import record as _record
 from .paths import PROJECT_ROOT
 from .record import read_records
@@ -34,17 +35,21 @@ MAX_LINES = 8  # curves per history panel
 COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "host", "cpu_model",
            "cpus", "ram_gb", "gpu", "gpus", "gpu_driver", "cuda", "precision", "jit_compile", "batch_size",
            "threads", "threads_eff", "n_train", "steps_per_epoch", "epochs", "data_source", "augment",
-           "workers", "first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min", "epoch_max",
+           "workers", "knobs", "first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min", "epoch_max",
            "n_steady", "step_s", "samples_per_s", "total_s", "cpu_pct", "gpu_pct", "gpu_mem_mb", "power_w",
            "energy_j_per_epoch", "final_loss", "final_accuracy", "keras", "backend_version", "python",
            "git_commit", "started_at", "point_id", "notebook", "path", "fixture", "epoch_list"]
 
+# Parameters every notebook has (their own columns, or not part of a configuration: seed, epochs,
+# output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
+_COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers"}
+
 # What makes two records the same configuration (repeats of it are pooled).
 CONFIG_KEYS = ["machine", "workload", "backend", "device", "precision", "jit_compile", "batch_size",
-               "threads", "n_train", "augment", "workers", "data_source"]
+               "threads", "n_train", "augment", "workers", "knobs", "data_source"]
 # Knobs shown in a configuration's label when they vary within a chart.
 _LABEL_KNOBS = ["machine", "device", "backend", "batch_size", "threads", "precision", "jit_compile", "augment",
-                "workers", "n_train", "data_source"]
+                "workers", "knobs", "n_train", "data_source"]
 _NUMERIC = ("first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min", "epoch_max", "step_s",
             "samples_per_s", "total_s", "cpu_pct", "gpu_pct", "gpu_mem_mb", "power_w", "energy_j_per_epoch",
             "final_loss", "final_accuracy", "batch_size", "threads", "threads_eff", "n_train", "cpus",
@@ -161,6 +166,9 @@ def _row(r: dict) -> dict:
     cpus = _first(fp.get("cpu_allowed"), fp.get("cpu_logical"))
     threads_eff = threads if threads else cpus
     augment = _first(params.get("augment"), info.get("augment"))
+    # the workload's own knobs (catsdogs' variant, fasttext's ngram_range, vgg's augment_impl, ...):
+    # records that differ in one are different configurations, never repeats of one
+    knobs = ", ".join(f"{k}={params[k]}" for k in sorted(params) if k not in _COMMON_PARAMS)
     workers = _first(params.get("workers"), info.get("workers"))
     first = r.get("first_epoch_s")
     if total:
@@ -182,7 +190,7 @@ def _row(r: dict) -> dict:
         "n_train": r.get("n_train"), "steps_per_epoch": r.get("steps_per_epoch"), "epochs": r.get("epochs"),
         "data_source": r.get("data_source"),
         "augment": None if augment is None else str(bool(augment)).lower(),
-        "workers": workers,
+        "workers": workers, "knobs": knobs,
         "first_epoch_s": first, "median_epoch_s": r.get("median_epoch_s"),
         "epoch_q1": spread.get("q1"), "epoch_q3": spread.get("q3"), "epoch_min": spread.get("min"),
         "epoch_max": spread.get("max"), "n_steady": spread.get("n", len(steady)), "step_s": r.get("step_s"),
@@ -292,6 +300,8 @@ def labels(sub, keep=("device", "backend")) -> list[str]:
                 parts.append(str(v).split(" (")[0] + ("*" if r.get("fixture") else ""))
             elif k in ("device", "backend"):
                 parts.append(str(v))
+            elif k == "knobs":
+                parts.append(str(v) if v else "defaults")
             elif k == "threads":
                 parts.append(f"threads={'all' if not v else int(v)}" if not _isnull(v) else "threads=?")
             else:
@@ -379,7 +389,7 @@ def timing_table(summ):
 # n_train is not a pairing key: a CPU point may train on fewer samples than its GPU twin (the
 # speedup is then taken per sample, from samples/s, which does not depend on the epoch's size).
 _PAIR_KEYS = ["machine", "workload", "backend", "precision", "jit_compile", "batch_size", "augment",
-              "workers", "data_source"]
+              "workers", "knobs", "data_source"]
 
 
 def speedup_table(summ):

@@ -353,6 +353,21 @@ def test_repeats_are_pooled_with_spread_and_speedup_pairs_devices(tmp_path):
     assert report.problems_table(df).iloc[0]["reason"] == "no GPU"
 
 
+def test_a_workloads_own_knobs_make_different_configurations(tmp_path):
+    """catsdogs' variant, fasttext's ngram_range, vgg's augment_impl...: never pooled as repeats."""
+    p = {"threads": 0, "precision": "float32", "seed": 0}
+    recs = [_rec(0, workload="catsdogs", params={**p, "variant": "original"}),
+            _rec(1, workload="catsdogs", params={**p, "variant": "deep", "seed": 1}, median_epoch_s=3.0,
+                 samples_per_s=333.0),
+            _rec(2, workload="catsdogs", params={**p, "variant": "deep", "seed": 2}, median_epoch_s=3.2,
+                 samples_per_s=312.0)]
+    df, _, _ = _table(tmp_path, recs)
+    summ = report.summarise(df).set_index("knobs")
+    assert sorted(summ.index) == ["variant=deep", "variant=original"]
+    assert summ.loc["variant=original", "n_runs"] == 1 and summ.loc["variant=deep", "n_runs"] == 2  # seeds pool
+    assert sorted(report.labels(summ.reset_index())) == ["cpu · jax · variant=deep", "cpu · jax · variant=original"]
+
+
 def test_costs_match_profiles_by_fingerprint_or_host_and_unknown_has_none(tmp_path):
     fp_gpu = {**_rec()["fingerprint"], "host": "cloud1", "gpu_names": ["Tesla P100-PCIE-16GB"]}
     recs = [_rec(0), _rec(1, device="gpu", device_used="gpu", fingerprint=fp_gpu, epoch_s=[0.2, 0.2],
