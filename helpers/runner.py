@@ -123,9 +123,10 @@ def describe(p: dict) -> str:
     return f"{p['workload']} {p['backend']}/{p['device']} " + " ".join(extra)
 
 
-def done_point_ids(folder: Path) -> set[str]:
+def done_point_ids(folder: Path, statuses: tuple[str, ...] = ("ok",)) -> set[str]:
+    """Ids of the points with a record of one of ``statuses`` under ``folder`` (resume skips them)."""
     records, _ = _record.read_records([folder]) if folder.exists() else ([], [])
-    return {r["point_id"] for r in records if r.get("status") == "ok"}
+    return {r["point_id"] for r in records if r.get("status") in statuses}
 
 
 def notebook_params(p: dict) -> dict:
@@ -280,6 +281,9 @@ def main(argv=None) -> int:
                     help="this machine's profile in the prices file (its cost in the report)")
     ap.add_argument("--prices", type=Path, default=None, help="prices file (default params/prices.yaml)")
     ap.add_argument("--rerun", action="store_true", help="run points already done on this machine again")
+    ap.add_argument("--skip-failed", action="store_true",
+                    help="on resume, do not run again the points that failed before (an out-of-memory at a "
+                         "batch size fails again; default: failed and skipped points are retried)")
     ap.add_argument("--no-report", action="store_true", help="do not render the report")
     ap.add_argument("--report-only", action="store_true", help="only render the report from outputs/")
     ap.add_argument("--validate-only", action="store_true", help="validate the grids, print the points, exit")
@@ -345,7 +349,8 @@ def main(argv=None) -> int:
     t_grid = time.perf_counter()
     if points:
         mkey = machine_key()
-        done = set() if args.rerun else done_point_ids(out_root / "runs")
+        done = set() if args.rerun else done_point_ids(
+            out_root / "runs", ("ok", "failed") if args.skip_failed else ("ok",))
         log(f"run {run_dir} : {len(points)} points from {', '.join(str(g) for g in grids)}")
         try:
             for i, p in enumerate(points, 1):

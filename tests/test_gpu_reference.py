@@ -154,3 +154,24 @@ def test_published_h100_reference_is_consistent():
             assert r["device_used"] == "cpu" and (r["utilisation"].get("gpu_pct_max") or 0) == 0
         if r["status"] == "skipped":
             assert r["backend"] == "tensorflow" and "not installed" in r["reason"]
+
+
+def test_skip_failed_leaves_failed_points_alone_on_resume(tmp_path, capsys, monkeypatch):
+    """GPU grids resume in slices; a deterministic failure (out of memory) need not run in each slice."""
+    from helpers.fingerprint import machine_key
+
+    monkeypatch.setenv("CGB_OUTPUTS", str(tmp_path / "out"))
+    g = tmp_path / "g.yaml"  # a GPU point: on this GPU-less machine it is skipped without a kernel
+    g.write_text("points:\n  - workload: cnn_cifar10\n    backend: jax\n    device: gpu\n")
+    p = grid.expand_all([g])[0]
+    pid = record.point_id(runner.notebook_params(p), machine_key())
+    old = record.empty_record(runner.notebook_params(p), pid)
+    old.update(status="failed", reason="OutOfMemoryError: earlier", started_at="2026-01-01T00:00:00+00:00")
+    record.write_atomic(tmp_path / "out" / "runs" / "old" / "records" / record.record_name(p, pid), old)
+    assert runner.done_point_ids(tmp_path / "out" / "runs") == set()
+    assert runner.done_point_ids(tmp_path / "out" / "runs", ("ok", "failed")) == {pid}
+    assert runner.main([str(g), "--no-report", "--skip-failed"]) == 0
+    assert f"done before ({pid})" in capsys.readouterr().out
+    assert runner.main([str(g), "--no-report"]) == 0  # by default the failed point is tried again
+    out = capsys.readouterr().out
+    assert f"done before ({pid})" not in out and "skipped" in out
