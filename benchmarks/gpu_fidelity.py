@@ -260,10 +260,10 @@ def merge_cell(old: dict | None, new: dict, source: str) -> dict:
     A failed cell never replaces an ok one."""
     if new.get("status") != "ok":
         return old if old is not None else new
-    rep = {"samples_per_s": cell_figure(new), "source": source}
-    repeats = list((old or {}).get("repeats") or ([] if not old or old.get("status") != "ok" else
-                                                  [{"samples_per_s": cell_figure(old), "source": "earlier"}]))
-    repeats.append(rep)
+    def reps(cell: dict, src: str) -> list[dict]:  # a cell merged before brings its own repeats
+        return list(cell.get("repeats") or [{"samples_per_s": cell_figure(cell), "source": src}])
+
+    repeats = (reps(old, "earlier") if old is not None and old.get("status") == "ok" else []) + reps(new, source)
     return {**new, "samples_per_s": statistics.median(r["samples_per_s"] for r in repeats), "repeats": repeats}
 
 
@@ -371,8 +371,10 @@ def main(argv=None) -> int:
         for row in rows:
             row["ratios"] = ratios(row)
         print(table(rows))
-        write_json(args.out, {"meta": {"merged_from": [str(f) for f in args.table_from], "runs": metas},
-                              "rows": rows})
+        merged_doc = {"meta": {"merged_from": [f.name for f in args.table_from], "runs": metas}, "rows": rows}
+        # a merge is what gets published: paths inside the project become project-relative
+        merged_doc = json.loads(json.dumps(merged_doc).replace(json.dumps(str(ROOT) + "/")[1:-1], ""))
+        write_json(args.out, merged_doc)
         return 0
 
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
