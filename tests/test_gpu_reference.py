@@ -175,3 +175,29 @@ def test_skip_failed_leaves_failed_points_alone_on_resume(tmp_path, capsys, monk
     assert runner.main([str(g), "--no-report"]) == 0  # by default the failed point is tried again
     out = capsys.readouterr().out
     assert f"done before ({pid})" not in out and "skipped" in out
+
+
+def test_fidelity_merge_keeps_repeats_and_is_idempotent(tmp_path, capsys):
+    from benchmarks import gpu_fidelity as gf
+
+    def doc(suite, bare, bare_epoch_median=None, status="ok"):
+        bk = {"status": status, "samples_per_s": bare,
+              "detail": {"epoch_median_samples_per_s": bare_epoch_median} if bare_epoch_median else {}}
+        return {"meta": {}, "rows": [{"workload": "resnet50", "precision": "mixed_bfloat16", "batch": 256,
+                                      "results": {"suite-jax": {"status": status, "samples_per_s": suite},
+                                                  "bare-keras-jax": bk}}]}
+    files = []
+    for i, d in enumerate([doc(3600, 3400), doc(4000, 4400, 4560), doc(3610, 3200), doc(9999, 1, status="failed")]):
+        files.append(tmp_path / f"f{i}.json")
+        files[-1].write_text(json.dumps(d))
+    out = tmp_path / "merged.json"
+    assert gf.main(["--table-from", *map(str, files), "--out", str(out)]) == 0
+    cells = json.loads(out.read_text())["rows"][0]["results"]
+    assert [r["samples_per_s"] for r in cells["suite-jax"]["repeats"]] == [3600, 4000, 3610]
+    assert cells["suite-jax"]["samples_per_s"] == 3610  # the median of the three
+    assert [r["samples_per_s"] for r in cells["bare-keras-jax"]["repeats"]] == [3400, 4560, 3200]  # epoch median
+    assert cells["bare-keras-jax"]["samples_per_s"] == 3400  # the failed run replaced nothing
+    again = tmp_path / "again.json"
+    assert gf.main(["--table-from", str(out), "--out", str(again)]) == 0
+    assert json.loads(again.read_text())["rows"] == json.loads(out.read_text())["rows"]
+    assert "(n3)" in capsys.readouterr().out
