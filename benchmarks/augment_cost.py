@@ -5,12 +5,13 @@
 
 vgg_cifar10 does seed 002's augmentation (10% shifts, horizontal flips) with Keras preprocessing
 layers inside the model, so it runs on the training device. This script separates their cost: for
-each batch size and precision it trains, with ``fit`` as the suite does, a tiny head (Flatten + Dense)
-behind ``none``, ``flip`` (RandomFlip), ``shift`` (Keras' RandomTranslation, 'nearest' fill),
-``both``, ``mmshift`` (the suite's RandomShift, two batched matmuls) and ``mmboth``, and then the whole
-vgg_cifar10 network with augmentation off, with Keras' shift layer and with the suite's. The figure is ms per step: the
-median of timed epochs of ``--steps`` steps after a warm-up epoch (compilation), synced once per
-epoch by reading the loss back. Prints one JSON line per configuration and a table at the end.
+each batch size and precision it trains, with ``fit`` as the suite does, a tiny head (Flatten +
+Dense) behind ``none``, ``flip`` (RandomFlip), ``shift`` (Keras' RandomTranslation, 'nearest' fill),
+``both``, ``mmshift`` (the suite's RandomShift, two batched matmuls) and ``mmboth``, and then the
+whole vgg_cifar10 network with augmentation off, with Keras' shift layer and with the suite's. The
+figure is ms per step: the median of timed epochs of ``--steps`` steps after a warm-up epoch
+(compilation), timed by the suite's own epoch timer (``helpers.timing``: synced once per epoch by
+reading the logs back). Prints one JSON line per configuration and a table at the end.
 """
 
 from __future__ import annotations
@@ -23,16 +24,6 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-
-def _device_used(keras) -> str:
-    x = keras.ops.ones((2, 2))
-    backend = keras.backend.backend()
-    if backend == "jax":
-        return next(iter(x.devices())).platform.replace("cuda", "gpu")
-    if backend == "torch":
-        return "gpu" if x.device.type == "cuda" else x.device.type
-    return "gpu" if "GPU" in str(getattr(x, "device", "")).upper() else "cpu"
 
 
 def _head(keras, aug: str):
@@ -49,7 +40,9 @@ def _head(keras, aug: str):
                              layers.Activation("softmax", dtype="float32")])
 
 
-def _time_fit(keras, model, batch: int, steps: int, epochs: int, np):
+def _time_fit(model, batch: int, steps: int, epochs: int, np):
+    from helpers.timing import make_epoch_timer
+
     n = batch * steps
     rng = np.random.default_rng(0)
     x = rng.random((n, 32, 32, 3), dtype=np.float32)
@@ -58,17 +51,9 @@ def _time_fit(keras, model, batch: int, steps: int, epochs: int, np):
     h = model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
     float(h.history["loss"][-1])
     warm = time.perf_counter() - t0
-    epoch_s = []
-
-    class Epochs(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.t = time.perf_counter()
-
-        def on_epoch_end(self, epoch, logs=None):
-            float((logs or {}).get("loss", 0.0))
-            epoch_s.append(time.perf_counter() - self.t)
-
-    model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, callbacks=[Epochs()])
+    timer = make_epoch_timer(printer=lambda *_: None)  # the suite's timer: epoch hooks only
+    model.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, callbacks=[timer])
+    epoch_s = timer.epoch_s
     med = statistics.median(epoch_s)
     return {"ms_per_step": 1000 * med / steps, "samples_per_s": n / med, "warmup_s": warm,
             "epoch_s": epoch_s}
@@ -87,8 +72,9 @@ def main():
     import numpy as np
 
     from helpers import workloads
+    from helpers.device import tensor_placement
 
-    used = _device_used(keras)
+    used = tensor_placement(keras.backend.backend())[0]
     if args.device != "any" and used != args.device:
         raise SystemExit(f"error: --device {args.device} asked but Keras tensors live on {used}")
     rows = []
@@ -107,7 +93,7 @@ def main():
                     model = _head(keras, variant)
                     model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
                 try:
-                    res = _time_fit(keras, model, batch, args.steps, args.epochs, np)
+                    res = _time_fit(model, batch, args.steps, args.epochs, np)
                 except Exception as exc:  # noqa: BLE001 - one failing configuration is a row, not the end
                     res = {"error": f"{type(exc).__name__}: {exc}"}
                 row = {"backend": keras.backend.backend(), "device_used": used, "precision": precision,

@@ -26,18 +26,6 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
-def _device_used(keras) -> str:
-    x = keras.ops.ones((2, 2))
-    backend = keras.backend.backend()
-    if backend == "jax":
-        return next(iter(x.devices())).platform.replace("cuda", "gpu")
-    if backend == "torch":
-        return "gpu" if x.device.type == "cuda" else x.device.type
-    if backend == "tensorflow":
-        return "gpu" if "GPU" in x.device.upper() else "cpu"
-    return "unknown"
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("workload")
@@ -59,8 +47,9 @@ def main():
     import numpy as np
 
     from helpers import workloads
+    from helpers.device import tensor_placement
 
-    used = _device_used(keras)
+    used = tensor_placement(keras.backend.backend())[0]
     if args.device != "any" and used != args.device:
         raise SystemExit(f"error: --device {args.device} asked but Keras ({keras.backend.backend()}) "
                          f"tensors live on {used}")

@@ -47,6 +47,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from helpers.paths import without_prefix  # noqa: E402
+
 IMPLS = ("suite-jax", "bare-keras-jax", "suite-torch", "bare-keras-torch", "bare-jax", "bare-torch")
 EXTRA_IMPLS = ("bare-keras-jax-devdata", "bare-keras-torch-devdata")  # Keras fed backend tensors
 WORKLOADS = ("resnet50", "vgg_cifar10")  # run order: the costly, most watched row first
@@ -373,8 +375,7 @@ def main(argv=None) -> int:
         print(table(rows))
         merged_doc = {"meta": {"merged_from": [f.name for f in args.table_from], "runs": metas}, "rows": rows}
         # a merge is what gets published: paths inside the project become project-relative
-        merged_doc = json.loads(json.dumps(merged_doc).replace(json.dumps(str(ROOT) + "/")[1:-1], ""))
-        write_json(args.out, merged_doc)
+        write_json(args.out, without_prefix(merged_doc, ROOT))
         return 0
 
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]

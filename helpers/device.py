@@ -88,6 +88,28 @@ def apply_threads(backend: str, threads: int) -> None:
         torch.set_num_threads(threads)
 
 
+def tensor_placement(backend: str) -> tuple[str, str]:
+    """``("cpu"|"gpu", detail)``: where a fresh Keras tensor (after a matmul) lives on ``backend``. Call
+    after ``import keras``; raises what the framework raises when no tensor can be made there."""
+    import keras
+
+    x = keras.ops.ones((2, 2))
+    x = keras.ops.matmul(x, x)
+    if backend == "tensorflow":
+        detail = x.device
+    elif backend == "jax":
+        dev = next(iter(x.devices()))
+        detail = f"{dev.platform}:{dev.id} {getattr(dev, 'device_kind', '')}".strip()
+    else:
+        detail = str(x.device)
+        if x.device.type == "cuda":
+            import torch
+
+            detail += " " + torch.cuda.get_device_name(x.device)
+    low = detail.lower()
+    return ("gpu" if ("gpu" in low or "cuda" in low) else "cpu"), detail
+
+
 def verify(backend: str, device: str) -> dict:
     """Ask the framework where a Keras tensor lives. Call after ``import keras``.
 
@@ -103,25 +125,10 @@ def verify(backend: str, device: str) -> dict:
             "restart the kernel and run from the top"
         )
     try:
-        x = keras.ops.ones((2, 2))
-        x = keras.ops.matmul(x, x)
+        used, detail = tensor_placement(backend)
     except Exception as exc:  # e.g. JAX_PLATFORMS=cuda on a machine without a CUDA JAX
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"device_used": None, "detail": "", "skip_reason": f"{device} not usable by {backend}: {first}"}
-
-    if backend == "tensorflow":
-        detail = x.device
-    elif backend == "jax":
-        dev = next(iter(x.devices()))
-        detail = f"{dev.platform}:{dev.id} {getattr(dev, 'device_kind', '')}".strip()
-    else:
-        detail = str(x.device)
-        if x.device.type == "cuda":
-            import torch
-
-            detail += " " + torch.cuda.get_device_name(x.device)
-    low = detail.lower()
-    used = "gpu" if ("gpu" in low or "cuda" in low) else "cpu"
     reason = None
     if used != device:
         reason = (f"requested {device} but {backend} placed tensors on {used} ({detail})"

@@ -10,6 +10,15 @@ NOTEBOOKS = PROJECT_ROOT / "notebooks"
 PARAMS = PROJECT_ROOT / "params"
 
 
+def without_prefix(obj, prefix: str | Path):
+    """A JSON-able ``obj`` with the folder ``prefix`` cut from every string in it (paths in commands,
+    tracebacks, parameters): what is published names no machine's folders."""
+    import json
+
+    cut = json.dumps(str(prefix).rstrip("/") + "/")[1:-1]
+    return json.loads(json.dumps(obj).replace(cut, ""))
+
+
 def outputs_dir() -> Path:
     """Where runs write (``CGB_OUTPUTS`` overrides; default ``<project>/outputs``)."""
     return Path(os.environ.get("CGB_OUTPUTS", PROJECT_ROOT / "outputs")).resolve()

@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from helpers.paths import without_prefix  # noqa: E402
 from helpers.record import read_records  # noqa: E402
 
 
@@ -36,9 +37,7 @@ def neutral(rec: dict, project_root: str) -> dict:
         rec["notebook"] = f"../notebooks/{Path(rec['notebook']).name}"
     if isinstance(rec.get("params"), dict) and rec["params"].get("output_dir"):
         rec["params"] = {**rec["params"], "output_dir": "records"}
-    # failure messages and tracebacks: paths inside the project become project-relative
-    prefix = json.dumps(project_root.rstrip("/") + "/")[1:-1]
-    return json.loads(json.dumps(rec).replace(prefix, ""))
+    return without_prefix(rec, project_root)  # failure messages, tracebacks: project-relative
 
 
 def main(argv=None) -> int:
