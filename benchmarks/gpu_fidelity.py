@@ -224,11 +224,37 @@ def sps(row: dict, impl: str) -> float | None:
     return cell.get("samples_per_s") if cell.get("status") == "ok" else None
 
 
+PAIRED_MIN = 3  # paired repeats from this many calls decide the 5% check (else the ratio of medians)
+
+
+def paired(row: dict, a: str, b: str) -> dict | None:
+    """``a``/``b`` per call: repeats of the two cells that came from the same run file (the same call,
+    one after the other on the same machine), so that drift between calls (clocks, other tenants)
+    cancels. None where no call measured both."""
+    def by_source(impl):
+        c = row["results"].get(impl) or {}
+        if c.get("status") != "ok":
+            return {}
+        reps = c.get("repeats") or [{"samples_per_s": cell_figure(c), "source": "this run"}]
+        return {rp["source"]: rp["samples_per_s"] for rp in reps if rp.get("samples_per_s")}
+
+    sa, sb = by_source(a), by_source(b)
+    pairs = [sa[k] / sb[k] for k in sa if k in sb]
+    if not pairs:
+        return None
+    return {"n": len(pairs), "median": statistics.median(pairs), "min": min(pairs), "max": max(pairs),
+            "ratios": [round(x, 4) for x in pairs]}
+
+
 def ratios(row: dict) -> dict:
     r = {}
     for b in ("jax", "torch"):
         s, k = sps(row, f"suite-{b}"), sps(row, f"bare-keras-{b}")
         r[f"suite_{b}/bare_keras_{b}"] = s / k if s and k else None
+        pr = paired(row, f"suite-{b}", f"bare-keras-{b}")
+        r[f"paired_{b}"] = pr
+        if pr and pr["n"] >= PAIRED_MIN:  # the better estimate once there are enough calls
+            r[f"suite_{b}/bare_keras_{b}"] = pr["median"]
     suites = {b: sps(row, f"suite-{b}") for b in ("jax", "torch")}
     loops = {b: sps(row, f"bare-{b}") for b in ("jax", "torch")}
     bs = max(((v, b) for b, v in suites.items() if v), default=(None, None))
@@ -310,6 +336,11 @@ def table(rows: list[dict]) -> str:
             if name.startswith("suite_"):
                 b = name.split("_")[1]
                 what = f"suite/bare-keras = {_fmt(r[f'suite_{b}/bare_keras_{b}'], 'r')} (target 0.95-1.05)"
+                pr = r.get(f"paired_{b}")
+                if pr and pr["n"] >= PAIRED_MIN:
+                    what += (f"; median of {pr['n']} paired calls, range {pr['min']:.3f}-{pr['max']:.3f}")
+                elif pr:
+                    what += f"; ratio of medians ({pr['n']} paired call(s) only)"
             elif name.startswith("best_suite"):
                 what = (f"suite-{r['best_suite_backend'] or '?'} {_fmt(r['best_suite'])} / "
                         f"{r['best_bare_loop_impl'] or 'bare-?'} "

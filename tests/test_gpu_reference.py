@@ -201,3 +201,32 @@ def test_fidelity_merge_keeps_repeats_and_is_idempotent(tmp_path, capsys):
     assert gf.main(["--table-from", str(out), "--out", str(again)]) == 0
     assert json.loads(again.read_text())["rows"] == json.loads(out.read_text())["rows"]
     assert "(n3)" in capsys.readouterr().out
+
+
+def test_fidelity_paired_ratios_compare_runs_of_the_same_call(tmp_path, capsys):
+    """suite/bare-keras is taken per call (drift between calls cancels), once three calls measured both."""
+    from benchmarks import gpu_fidelity as gf
+
+    def doc(suite, bare):
+        results = {"suite-jax": {"status": "ok", "samples_per_s": suite}}
+        if bare is not None:
+            results["bare-keras-jax"] = {"status": "ok", "samples_per_s": bare}
+        return {"meta": {}, "rows": [{"workload": "vgg_cifar10", "precision": "float32", "batch": 512,
+                                      "results": results}]}
+    # calls on a slow, a fast and a middling machine state: the suite is 1% behind bare Keras in each
+    pairs = [(99.0, 100.0), (198.0, 200.0), (148.5, 150.0)]
+    files = []
+    for i, (s, b) in enumerate([*pairs, (500.0, None)]):  # the last call measured the suite alone
+        files.append(tmp_path / f"c{i}.json")
+        files[-1].write_text(json.dumps(doc(s, b)))
+    assert gf.main(["--table-from", *map(str, files[:2])]) == 0
+    two = capsys.readouterr().out
+    assert "ratio of medians (2 paired call(s) only)" in two
+    out = tmp_path / "m.json"
+    assert gf.main(["--table-from", *map(str, files), "--out", str(out)]) == 0
+    r = json.loads(out.read_text())["rows"][0]["ratios"]
+    assert r["paired_jax"]["n"] == 3 and r["paired_jax"]["ratios"] == [0.99, 0.99, 0.99]
+    assert r["suite_jax/bare_keras_jax"] == 0.99  # not median(suite) / median(bare) = 173.25 / 150
+    assert r["checks"]["suite_jax_within_5pct_of_bare_keras"] is True
+    assert "median of 3 paired calls, range 0.990-0.990" in capsys.readouterr().out
+    assert r["paired_torch"] is None

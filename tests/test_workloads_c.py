@@ -244,6 +244,31 @@ def test_parameter_counts_keras_reader_and_lstm_kernel_record(tmp_path):
     assert "lstm_impl='cudnn'" in res["cudnn_error"]
 
 
+@pytest.mark.skipif("jax" not in INSTALLED, reason="the JAX backend is not installed")
+def test_lstm_auto_avoids_jax_cudnn_under_bfloat16():
+    """jaxlib's cuDNN RNN has no bfloat16 kernel: 'auto' must take the generic loop, 'cudnn' must refuse."""
+    out = _in_fresh_python(
+        "import json, keras\n"
+        "from helpers.workloads import get, text\n"
+        "res = {}\n"
+        "for policy in ('float32', 'mixed_bfloat16'):\n"
+        "    keras.mixed_precision.set_global_policy(policy)\n"
+        "    p = {**get('lstm_textgen').defaults, 'seed': 0, 'data_source': 'synthetic'}\n"
+        "    res[policy] = text.describe_lstm(get('lstm_textgen').build(p), p)\n"
+        "    try:\n"
+        "        text._lstm(8, {'lstm_impl': 'cudnn'})\n"
+        "    except ValueError as e:\n"
+        "        res[policy + '-cudnn'] = str(e)\n"
+        "print('JSON' + json.dumps(res, default=str))\n", backend="jax")
+    res = json.loads(out.split("JSON", 1)[1])
+    f32, bf16 = res["float32"], res["mixed_bfloat16"]
+    assert f32["lstm_use_cudnn"] == "auto" and f32["cudnn_dtype_blocker"] is None
+    assert bf16["lstm_impl"] == "auto" and bf16["lstm_use_cudnn"] is False
+    assert "bfloat16" in bf16["cudnn_dtype_blocker"] and bf16["lstm_kernel"].startswith("generic (CPU)")
+    # on this CPU machine 'cudnn' is refused for want of a GPU first, whatever the dtype
+    assert "lstm_impl='cudnn'" in res["float32-cudnn"] and "lstm_impl='cudnn'" in res["mixed_bfloat16-cudnn"]
+
+
 # ---------------------------------------------------------------- notebooks (papermill)
 
 def run_nb(kernel, tmp_path, name, **params_):

@@ -403,7 +403,28 @@ def _lstm(units: int, params: dict, **kwargs):
     if impl == "cudnn" and not kb.cudnn_ok(keras.activations.tanh, keras.activations.sigmoid, False, True):
         raise ValueError(f"lstm_impl='cudnn' needs the cuDNN kernel, which backend '{keras.backend.backend()}' "
                          "cannot use here (no GPU visible): use lstm_impl='auto' or 'generic' on the CPU")
-    return keras.layers.LSTM(units, use_cudnn=_USE_CUDNN[impl], **kwargs)
+    reason = cudnn_dtype_blocker()
+    if reason and impl == "cudnn":
+        raise ValueError(f"lstm_impl='cudnn' cannot run here: {reason}; use lstm_impl='auto' or 'generic', "
+                         "or precision float32")
+    use_cudnn = False if reason else _USE_CUDNN[impl]
+    return keras.layers.LSTM(units, use_cudnn=use_cudnn, **kwargs)
+
+
+def cudnn_dtype_blocker() -> str | None:
+    """Why the fused cuDNN LSTM cannot take the current dtype policy, or None.
+
+    JAX: Keras' ``backend.lstm`` calls ``jax.experimental.rnn.lstm``, whose cuDNN lowering (jaxlib's
+    ``gpu_rnn``) knows float32 and float16 only. With a bfloat16 compute dtype it fails when the train
+    step is compiled ("ValueError: Unknown output type bfloat16", seen on an H100 with jax 0.11.2),
+    after Keras' own fallback check has passed, so the whole fit fails. ``lstm_impl='auto'`` then takes
+    Keras' generic loop instead (recorded in ``workload_info``).
+    """
+    import keras
+
+    if keras.backend.backend() == "jax" and keras.config.dtype_policy().compute_dtype == "bfloat16":
+        return "jaxlib's cuDNN RNN has no bfloat16 kernel (mixed_bfloat16 on JAX)"
+    return None
 
 
 def _fasttext(params: dict):
@@ -564,6 +585,7 @@ def describe_lstm(model, params: dict) -> dict:
     return {
         "lstm_impl": params.get("lstm_impl", "auto"),
         "lstm_use_cudnn": use_cudnn,
+        "cudnn_dtype_blocker": cudnn_dtype_blocker(),  # why 'auto' took the generic loop (None: not dtype)
         "lstm_kernel": kernel,
         "cudnn_args_ok": bool(args_ok),
         "cudnn_possible": cudnn_possible,
