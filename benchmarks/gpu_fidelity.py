@@ -295,6 +295,35 @@ def merge_cell(old: dict | None, new: dict, source: str) -> dict:
     return {**new, "samples_per_s": statistics.median(r["samples_per_s"] for r in repeats), "repeats": repeats}
 
 
+def short_sources(doc: dict) -> dict:
+    """Repeats name their run file by the shortest path suffix that still tells the files apart (two
+    calls' ``fid_bf16.json`` stay two calls for the pairing); no folder of the merging machine stays in."""
+    rows = doc.get("rows", [])
+    reps = [rp for row in rows for c in row["results"].values() for rp in (c.get("repeats") or [])]
+    full = list(dict.fromkeys(str(rp["source"]) for rp in reps))
+    parts = {f: Path(f).parts for f in full}
+    label = {}
+    for f in full:
+        for k in range(1, len(parts[f]) + 1):
+            tail = parts[f][-k:]
+            if sum(parts[g][-k:] == tail for g in full) == 1:
+                label[f] = "/".join(tail)
+                break
+        else:
+            label[f] = f
+    for rp in reps:
+        rp["source"] = label[str(rp["source"])]
+
+    def names(meta):  # earlier merges' file lists: file names only
+        if isinstance(meta, dict):
+            if "merged_from" in meta:
+                meta["merged_from"] = [Path(str(m)).name for m in meta["merged_from"]]
+            for sub in meta.get("runs") or []:
+                names(sub)
+    names(doc.get("meta"))
+    return doc
+
+
 def _fmt(v, kind="sps"):
     if v is None:
         return "-"
@@ -404,7 +433,8 @@ def main(argv=None) -> int:
         for row in rows:
             row["ratios"] = ratios(row)
         print(table(rows))
-        merged_doc = {"meta": {"merged_from": [f.name for f in args.table_from], "runs": metas}, "rows": rows}
+        merged_doc = short_sources({"meta": {"merged_from": [f.name for f in args.table_from], "runs": metas},
+                                    "rows": rows})
         # a merge is what gets published: paths inside the project become project-relative
         write_json(args.out, without_prefix(merged_doc, ROOT))
         return 0

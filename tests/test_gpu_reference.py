@@ -230,3 +230,27 @@ def test_fidelity_paired_ratios_compare_runs_of_the_same_call(tmp_path, capsys):
     assert r["checks"]["suite_jax_within_5pct_of_bare_keras"] is True
     assert "median of 3 paired calls, range 0.990-0.990" in capsys.readouterr().out
     assert r["paired_torch"] is None
+
+
+def test_fidelity_merge_names_runs_by_short_distinct_sources(tmp_path):
+    """Two calls' files of one name stay two calls (pairing) and no folder of this machine is kept."""
+    from benchmarks import gpu_fidelity as gf
+
+    files = []
+    for call, (s, b) in [("1", (95.0, 100.0)), ("7", (210.0, 200.0))]:
+        f = tmp_path / call / "fid_bf16.json"
+        f.parent.mkdir()
+        f.write_text(json.dumps({"meta": {"merged_from": [str(tmp_path / "x" / "old.json")]}, "rows": [
+            {"workload": "resnet50", "precision": "mixed_bfloat16", "batch": 256,
+             "results": {"suite-jax": {"status": "ok", "samples_per_s": s},
+                         "bare-keras-jax": {"status": "ok", "samples_per_s": b}}}]}))
+        files.append(f)
+    out = tmp_path / "m.json"
+    assert gf.main(["--table-from", *map(str, files), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert str(tmp_path) not in text
+    d = json.loads(text)
+    srcs = [rp["source"] for rp in d["rows"][0]["results"]["suite-jax"]["repeats"]]
+    assert srcs == ["1/fid_bf16.json", "7/fid_bf16.json"]
+    assert d["rows"][0]["ratios"]["paired_jax"]["ratios"] == [0.95, 1.05]
+    assert d["meta"]["runs"][0]["merged_from"] == ["old.json"]
