@@ -18,7 +18,9 @@ TensorFlow on a K80 7x faster): ``auto`` = ``keras.layers.LSTM(use_cudnn="auto")
 default: the backend's fused cuDNN kernel when it sees a GPU, as the source's CuDNNLSTM on GPU),
 ``generic`` = ``use_cudnn=False`` (Keras' step-by-step RNN loop everywhere, as the July 2017 post's
 plain LSTM on GPU), ``cudnn`` = ``use_cudnn=True`` (cuDNN or a failed point: GPU only). After
-training, ``describe`` writes into the record which kernel the backend ran (``workload_info``).
+training, ``describe`` writes into the record which kernel the backend ran (``workload_info``). On
+JAX with a bfloat16 compute dtype ``auto`` takes the generic loop: jaxlib's cuDNN RNN has no bfloat16
+kernel (``cudnn_dtype_blocker``).
 """
 
 from __future__ import annotations
