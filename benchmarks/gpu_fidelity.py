@@ -235,8 +235,7 @@ def paired(row: dict, a: str, b: str) -> dict | None:
         c = row["results"].get(impl) or {}
         if c.get("status") != "ok":
             return {}
-        reps = c.get("repeats") or [{"samples_per_s": cell_figure(c), "source": "this run"}]
-        return {rp["source"]: rp["samples_per_s"] for rp in reps if rp.get("samples_per_s")}
+        return {rp["source"]: rp["samples_per_s"] for rp in cell_repeats(c, "this run") if rp.get("samples_per_s")}
 
     sa, sb = by_source(a), by_source(b)
     pairs = [sa[k] / sb[k] for k in sa if k in sb]
@@ -283,15 +282,18 @@ def cell_figure(cell: dict) -> float:
     return detail.get("epoch_median_samples_per_s") or cell["samples_per_s"]
 
 
+def cell_repeats(cell: dict, source: str) -> list[dict]:
+    """An ok cell's measurements: the repeats a merge gave it, else its one figure from ``source``."""
+    return list(cell.get("repeats") or [{"samples_per_s": cell_figure(cell), "source": source}])
+
+
 def merge_cell(old: dict | None, new: dict, source: str) -> dict:
     """Merged runs: ok measurements of one cell are kept as repeats; the cell's figure is their median.
     A failed cell never replaces an ok one."""
     if new.get("status") != "ok":
         return old if old is not None else new
-    def reps(cell: dict, src: str) -> list[dict]:  # a cell merged before brings its own repeats
-        return list(cell.get("repeats") or [{"samples_per_s": cell_figure(cell), "source": src}])
-
-    repeats = (reps(old, "earlier") if old is not None and old.get("status") == "ok" else []) + reps(new, source)
+    repeats = ((cell_repeats(old, "earlier") if old is not None and old.get("status") == "ok" else [])
+               + cell_repeats(new, source))
     return {**new, "samples_per_s": statistics.median(r["samples_per_s"] for r in repeats), "repeats": repeats}
 
 
