@@ -1,0 +1,226 @@
+"""Aggregation: one row per configuration, matched CPU/GPU pairs, and per-sample figures.
+
+    summ = summarise(df)                  # one row per configuration (CONFIG_KEYS), repeats pooled
+    pairs = matched_pairs(summ)           # GPU against CPU of the same configuration, per sample
+    sizes = source_epochs()               # samples in one epoch of each source's full dataset
+
+Honest axes: configurations are compared in samples/s (or time and money per 1,000 samples, or
+per epoch of the source's full dataset derived from samples/s), never in raw seconds per epoch when
+their epochs hold different numbers of samples.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+
+from ..paths import PROJECT_ROOT
+from .fmt import isnull
+from .table import CONFIG_KEYS
+
+SOURCE_EPOCHS = PROJECT_ROOT / "data" / "source_epochs.csv"
+MIN_STEPS = 100  # a point with fewer steps per epoch carries a fixed per-epoch cost (iterator restart, syncs)
+
+# A matched pair: same machine and everything but the device. n_train is not a pairing key: a CPU point
+# may train on fewer samples than its GPU twin (the speedup is then taken per sample, from samples/s).
+PAIR_KEYS = ["machine", "workload", "backend", "precision", "jit_compile", "batch_size", "augment",
+             "workers", "knobs", "data_source"]
+
+SUMMARY_COLUMNS = CONFIG_KEYS + [
+    "config", "n_runs", "n_epochs", "s_per_epoch", "q1", "q3", "min", "max", "s_per_step", "step_q1", "step_q3",
+    "samples_per_s", "sps_q1", "sps_q3", "runs_sps_min", "runs_sps_max", "steps_per_epoch", "steady_s",
+    "first_epoch_s", "first_min", "first_max", "val_s", "total_s", "cpu_pct", "proc_cpu_pct", "gpu_pct",
+    "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
+    "energy_method", "final_accuracy", "threads_eff", "host", "gpu", "cpu_model", "cpus", "machine_cpus", "gpus",
+    "fixture", "epochs", "schema_min", "point_ids"]
+_TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method"}
+
+
+@functools.lru_cache(maxsize=4)
+def source_epochs(path: str | None = None) -> dict[str, dict]:
+    """workload -> {'samples': samples in one epoch of the source's full dataset, 'basis', 'inferred'}."""
+    p = PROJECT_ROOT / path if path else SOURCE_EPOCHS
+    if not p.is_file():
+        return {}
+    with p.open(newline="") as f:
+        return {r["workload"]: {"samples": int(r["samples_per_epoch"]), "basis": r["basis"],
+                                "inferred": r.get("inferred") == "yes"} for r in csv.DictReader(f)}
+
+
+def summarise(df):
+    """One row per configuration (CONFIG_KEYS): repeats pooled; median and spread of every timing.
+
+    Steady-state epoch times of all runs are pooled: ``s_per_epoch`` is their median, ``q1``/``q3``
+    the IQR and ``min``/``max`` the range (the within-run spread). samples/s and s/step follow from the
+    same epochs. ``runs_sps_min``/``runs_sps_max`` are the between-run range of each run's samples/s
+    (equal to the median when there is one run: ``n_runs`` says how many).
+    """
+    import numpy as np
+    import pandas as pd
+
+    ok = df[(df["status"] == "ok") & df["median_epoch_s"].notna()]
+    if ok.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    out = []
+    for key, g in ok.groupby(CONFIG_KEYS, dropna=False, sort=True):
+        epochs = np.array([t for lst in g["epoch_list"] for t in lst], dtype=float)
+        if epochs.size == 0:
+            epochs = g["median_epoch_s"].to_numpy(dtype=float)
+        q1, med, q3 = np.percentile(epochs, [25, 50, 75])
+        steps = g["steps_per_epoch"].dropna()
+        steps = float(steps.iloc[0]) if len(steps) else None
+        if not steps:
+            ratio = (g["median_epoch_s"] / g["step_s"]).dropna()
+            steps = float(ratio.median()) if len(ratio) else None
+        n = g["n_train"].dropna()
+        n = float(n.iloc[0]) if len(n) else None
+        run_sps = (g["n_train"] / g["median_epoch_s"]) if n else g["samples_per_s"]
+        run_sps = run_sps.dropna()
+        row = dict(zip(CONFIG_KEYS, key))
+        row.update(
+            config=g["config"].iloc[0], n_runs=len(g), n_epochs=int(epochs.size), s_per_epoch=med, q1=q1, q3=q3,
+            min=float(epochs.min()), max=float(epochs.max()),
+            s_per_step=med / steps if steps else None, step_q1=q1 / steps if steps else None,
+            step_q3=q3 / steps if steps else None,
+            samples_per_s=n / med if n else g["samples_per_s"].median(),
+            sps_q1=n / q3 if n else None, sps_q3=n / q1 if n else None,
+            runs_sps_min=run_sps.min() if len(run_sps) else None, runs_sps_max=run_sps.max() if len(run_sps) else None,
+            steps_per_epoch=steps, steady_s=g["steady_s"].median(),
+            first_epoch_s=g["first_epoch_s"].median(), first_min=g["first_epoch_s"].min(),
+            first_max=g["first_epoch_s"].max(), val_s=g["val_s"].median(), total_s=g["total_s"].median(),
+            cpu_pct=g["cpu_pct"].median(), proc_cpu_pct=g["proc_cpu_pct"].median(), gpu_pct=g["gpu_pct"].median(),
+            gpu_pct_max=g["gpu_pct_max"].max(), gpu_mem_mb=g["gpu_mem_mb"].max(), power_w=g["power_w"].median(),
+            energy_j_per_epoch=g["energy_j_per_epoch"].median(),
+            energy_above_idle_j_per_epoch=g["energy_above_idle_j_per_epoch"].median(),
+            idle_power_w=g["idle_power_w"].median(),
+            energy_method=", ".join(sorted(g["energy_method"].dropna().astype(str).unique())) or None,
+            final_accuracy=g["final_accuracy"].median(),
+            threads_eff=g["threads_eff"].median(), host=g["host"].iloc[0], gpu=g["gpu"].iloc[0],
+            cpu_model=g["cpu_model"].iloc[0], cpus=g["cpus"].iloc[0], machine_cpus=g["machine_cpus"].max(),
+            gpus=g["gpus"].iloc[0], fixture=bool(g["fixture"].any()), epochs=g["epochs"].median(),
+            schema_min=g["schema"].min(), point_ids=",".join(str(p) for p in g["point_id"].dropna().unique()[:5]))
+        out.append(row)
+    s = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
+    for c in SUMMARY_COLUMNS:
+        if c not in _TEXT:
+            s[c] = pd.to_numeric(s[c], errors="coerce")
+    return per_sample(s.reset_index(drop=True))
+
+
+def per_sample(s):
+    """Adds the per-sample columns: ``ms_per_1k`` (seconds per 1,000 samples), ``source_epoch_s``
+    (seconds per epoch of the source's full dataset, from samples/s), ``few_steps`` (under MIN_STEPS)."""
+    sizes = source_epochs()
+    s = s.copy()
+    s["s_per_1k"] = 1000.0 / s["samples_per_s"]
+    full = s["workload"].map(lambda w: (sizes.get(w) or {}).get("samples"))
+    s["source_samples"] = full.astype(float)
+    s["source_epoch_s"] = s["source_samples"] / s["samples_per_s"]
+    s["few_steps"] = s["steps_per_epoch"].map(lambda v: (not isnull(v)) and v < MIN_STEPS)
+    return s
+
+
+def _knob_items(knobs) -> dict:
+    if isnull(knobs) or not knobs:
+        return {}
+    return dict(item.split("=", 1) if "=" in item else (item, "") for item in str(knobs).split(", "))
+
+
+def varying_knobs(sub) -> set:
+    """The workload knobs whose values differ between the rows of ``sub``."""
+    items = [_knob_items(k) for k in sub["knobs"]] if "knobs" in sub else []
+    keys = set().union(*items) if items else set()
+    return {k for k in keys if len({i.get(k) for i in items}) > 1}
+
+
+_PRECISION = {"float32": "fp32", "mixed_bfloat16": "bf16", "mixed_float16": "fp16", "bfloat16": "bf16"}
+
+
+def labels(sub, keep=("device", "backend")) -> list[str]:
+    """Short labels for the configurations in ``sub``: device and backend, then only what varies
+    between its rows (batch ``b64``, ``bf16``, threads ``t4``, ``jit=False``, the knobs that differ...)."""
+    def varies(k):
+        return k in sub.columns and sub[k].astype(str).nunique(dropna=False) > 1
+
+    knob_keys = sorted(varying_knobs(sub))
+    out = []
+    for _, r in sub.iterrows():
+        parts = [str(r[k]) for k in keep if k in sub.columns]
+        if varies("machine"):
+            parts.append(str(r["machine"]).split(" (")[0] + ("*" if r.get("fixture") else ""))
+        if varies("batch_size") and not isnull(r["batch_size"]):
+            parts.append(f"b{r['batch_size']:g}")
+        if varies("precision"):
+            parts.append(_PRECISION.get(str(r["precision"]), str(r["precision"])))
+        if varies("threads"):
+            t = r["threads"]
+            parts.append("t?" if isnull(t) else ("t=all" if not t else f"t{int(t)}"))
+        if varies("jit_compile"):
+            parts.append(f"jit={r['jit_compile']}")
+        if varies("augment"):
+            parts.append("aug" if str(r["augment"]) == "true" else "no aug")
+        if varies("workers") and not isnull(r["workers"]):
+            parts.append(f"w{r['workers']:g}")
+        items = _knob_items(r.get("knobs"))
+        parts.extend(f"{k}={items.get(k, '-')}" for k in knob_keys)
+        if varies("data_source"):
+            parts.append(str(r["data_source"]))
+        out.append(" · ".join(parts))
+    if "n_train" in sub.columns and len(set(out)) < len(out):  # only the epoch size tells them apart
+        out = [f"{lab} · n={r['n_train']:g}" if not isnull(r["n_train"]) else lab
+               for lab, (_, r) in zip(out, sub.iterrows())]
+    return out
+
+
+def describe(r, knobs: set | None = None) -> str:
+    """A configuration named in full: machine · device · backend · batch · precision · knobs (only the
+    knobs in ``knobs`` when given: those that vary within the table it appears in)."""
+    parts = [str(r["machine"]).split(" (")[0], str(r["device"]), str(r["backend"])]
+    if not isnull(r.get("batch_size")):
+        parts.append(f"batch {r['batch_size']:g}")
+    parts.append(str(r.get("precision") or "float32"))
+    if r.get("device") == "cpu":
+        t = r.get("threads")
+        parts.append("all threads" if isnull(t) or not t else f"{t:g} threads")
+    if r.get("jit_compile") not in (None, "None", "auto"):
+        parts.append(f"jit={r['jit_compile']}")
+    items = _knob_items(r.get("knobs"))
+    parts.extend(f"{k}={v}" for k, v in items.items() if knobs is None or k in knobs)
+    return " · ".join(parts)
+
+
+def matched_pairs(summ):
+    """GPU against CPU of the same configuration (PAIR_KEYS: same machine, backend, batch, precision, knobs).
+
+    One row per pair, columns suffixed ``_cpu``/``_gpu``; the CPU side is that configuration's fastest
+    thread setting. ``speedup`` = GPU samples/s ÷ CPU samples/s (per sample); ``speedup_lo``/``_hi`` come
+    from the between-run ranges when both sides have several runs (``interval`` = 'runs'), else from the
+    within-run epoch IQRs (``interval`` = 'epochs')."""
+    import pandas as pd
+
+    if summ.empty or not {"cpu", "gpu"} <= set(summ["device"].dropna()):
+        return pd.DataFrame()
+    ok = summ[summ["samples_per_s"].notna()]
+    cpu = ok[ok["device"] == "cpu"].sort_values("samples_per_s", ascending=False).groupby(
+        PAIR_KEYS, dropna=False).head(1)
+    gpu = ok[ok["device"] == "gpu"].sort_values("samples_per_s", ascending=False).groupby(
+        PAIR_KEYS, dropna=False).head(1)
+    m = cpu.merge(gpu, on=PAIR_KEYS, suffixes=("_cpu", "_gpu"))
+    if m.empty:
+        return m
+    m["speedup"] = m["samples_per_s_gpu"] / m["samples_per_s_cpu"]
+    runs = (m["n_runs_cpu"] >= 2) & (m["n_runs_gpu"] >= 2)
+    m["interval"] = runs.map({True: "runs", False: "epochs"})
+    m["speedup_lo"] = (m["runs_sps_min_gpu"] / m["runs_sps_max_cpu"]).where(runs, m["sps_q1_gpu"] / m["sps_q3_cpu"])
+    m["speedup_hi"] = (m["runs_sps_max_gpu"] / m["runs_sps_min_cpu"]).where(runs, m["sps_q3_gpu"] / m["sps_q1_cpu"])
+    return m.sort_values(["workload", "machine", "backend", "batch_size"]).reset_index(drop=True)
+
+
+def precision_marks(r) -> str:
+    """What a figure's precision rests on, for tables: runs, epochs, and warnings (one run, few steps)."""
+    marks = [f"{int(r['n_runs'])} run{'s' if r['n_runs'] != 1 else ''}, {int(r['n_epochs'])} epochs"]
+    if not isnull(r.get("steady_s")):
+        marks[0] += f", {r['steady_s']:.2g} s timed per run"
+    if r.get("few_steps"):
+        marks.append(f"< {MIN_STEPS} steps/epoch")
+    return "; ".join(marks)

@@ -1,0 +1,38 @@
+"""Rendering: the executed summary notebook (one output per section) to one self-contained HTML page.
+
+    render_html(Path("outputs/runs/<time>/summary.ipynb"), Path("outputs/report.html"))
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>", re.IGNORECASE)
+_MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
+
+
+def make_self_contained(page: str) -> str:
+    """Drop the template's CDN scripts (require.js, MathJax): the report needs no network to view."""
+    page = _MATHJAX_CONFIG.sub("", page)
+    return _EXTERNAL_SCRIPT.sub("", page)
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def render_html(executed_notebook: Path, out_html: Path) -> Path:
+    """nbconvert: the executed summary notebook to one self-contained HTML page, code hidden."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(str(executed_notebook), as_version=4)
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
+    return write_text_atomic(out_html, make_self_contained(body))

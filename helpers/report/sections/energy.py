@@ -1,0 +1,52 @@
+"""GPU energy per 1,000 samples and per epoch of the source's dataset, total and above idle."""
+
+from __future__ import annotations
+
+from ..aggregate import labels
+from ..charts import bar_facets
+from ..fmt import num
+from . import Section
+
+TITLE = "Energy per epoch and per 1,000 samples"
+LEAD = ("Where the GPU's energy was measured (NVML): the board's energy counter differenced at synchronised "
+        "epoch boundaries on the GPUs the point used (older records: mean sampled power × epoch time). Per "
+        "1,000 samples and per epoch of the source's full dataset, so configurations compare; the idle power "
+        "is shown apart, with the energy above idle beside the total.")
+
+METHODS = {"nvml_energy_counter": "energy counter", "mean_power": "mean power × time (idle included)"}
+
+
+def energy_table(summ):
+    import pandas as pd
+
+    e = summ[summ["energy_j_per_epoch"].notna()].sort_values(["workload", "machine", "device", "backend"])
+    per_sample = e["energy_j_per_epoch"] / e["n_train"]
+    above = e["energy_above_idle_j_per_epoch"] / e["n_train"]
+    return pd.DataFrame({
+        "workload": e["workload"], "machine": e["machine"], "device · backend": e["config"], "batch": e["batch_size"],
+        "J per 1k samples": 1000 * per_sample, "J per 1k samples above idle": 1000 * above,
+        "J per source epoch": per_sample * e["source_samples"], "Wh per source epoch": per_sample * e["source_samples"]
+        / 3600, "idle W": e["idle_power_w"], "mean power W": e["power_w"],
+        "samples/epoch": e["n_train"], "J/epoch (as run)": e["energy_j_per_epoch"],
+        "method": e["energy_method"].map(lambda m: ", ".join(METHODS.get(x.strip(), x) for x in str(m).split(","))
+                                         if m else ""),
+        "runs": e["n_runs"], "data": e["data_source"],
+    })
+
+
+def build(ctx) -> Section:
+    summ = ctx.summary
+    e = summ[summ["energy_j_per_epoch"].notna()] if len(summ) else summ
+    if e.empty:
+        return Section.absent(__name__, "no run measured GPU energy (a CPU-only machine, or NVML unavailable). "
+                                        "CPU energy is not measured.")
+    s = Section.of(__name__)
+    e = e.assign(j_per_1k=1000 * e["energy_j_per_epoch"] / e["n_train"])
+    s.figure(bar_facets(e, "j_per_1k", labels, log=True, xlabel="joules per 1,000 training samples (log scale)",
+                        annotate=lambda v: f"{num(v)} J"))
+    s.table(energy_table(summ))
+    if (e["energy_method"].fillna("") == "mean_power").any():
+        s.note("⚠ Records marked \"mean power × time\" were measured before the energy counter was used: NVML's "
+               "power reading is averaged over about a second, short steady windows get few samples, and idle "
+               "power (about 120 W on an H100 at rest) is included.", kind="warn")
+    return s

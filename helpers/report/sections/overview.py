@@ -1,0 +1,62 @@
+"""What the report read: folders, records (ok, failed, skipped), machines, data, warnings."""
+
+from __future__ import annotations
+
+from ...record import SCHEMA
+from ..fmt import shown_path
+from . import Section
+
+TITLE = "Records read"
+LEAD = ("Every record under the folders below, from any number of runs and machines, in one table; "
+        "each section below says what it shows or why it has nothing to show.")
+
+
+def _validated_on_async(r: dict) -> bool:
+    p = r.get("params") or {}
+    try:
+        n_val = int(p.get("n_val") or 0)
+    except (TypeError, ValueError):
+        return False
+    return n_val > 0 and (r.get("backend") == "jax" or r.get("device_used") == "gpu")
+
+
+def build(ctx) -> Section:
+    s = Section.of(__name__)
+    s.note("Folders read: {}.", ", ".join(shown_path(f) for f in ctx.folders) or "none")
+    for template, values, kind in ctx.notes:
+        s.note(template, *values, kind=kind)
+    df = ctx.df
+    if not ctx.has_records:
+        return s.note("<b>No records found.</b> Run <code>./run_all.sh</code> (or "
+                      "<code>python -m helpers.runner params/quick.yaml</code>) first; every section below says "
+                      "what it would show.", kind="warn")
+    st = df["status"].value_counts()
+    s.note("<b>{} records</b> ({} ok, {} failed, {} skipped) from <b>{} machine(s)</b>, {} workload(s), "
+           "backends: {}; devices used: {}.", len(df), int(st.get("ok", 0)), int(st.get("failed", 0)),
+           int(st.get("skipped", 0)), df["machine"].nunique(), df["workload"].nunique(),
+           ", ".join(sorted(df["backend"].dropna().astype(str).unique())) or "none",
+           ", ".join(sorted(df["device_used"].dropna().astype(str).unique())) or "none")
+    if ctx.skipped:
+        s.note("⚠ {} JSON file(s) skipped: not records of a known schema (corrupt, foreign or another schema "
+               "version); listed under Provenance.", len(ctx.skipped), kind="warn")
+    if not (df[df["status"] == "ok"]["device_used"] == "gpu").any():
+        s.note("No successful GPU run in these records: GPU figures, speedups and GPU utilisation are missing "
+               "below (GPU points on a machine without a GPU are recorded as skipped).", kind="warn")
+    src = df[df["status"] == "ok"]["data_source"].value_counts()
+    if len(src):
+        s.note("Data: {}. Synthetic data has the real dataset's shapes, so timings are comparable; accuracies "
+               "are not (it is easy to learn: several models reach 100% training accuracy in two epochs).",
+               ", ".join(f"{k} ({v} runs)" for k, v in src.items()))
+    nfix = int(df["fixture"].sum())
+    if nfix:
+        s.note("⚠ {} record(s) are <b>fixtures</b> (hand-written test data, marked * in charts and 'fixture' in "
+               "tables), not measurements.", nfix, kind="warn")
+    old = [r for r in ctx.records if isinstance(r.get("schema"), int) and r["schema"] < SCHEMA]
+    if old:
+        affected = sum(_validated_on_async(r) for r in old)
+        s.note("⚠ {} record(s) were measured before the fixes of record schema {} (validation timing on "
+               "asynchronous backends, GPU energy from the board's energy counter): {} of them validated on JAX "
+               "or a GPU, where their samples/s may be too high; their energy is mean sampled power × time, "
+               "idle power included. The published reference is such a record set until it is re-published.",
+               len(old), SCHEMA, affected, kind="warn")
+    return s

@@ -1,0 +1,103 @@
+"""Seed 001's comparison summary and the utilisation of one run over time (seed 003)."""
+
+from __future__ import annotations
+
+from ..charts import PALETTE
+from ..fmt import short_path, spread_text
+from . import Section
+
+TITLE = "Comparison summary and utilisation over time"
+LEAD = ("As seed 001 tabulates it: total time of the median run, seconds per epoch (with the samples an epoch "
+        "held) and per step, mean and peak GPU utilisation (NVML: the share of time any kernel ran, not how much "
+        "of the GPU's arithmetic was used), mean CPU utilisation and peak GPU memory (the framework's own peak "
+        "counter where it has one: JAX preallocates most of the card, so NVML's figure alone misleads).")
+
+
+def comparison_summary(summ):
+    import pandas as pd
+
+    s = summ.sort_values(["workload", "machine", "device", "backend"])
+    return pd.DataFrame({
+        "workload": s["workload"], "machine": s["machine"], "device · backend": s["config"], "batch": s["batch_size"],
+        "epochs": s["epochs"], "samples/epoch": s["n_train"], "total time s (median run)": s["total_s"],
+        "s/epoch [IQR]": [spread_text(*v) for v in zip(s["s_per_epoch"], s["q1"], s["q3"])],
+        "s/step": s["s_per_step"], "samples/s": s["samples_per_s"],
+        "CPU % (system, 0–100)": s["cpu_pct"], "CPU % (process, 100 per core)": s["proc_cpu_pct"],
+        "GPU % (mean)": s["gpu_pct"], "GPU % (peak)": s["gpu_pct_max"],
+        "GPU memory MiB (peak)": s["gpu_mem_mb"], "data": s["data_source"],
+    })
+
+
+def pick_timeline(records, chosen: str = ""):
+    """The run whose utilisation over time is drawn: ``chosen`` (a point id prefix or a substring of the
+    record path), else the GPU run with the most samples, else the run with the most samples."""
+    runs = [r for r in records if r.get("status") == "ok" and isinstance(r.get("utilisation_timeline"), list)
+            and r.get("utilisation_timeline")]
+    if chosen:
+        for r in runs:
+            if str(r.get("point_id", "")).startswith(chosen) or chosen in str(r.get("_path", "")):
+                return r
+    if not runs:
+        return None
+    return max(runs, key=lambda r: (r.get("device_used") == "gpu", len(r["utilisation_timeline"])))
+
+
+def plot_timeline(rec: dict):
+    """CPU %, GPU %, GPU memory and power against time for one run; epochs shaded (seed 003)."""
+    import matplotlib.pyplot as plt
+
+    tl = [s for s in (rec.get("utilisation_timeline") or []) if isinstance(s, dict) and "t" in s]
+    if not tl:
+        return None
+    t = [s["t"] for s in tl]
+    has_mem = any(s.get("gpu_mem_mb") is not None for s in tl)
+    has_pow = any(s.get("power_w") is not None for s in tl)
+    n = 1 + int(has_mem or has_pow)
+    fig, axes = plt.subplots(n, 1, figsize=(12, 2.3 * n), sharex=True, squeeze=False)
+    ax = axes[0, 0]
+    ax.plot(t, [s.get("cpu_pct") for s in tl], label="CPU % (system-wide, 0–100)", color=PALETTE["cpu"])
+    if any(s.get("proc_cpu_pct") is not None for s in tl):
+        cores = max(1, int((rec.get("fingerprint") or {}).get("cpu_logical") or 1))
+        ax.plot(t, [None if s.get("proc_cpu_pct") is None else s["proc_cpu_pct"] / cores for s in tl],
+                label="CPU % (this process, 0–100 of all cores)", color=PALETTE["cpu"], ls="--")
+    if any(s.get("gpu_pct") is not None for s in tl):
+        ax.plot(t, [s.get("gpu_pct") for s in tl], label="GPU % (NVML busy time)", color=PALETTE["gpu"])
+    ax.set_ylabel("utilisation %")
+    for i, b in enumerate(rec.get("epoch_bounds_s") or []):
+        if isinstance(b, (list, tuple)) and len(b) == 2:
+            for a in axes[:, 0]:
+                a.axvspan(b[0], b[1], color=PALETTE["first"] if i == 0 else "#cccccc", alpha=0.25 if i == 0 else 0.2,
+                          lw=0)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title(f"{rec.get('workload')} · {rec.get('backend')} · {rec.get('device_used')} on "
+                 f"{(rec.get('fingerprint') or {}).get('host')}  (orange: first epoch; grey: later epochs)")
+    if n > 1:
+        a2 = axes[1, 0]
+        if has_mem:
+            a2.plot(t, [s.get("gpu_mem_mb") for s in tl], color="#9467bd", label="GPU memory MiB")
+            a2.set_ylabel("MiB")
+            a2.legend(fontsize=7, loc="upper left")
+        if has_pow:
+            a3 = a2.twinx() if has_mem else a2
+            a3.plot(t, [s.get("power_w") for s in tl], color=PALETTE["cost"], label="board power W")
+            a3.set_ylabel("W")
+            a3.legend(fontsize=7, loc="lower right")
+    axes[-1, 0].set_xlabel("seconds since the sampler started")
+    fig.tight_layout()
+    return fig
+
+
+def build(ctx) -> Section:
+    if ctx.summary.empty:
+        return Section.absent(__name__, "no successful run in these records.")
+    s = Section.of(__name__)
+    s.table(comparison_summary(ctx.summary))
+    run = pick_timeline(ctx.records, ctx.timeline_run)
+    if ctx.timeline_run and (run is None or not str(run.get("point_id", "")).startswith(ctx.timeline_run)):
+        s.note("The run {} asked for by <code>timeline_run</code> was not found or has no samples.",
+               ctx.timeline_run, kind="warn")
+    if run is None:
+        return s.note("No run has utilisation samples.")
+    s.note("Utilisation over time of run {} ({}; record {}). Choose another with the <code>timeline_run</code> "
+           "parameter.", run.get("point_id"), run.get("data_source"), short_path(run.get("_path")))
+    return s.figure(plot_timeline(run))

@@ -1,0 +1,86 @@
+"""At a glance: one row per workload a reader can act on (best CPU, best GPU, matched speedup, cost, energy)."""
+
+from __future__ import annotations
+
+from ..aggregate import describe, matched_pairs, varying_knobs
+from ..fmt import isnull, num, spread_text
+from . import Section
+
+TITLE = "At a glance: a verdict per workload"
+LEAD = ("Per workload: the fastest CPU and GPU configurations (named in full), the GPU's speedup over the CPU "
+        "for the same configuration (same machine, backend, batch, precision and knobs; per sample; the fastest "
+        "such pair), and what one epoch of the source's full dataset costs in time, money and energy on each "
+        "side.")
+
+
+def _money(v) -> str:
+    return "" if isnull(v) else (f"${v:,.4f}" if v < 1 else f"${v:,.2f}")
+
+
+def _runs(n) -> str:
+    return f"{int(n)} run{'s' if n != 1 else ''}"
+
+
+def _side(row: dict, dev: str, b, knobs: set) -> None:
+    d = dev.upper()
+    row[f"best {d}"] = describe(b, knobs)
+    row[f"{d} samples/s"] = f"{spread_text(b['samples_per_s'], b['runs_sps_min'], b['runs_sps_max'])} " \
+                            f"({_runs(b['n_runs'])})"
+    row[f"{d} s/source epoch"] = num(b["source_epoch_s"])
+    od, pre = b.get("on_demand_per_source_epoch"), b.get("preemptible_per_source_epoch")
+    row[f"{d} $/source epoch (on-demand · spot)"] = "no price" if isnull(od) and isnull(pre) else \
+        f"{_money(od)} · {_money(pre)}"
+    e = b.get("energy_j_per_epoch")
+    if not isnull(e) and b["n_train"]:
+        row[f"{d} energy/source epoch"] = f"{num(e / b['n_train'] * b['source_samples'])} J"
+    else:
+        row[f"{d} energy/source epoch"] = "not measured"
+
+
+def verdict_table(c):
+    import pandas as pd
+
+    pairs = matched_pairs(c)
+    rows = []
+    for wl, g in c[c["samples_per_s"].notna()].groupby("workload", sort=True):
+        knobs = varying_knobs(g)
+        row = {"workload": wl}
+        best = {}
+        for dev in ("cpu", "gpu"):
+            d = g[g["device"] == dev]
+            if len(d):
+                best[dev] = d.loc[d["samples_per_s"].idxmax()]
+                _side(row, dev, best[dev], knobs)
+        p = pairs[pairs["workload"] == wl] if len(pairs) else pairs
+        if len(p):
+            p = p.loc[p["samples_per_s_gpu"].idxmax()]
+            row["speedup × (matched)"] = spread_text(p["speedup"], p["speedup_lo"], p["speedup_hi"]) + \
+                f" ({'between runs' if p['interval'] == 'runs' else 'epoch IQR of one run'})"
+            gpu_side = pd.Series({k.removesuffix("_gpu"): v for k, v in p.items() if not k.endswith("_cpu")})
+            row["matched pair (GPU side; CPU: same on its CPU)"] = describe(gpu_side, knobs)
+        elif len(best) == 2:
+            row["speedup × (matched)"] = "no matched pair"
+        if len(best) == 2:
+            row["best GPU ÷ best CPU (not matched)"] = num(best["gpu"]["samples_per_s"] / best["cpu"]["samples_per_s"])
+        row["data"] = ", ".join(sorted(g["data_source"].dropna().astype(str).unique()))
+        rows.append(row)
+    cols = ["workload", "best CPU", "CPU samples/s", "best GPU", "GPU samples/s", "speedup × (matched)",
+            "matched pair (GPU side; CPU: same on its CPU)", "best GPU ÷ best CPU (not matched)", "CPU s/source epoch",
+            "GPU s/source epoch", "CPU $/source epoch (on-demand · spot)", "GPU $/source epoch (on-demand · spot)",
+            "GPU energy/source epoch", "data"]
+    return pd.DataFrame(rows).reindex(columns=cols)
+
+
+def build(ctx) -> Section:
+    c = ctx.costed
+    if c.empty or not c["samples_per_s"].notna().any():
+        return Section.absent(__name__, "no successful run in these records.")
+    s = Section.of(__name__)
+    s.table(verdict_table(c))
+    s.note("samples/s: median (between-run range) over the runs of a configuration; a figure from one run has "
+           "no range. A source epoch is one pass over the source's full dataset (sizes under the throughput "
+           "section), derived from samples/s, so points that trained on fewer samples compare. Cost: the whole "
+           "machine's price per hour (params/prices.yaml). Energy: GPU board energy; the CPU's is not measured.")
+    if "gpu" not in set(c["device"].dropna()):
+        s.note("No GPU configuration ran successfully here: the GPU columns are empty.", kind="warn")
+    return s

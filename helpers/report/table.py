@@ -1,0 +1,147 @@
+"""Loading: every record under some folders into one tidy table (one row per record).
+
+    df, records, skipped = load_table([Path("outputs")])
+
+``records`` are the raw dicts (``_path`` set), ``skipped`` the files that are not records, with why.
+Columns are listed in ``COLUMNS``; ``machine`` (host and hardware) and ``config`` (device · backend)
+are added. ``CONFIG_KEYS`` say which columns make two records the same configuration (its repeats).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import params as _params
+from ..record import read_records
+
+COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "host", "cpu_model",
+           "cpus", "machine_cpus", "ram_gb", "gpu", "gpus", "gpu_driver", "cuda", "precision", "jit_compile",
+           "batch_size", "threads", "threads_eff", "n_train", "steps_per_epoch", "epochs", "data_source", "augment",
+           "workers", "knobs", "first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min", "epoch_max",
+           "n_steady", "steady_s", "step_s", "samples_per_s", "val_s", "total_s", "cpu_pct", "proc_cpu_pct",
+           "gpu_pct", "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch",
+           "idle_power_w", "energy_method", "final_loss", "final_accuracy", "keras", "backend_version", "python",
+           "git_commit", "schema", "started_at", "point_id", "notebook", "path", "fixture", "epoch_list"]
+
+# Parameters every notebook has (their own columns, or not part of a configuration: seed, epochs,
+# output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
+_COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers"}
+
+# What makes two records the same configuration (repeats of it are pooled).
+CONFIG_KEYS = ["machine", "workload", "backend", "device", "precision", "jit_compile", "batch_size",
+               "threads", "n_train", "augment", "workers", "knobs", "data_source"]
+
+NUMERIC = ("first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min", "epoch_max", "step_s",
+           "samples_per_s", "val_s", "total_s", "cpu_pct", "proc_cpu_pct", "gpu_pct", "gpu_pct_max", "gpu_mem_mb",
+           "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w", "final_loss",
+           "final_accuracy", "batch_size", "threads", "threads_eff", "n_train", "cpus", "machine_cpus", "ram_gb",
+           "gpus", "steps_per_epoch", "epochs", "n_steady", "steady_s", "workers", "schema")
+
+_BACKEND_PKG = {"tensorflow": ("tensorflow", "tensorflow-cpu"), "jax": ("jax",), "torch": ("torch",)}
+
+
+def _first(*vals):
+    for v in vals:
+        if v is not None:
+            return v
+    return None
+
+
+def _nums(values) -> list[float]:
+    return [float(t) for t in (values or []) if isinstance(t, (int, float)) and not isinstance(t, bool)]
+
+
+def _row(r: dict) -> dict:
+    fp = r.get("fingerprint") or {}
+    params = r.get("params") or {}
+    info = r.get("data_info") or {}
+    util = r.get("utilisation") or {}
+    spread = r.get("epoch_spread") or {}
+    hist = r.get("history") or {}
+    versions = fp.get("versions") or {}
+    gpus = fp.get("gpu_names") or []
+    total = r.get("epoch_total_s")
+    steady = _nums(r.get("epoch_s"))
+    bv = next((versions[p] for p in _BACKEND_PKG.get(r.get("backend"), ()) if p in versions), None)
+    threads = params.get("threads")
+    cpus = _first(fp.get("cpu_allowed"), fp.get("cpu_logical"))
+    threads_eff = threads if threads else cpus
+    augment = _first(params.get("augment"), info.get("augment"))
+    # the workload's own knobs (catsdogs' variant, fasttext's ngram_range, vgg's augment_impl, ...):
+    # records that differ in one are different configurations, never repeats of one
+    knobs = ", ".join(f"{k}={params[k]}" for k in sorted(params) if k not in _COMMON_PARAMS)
+    workers = _first(params.get("workers"), info.get("workers"))
+    first = r.get("first_epoch_s")
+    if total:
+        total_s = sum(_nums(total))
+    elif steady or first is not None:
+        total_s = sum(steady) + (first or 0.0)
+    else:
+        total_s = None
+    val = _nums(r.get("val_s"))
+    loss = hist.get("loss") or [None]
+    acc = hist.get("accuracy") or hist.get("acc") or [None]
+    return {
+        "workload": r.get("workload"), "backend": r.get("backend"), "device": r.get("device"),
+        "device_used": r.get("device_used"), "status": r.get("status"), "reason": r.get("reason"),
+        "host": fp.get("host"), "cpu_model": fp.get("cpu_model"), "cpus": cpus,
+        # the machine a user rents has all its logical CPUs, whatever a point's affinity narrowed
+        "machine_cpus": _first(fp.get("cpu_logical"), cpus), "ram_gb": fp.get("ram_gb"),
+        "gpu": gpus[0] if gpus else None, "gpus": len(gpus), "gpu_driver": fp.get("gpu_driver"),
+        "cuda": fp.get("cuda_driver"),
+        "precision": params.get("precision"), "jit_compile": str(params.get("jit_compile")),
+        "batch_size": r.get("batch_size"), "threads": threads, "threads_eff": threads_eff,
+        "n_train": r.get("n_train"), "steps_per_epoch": r.get("steps_per_epoch"), "epochs": r.get("epochs"),
+        "data_source": r.get("data_source"),
+        "augment": None if augment is None else str(bool(augment)).lower(),
+        "workers": workers, "knobs": knobs,
+        "first_epoch_s": first, "median_epoch_s": r.get("median_epoch_s"),
+        "epoch_q1": spread.get("q1"), "epoch_q3": spread.get("q3"), "epoch_min": spread.get("min"),
+        "epoch_max": spread.get("max"), "n_steady": spread.get("n", len(steady)),
+        "steady_s": _first(r.get("steady_s"), sum(steady) if steady else None), "step_s": r.get("step_s"),
+        "samples_per_s": r.get("samples_per_s"), "val_s": sorted(val)[len(val) // 2] if val else None,
+        "total_s": total_s,
+        "cpu_pct": util.get("cpu_pct_mean"), "proc_cpu_pct": util.get("proc_cpu_pct_mean"),
+        "gpu_pct": util.get("gpu_pct_mean"), "gpu_pct_max": util.get("gpu_pct_max"),
+        "gpu_mem_mb": _first(util.get("gpu_mem_peak_mb"), util.get("gpu_mem_mb_max")),
+        "power_w": util.get("power_w_mean"), "energy_j_per_epoch": r.get("energy_j_per_epoch"),
+        "energy_above_idle_j_per_epoch": r.get("energy_above_idle_j_per_epoch"),
+        "idle_power_w": r.get("idle_power_w"),
+        "energy_method": r.get("energy_method") or ("mean_power" if r.get("energy_j_per_epoch") else None),
+        "final_loss": loss[-1], "final_accuracy": acc[-1],
+        "keras": versions.get("keras"), "backend_version": bv, "python": fp.get("python"),
+        "git_commit": fp.get("git_commit"), "schema": r.get("schema"), "started_at": r.get("started_at"),
+        "point_id": r.get("point_id"), "notebook": r.get("notebook"), "path": r.get("_path"),
+        "fixture": bool(r.get("fixture")), "epoch_list": steady,
+    }
+
+
+def tidy(records: list[dict]):
+    """The tidy table of ``records`` (dicts as ``read_records`` returns them)."""
+    import pandas as pd
+
+    df = pd.DataFrame([_row(r) for r in records], columns=COLUMNS)
+    for col in NUMERIC:
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    df["fixture"] = df["fixture"].astype(bool)
+    for col in ("workload", "backend", "device", "status", "host", "precision", "data_source", "augment",
+                "energy_method"):
+        df[col] = df[col].astype(object).where(df[col].notna(), None)
+    host = df["host"].fillna("?").astype(str)
+    hw = df["gpu"].fillna(df["cpu_model"]).fillna("?").astype(str)
+    df["machine"] = host + " (" + hw + ")"
+    df["config"] = df["device"].fillna("?").astype(str) + " · " + df["backend"].fillna("?").astype(str)
+    return df
+
+
+def load_table(folders):
+    """(tidy DataFrame, raw records, skipped files) from every record under ``folders``."""
+    folders = [Path(f) for f in folders if Path(f).exists()]
+    records, skipped = read_records(folders)
+    return tidy(records), records, skipped
+
+
+def latest_ok(df):
+    """The most recent ok record per configuration."""
+    ok = df[df["status"] == "ok"]
+    return ok.sort_values("started_at").groupby(CONFIG_KEYS, dropna=False).tail(1)
