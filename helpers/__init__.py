@@ -10,8 +10,10 @@ Modules:
     grid         grid YAML loading, validation and expansion into points
     device       force backend/device/threads through the environment; verify the device used
     data         datasets: the Keras loaders when cached or reachable, else learnable synthetic data
-    images       image folders (class sub-folders), PIL decoding, augmentation (no framework)
-    image_sequence  the augmenting keras.utils.PyDataset (imports Keras: only after forcing the device)
+    datasets_images  MNIST and ImageNet-shaped data;  datasets_text  IMDb and Nietzsche (+ synthetic)
+    images       image folders (class sub-folders), PIL decoding, augmentation, the plan (no framework)
+    image_sequence  the augmenting keras.utils.PyDataset and image_dataset(plan) (imports Keras: only
+                 after forcing the device; it uses images, never the reverse)
     workloads    the workload registry: model builder + data loader per workload name
     timing       the epoch timing callback (first epoch apart, steady state, spread)
     sampler      the utilisation sampler (psutil; NVML when an NVIDIA GPU is present)

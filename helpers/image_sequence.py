@@ -1,10 +1,13 @@
 """The image generator as a ``keras.utils.PyDataset`` (imports Keras: import after forcing the device).
 
+    ds = image_dataset(helpers.images.image_plan(params, ...))  -> helpers.data.Dataset
+
 One batch = pick the samples of this step, decode and resize them (files, with PIL) or take them
 from the in-memory uint8 pool (synthetic), rescale to [0, 1], augment (numpy). ``fit`` runs it on
 ``workers`` threads (or processes with ``use_multiprocessing``), ``max_queue_size`` batches ahead,
 as ``fit_generator`` ran ``flow_from_directory`` in the source documents. Nothing here touches the
-device or hooks a callback: the timed loop is Keras' own.
+device or hooks a callback: the timed loop is Keras' own. The pipeline (``helpers.images``) never
+imports this module: the dependency goes one way, generator -> pipeline.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import math
 import keras
 import numpy as np
 
-from .images import Augment, load_images, prepare_batch
+from .data import Dataset
+from .images import Augment, ImagePlan, load_images, prepare_batch
 
 
 class ImageSequence(keras.utils.PyDataset):
@@ -64,3 +68,16 @@ class ImageSequence(keras.utils.PyDataset):
     def on_epoch_end(self):
         self.epoch += 1
         self.order = self._order(self.epoch)
+
+
+def image_dataset(plan: ImagePlan) -> Dataset:
+    """The ``helpers.data.Dataset`` of an image workload: ``plan``'s training (and validation) generators.
+
+    Training batches are shuffled and augmented (when the plan says so); validation ones are neither.
+    """
+    train = ImageSequence(plan.train_items, plan.train_labels, plan.batch_size, plan.image_size, plan.augment,
+                          plan.seed, plan.n_train, shuffle=True, **plan.pipe)
+    val = (ImageSequence(plan.val_items, plan.val_labels, plan.batch_size, plan.image_size, None, plan.seed + 1,
+                         plan.n_val, shuffle=False, **plan.pipe) if plan.n_val else None)
+    return Dataset(None, None, None, None, plan.source, plan.detail, plan.n_classes, plan.info, train=train,
+                   val=val, steps_per_epoch=len(train), n_train=plan.n_train, n_val=plan.n_val)

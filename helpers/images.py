@@ -5,11 +5,13 @@ every batch, read and decode the files, resize them, rescale to [0, 1] and augme
 affine transforms, flips). Seed 004 found this input pipeline to be the bottleneck on the GPU, and
 tuned ``workers`` and ``batch_size`` around it. The suite keeps that work, backend-agnostic:
 
-    ds = image_dataset(params, image_size=(64, 64), n_classes=2, augment=CATSDOGS_AUGMENT, ...)
+    plan = image_plan(params, image_size=(64, 64), n_classes=2, augment=CATSDOGS_AUGMENT, ...)
+    ds = helpers.image_sequence.image_dataset(plan)  # imports Keras: after forcing the device
 
-returns a ``helpers.data.Dataset`` whose ``train`` is a ``keras.utils.PyDataset``
-(``helpers.image_sequence.ImageSequence``): batches are built in numpy (and PIL for files) by
-``workers`` threads or processes, exactly once per step, with no device work and no callback.
+``image_plan`` (here) finds the files or makes the synthetic pool; ``image_dataset`` returns a
+``helpers.data.Dataset`` whose ``train`` is a ``keras.utils.PyDataset`` (``ImageSequence``): batches
+built in numpy (and PIL for files) by ``workers`` threads or processes, exactly once per step, with
+no device work and no callback. The generator uses this module, never the reverse.
 
 Data: a directory of class sub-folders when ``data_dir`` is given (the layout of the public
 cats-and-dogs archive, ``training_set/cats/*.jpg``, ``training_set/dogs/*.jpg``, ``test_set/...``;
@@ -212,7 +214,31 @@ def synthetic_pool(n: int, shape: tuple[int, int, int], n_classes: int, seed: in
     return np.concatenate(xs), np.concatenate(ys)
 
 
-# ---------------------------------------------------------------- the Dataset
+# ---------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    """What the generators of an image workload serve (``helpers.image_sequence.image_dataset`` builds them).
+
+    ``*_items``: image paths or a uint8 pool (N, H, W, 3); ``n_*``: samples per epoch (0: no validation).
+    """
+
+    source: str  # "real" | "synthetic"
+    detail: str  # where the images came from, or why synthetic
+    n_classes: int
+    info: dict  # recorded as data_info
+    train_items: object
+    train_labels: np.ndarray
+    n_train: int
+    val_items: object
+    val_labels: np.ndarray | None
+    n_val: int
+    batch_size: int
+    image_size: tuple[int, int]
+    augment: Augment | None  # None: not augmented (``augment=False``)
+    seed: int
+    pipe: dict  # workers, use_multiprocessing, max_queue_size (keras.utils.PyDataset's arguments)
 
 
 def _subset(rng: np.random.Generator, paths, labels, n: int | None):
@@ -222,14 +248,15 @@ def _subset(rng: np.random.Generator, paths, labels, n: int | None):
     return [paths[i] for i in idx], labels[idx]
 
 
-def image_dataset(params: dict, *, image_size: tuple[int, int], n_classes: int, augment: Augment,
-                  label_mode: str, what: str, default_n: int, extra: dict | None = None) -> _data.Dataset:
-    """The training (and validation) generator of an image workload, from a folder or synthetic.
+def image_plan(params: dict, *, image_size: tuple[int, int], n_classes: int, augment: Augment,
+               label_mode: str, what: str, default_n: int, extra: dict | None = None) -> ImagePlan:
+    """The training (and validation) data of an image workload, from a folder or synthetic.
 
     ``params`` gives ``data_dir``, ``data_source``, ``augment``, ``workers``,
     ``use_multiprocessing``, ``max_queue_size``, ``batch_size``, ``n_train``, ``n_val``, ``seed``.
     ``label_mode``: ``binary`` (float 0/1, a sigmoid output) or ``int`` (sparse class indices).
     ``default_n``: synthetic samples per epoch when ``n_train`` is null (the source's).
+    Bad parameters and missing folders raise here, before any framework is imported.
     """
     source = params.get("data_source", "auto")
     if source not in ("auto", "real", "synthetic"):
@@ -247,13 +274,14 @@ def image_dataset(params: dict, *, image_size: tuple[int, int], n_classes: int, 
     info = {"pipeline": "keras.utils.PyDataset (numpy/PIL on the CPU, per batch)",
             "augment": aug is not None, "augment_params": augment.as_dict() if aug is not None else None,
             "rescale": "1/255", "image_size": [h, w], **pipe, **(extra or {})}
+    common = {"n_classes": n_classes, "batch_size": bs, "image_size": (h, w), "augment": aug, "seed": seed,
+              "pipe": pipe}
     rng = np.random.default_rng(seed)
 
     if source == "real" and not data_dir:
         raise _data.DataError(f"data_source='real' but no data_dir is given: {what} has no public "
                               "Keras loader; pass data_dir (a folder of class sub-folders) or use "
                               "data_source='auto' or 'synthetic'")
-    from .image_sequence import ImageSequence  # imports keras: the device is forced by now
 
     if data_dir and source != "synthetic":
         d = Path(data_dir).expanduser()
@@ -275,27 +303,22 @@ def image_dataset(params: dict, *, image_size: tuple[int, int], n_classes: int, 
             paths, labels = [paths[i] for i in keep], labels[keep]
         paths, labels = _subset(rng, paths, labels, n_train)
         vpaths, vlabels = _subset(rng, vpaths, vlabels, n_val)
-        train = ImageSequence(paths, labels.astype(label_dtype), bs, (h, w), aug, seed, len(paths),
-                              shuffle=True, **pipe)
-        val = (ImageSequence(vpaths, vlabels.astype(label_dtype), bs, (h, w), None, seed + 1, len(vpaths),
-                             shuffle=False, **pipe) if vpaths else None)
         info.update(data_dir=str(d), train_dir=str(train_root), val_dir=str(val_root) if val_root else None,
                     classes=classes, n_files=len(paths))
         detail = f"{len(paths)} image files from {train_root} ({', '.join(classes)}), decoded per batch"
-        return _data.Dataset(None, None, None, None, "real", detail, n_classes, info, train=train, val=val,
-                             steps_per_epoch=len(train), n_train=len(paths),
-                             n_val=len(vpaths) if val is not None else 0)
+        return ImagePlan("real", detail, info=info, train_items=paths, train_labels=labels.astype(label_dtype),
+                         n_train=len(paths), val_items=vpaths, val_labels=vlabels.astype(label_dtype),
+                         n_val=len(vpaths), **common)
 
     n = default_n if n_train is None else int(n_train)
     x, y = synthetic_pool(n, (h, w, 3), n_classes, seed)
-    train = ImageSequence(x, y.astype(label_dtype), bs, (h, w), aug, seed, n, shuffle=True, **pipe)
-    val = None
+    xv = yv = None
     if n_val:
         xv, yv = synthetic_pool(n_val, (h, w, 3), n_classes, seed + 7919)
-        val = ImageSequence(xv, yv.astype(label_dtype), bs, (h, w), None, seed + 1, n_val, shuffle=False, **pipe)
+        yv = yv.astype(label_dtype)
     info.update(synthetic_pool=len(x))
     why = "requested" if source == "synthetic" else "no data_dir given"
     detail = (f"synthetic {h}x{w} images of {n_classes} classes ({why}); {len(x)} distinct, "
               f"{n} per epoch" + (", cycled" if n > len(x) else ""))
-    return _data.Dataset(None, None, None, None, "synthetic", detail, n_classes, info, train=train, val=val,
-                         steps_per_epoch=len(train), n_train=n, n_val=n_val if val is not None else 0)
+    return ImagePlan("synthetic", detail, info=info, train_items=x, train_labels=y.astype(label_dtype), n_train=n,
+                     val_items=xv, val_labels=yv, n_val=n_val, **common)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from _util import in_fresh_python
 
-from helpers import device, grid, record, report, runner
+from helpers import device, grid, record, runner
 from helpers.paths import PROJECT_ROOT
+from helpers.report.fmt import shown_path
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
 
@@ -123,9 +124,9 @@ def test_notebook_paths_are_relative_to_the_record_and_old_absolute_ones_still_r
 
 
 def test_report_shows_folders_without_this_machines_paths(tmp_path):
-    assert report.shown_path(PROJECT_ROOT / "reference" / "h100" / "records") == "reference/h100/records"
-    assert report.shown_path(Path.home() / "runs") == "~/runs"
-    assert report.shown_path("/elsewhere/x") == "/elsewhere/x"
+    assert shown_path(PROJECT_ROOT / "reference" / "h100" / "records") == "reference/h100/records"
+    assert shown_path(Path.home() / "runs") == "~/runs"
+    assert shown_path("/elsewhere/x") == "/elsewhere/x"
 
 
 def test_report_inputs_must_exist(tmp_path, capsys, monkeypatch):
@@ -158,7 +159,7 @@ def test_published_h100_reference_is_consistent():
 
 def test_skip_failed_leaves_failed_points_alone_on_resume(tmp_path, capsys, monkeypatch):
     """GPU grids resume in slices; a deterministic failure (out of memory) need not run in each slice."""
-    from helpers.fingerprint import machine_key
+    from helpers.machine import machine_key
 
     monkeypatch.setenv("CGB_OUTPUTS", str(tmp_path / "out"))
     g = tmp_path / "g.yaml"  # a GPU point: on this GPU-less machine it is skipped without a kernel
@@ -166,7 +167,8 @@ def test_skip_failed_leaves_failed_points_alone_on_resume(tmp_path, capsys, monk
     p = grid.expand_all([g])[0]
     pid = record.point_id(runner.notebook_params(p), machine_key())
     old = record.empty_record(runner.notebook_params(p), pid)
-    old.update(status="failed", reason="OutOfMemoryError: earlier", started_at="2026-01-01T00:00:00+00:00")
+    old.update(status="failed", reason="OutOfMemoryError: earlier", started_at="2026-01-01T00:00:00+00:00",
+               wall_s=1.0)  # the runner's own field: a point counts as done only with it
     record.write_atomic(tmp_path / "out" / "runs" / "old" / "records" / record.record_name(p, pid), old)
     assert runner.done_point_ids(tmp_path / "out" / "runs") == set()
     assert runner.done_point_ids(tmp_path / "out" / "runs", ("ok", "failed")) == {pid}

@@ -75,8 +75,9 @@ def test_interrupt_mid_point_then_resume(tmp_path, sig):
     grid = tmp_path / "g.yaml"
     grid.write_text(GRID3)
     proc = start([str(grid), "--no-report"], outputs)
-    # wait until the first point is done and the second point's kernel is running
-    wait_for(lambda: len(all_records(outputs)) == 1)
+    # wait until the first point is done (the runner's own fields written: its notebook ran to the end)
+    # and the second point's kernel is running
+    wait_for(lambda: len([r for r in all_records(outputs) if "wall_s" in r]) == 1)
     wait_for(lambda: kernels_of(outputs))
     time.sleep(2.0)
     os.kill(proc.pid, sig)  # run_all.sh execs the runner: this is the driving Python process
@@ -215,10 +216,10 @@ def test_price_profile_missing_from_prices_file_is_refused_before_running(tmp_pa
 def test_summary_refuses_a_host_profile_missing_from_prices():
     import pandas as pd
 
-    from helpers import report
+    from helpers.report import costs
 
     prices = {"profiles": {"a": {"on_demand_per_hour": 1.0}}, "_path": "prices.yaml"}
-    with pytest.raises(report.PriceError, match="'nope' is not in prices.yaml.*allowed: a"):
-        report.add_costs(pd.DataFrame(), prices, {"host1": "nope"})
+    with pytest.raises(costs.PriceError, match="'nope' is not in prices.yaml.*allowed: a"):
+        costs.add_costs(pd.DataFrame(), prices, {"host1": "nope"})
     recs = [{"price_profile": "a", "fingerprint": {"host": "h"}}, {"fingerprint": {"host": "g"}}]
-    assert report.record_profiles(recs) == {"h": "a"}
+    assert costs.record_profiles(recs) == {"h": "a"}

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from helpers import report
+from helpers.report import aggregate, charts, costs, fmt, published, sections
 from helpers.paths import PROJECT_ROOT
 from helpers.record import write_atomic
 
@@ -288,6 +289,8 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(tmp_path):
 
 # ------------------------------------------------------------------ fast unit checks
 
+REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
+
 
 def _rec(i=0, **kw) -> dict:
     base = {"schema": 1, "point_id": f"p{i}", "workload": "cnn_cifar10", "backend": "jax", "device": "cpu",
@@ -303,122 +306,218 @@ def _rec(i=0, **kw) -> dict:
     return base
 
 
-def _table(tmp_path, recs):
+def _ctx(tmp_path, recs, **kw):
     for i, r in enumerate(recs):
         write_atomic(tmp_path / f"r{i}.json", r)
-    return report.load_table([tmp_path])
+    return report.build_context([tmp_path], **kw)
 
 
-def test_zero_records_every_section_still_renders(tmp_path):
-    plt = report.setup_plots()
-    df, recs, skipped = _table(tmp_path, [])
-    summ = report.summarise(df)
-    assert df.empty and summ.empty and recs == [] and skipped == []
-    assert "No records found" in report.overview(df, summ)
-    costed = report.add_costs(summ, report.load_prices())
-    rel, missing = report.relative_table(costed, {"device": "cpu"})
-    assert rel.empty and missing == []
-    vs = report.versus_published(summ, report.load_published())
-    for fig in (report.plot_metric(summ), report.plot_first_epoch(summ), report.plot_history(df, {}),
-                report.plot_cost(rel), report.plot_vs_published(vs)):
-        assert fig is not None
-        plt.close(fig)
-    for x in ("batch_size", "threads", "augment", "workers"):
-        assert report.plot_scaling(summ, x, x) is None
-    for t in (report.headline(summ), report.speedup_table(summ), report.backend_table(summ),
-              report.comparison_summary(summ), report.energy_table(summ), report.machines_table(df),
-              report.problems_table(df), report.sources_table(df), report.first_epoch_table(summ)):
-        report.html_table(t)
-    assert report.pick_timeline(recs) is None
+@pytest.fixture(scope="module")
+def reference_ctx():
+    report.setup_plots()
+    return report.build_context([REFERENCE], base_config={"device": "cpu", "backend": "jax"})
+
+
+def _check_sections(ctx) -> dict:
+    """The contract every section keeps: a Section, present with parts or absent with a reason; never a
+    section that failed to build; its HTML escapes and titles it."""
+    out = {}
+    for mod in sections.modules():
+        assert isinstance(mod.TITLE, str) and mod.TITLE and isinstance(mod.LEAD, str) and mod.LEAD, mod.__name__
+        s = sections.build(mod, ctx)
+        assert isinstance(s, sections.Section) and s.name == mod.__name__.rsplit(".", 1)[-1]
+        assert "failed to build" not in (s.reason or ""), (s.name, s.reason, s.parts[-1:])
+        assert s.present == (s.reason is None)
+        assert s.parts or not s.present, s.name
+        page = s._repr_html_()
+        assert f'id="{s.name}"' in page and fmt.esc(s.title) in page
+        out[s.name] = s
+    return out
+
+
+def test_every_section_keeps_the_contract_on_no_records(tmp_path):
+    report.setup_plots()
+    ctx = _ctx(tmp_path, [])
+    built = _check_sections(ctx)
+    assert list(built) == sections.ORDER
+    assert "No records found" in built["overview"]._repr_html_()
+    absent = [n for n, s in built.items() if not s.present]
+    assert set(absent) >= {"verdict", "throughput", "speedup", "first_epoch", "energy", "history", "backends"}
+    assert all(built[n].reason for n in absent)
+    toc = sections.toc(list(built.values()))
+    assert toc.count("<li>") == len(sections.ORDER) and "(absent)" in toc
+
+
+def test_every_section_keeps_the_contract_on_the_h100_reference(reference_ctx):
+    built = _check_sections(reference_ctx)
+    assert all(s.present for s in built.values()), {n: s.reason for n, s in built.items() if not s.present}
+
+
+def test_a_section_that_raises_is_shown_as_failed_not_lost(tmp_path, monkeypatch):
+    ctx = _ctx(tmp_path, [_rec(0)])
+    mod = sections.get("backends")
+    monkeypatch.setattr(mod, "build", lambda ctx: 1 / 0)
+    s = sections.build(mod, ctx)
+    assert not s.present and "ZeroDivisionError" in s.reason and "Traceback" in s._repr_html_()
+    with pytest.raises(KeyError, match="unknown report section 'nope'; known: overview"):
+        sections.get("nope")
+
+
+def test_report_modules_stay_small_and_each_section_has_its_own_module():
+    folder = Path(report.__file__).parent
+    for path in folder.rglob("*.py"):
+        assert len(path.read_text().splitlines()) <= 300, path
+    names = {p.stem for p in (folder / "sections").glob("*.py")} - {"__init__", "base"}
+    assert names == set(sections.ORDER)
+
+
+def test_no_chart_puts_different_amounts_of_work_side_by_side(reference_ctx, monkeypatch):
+    """Every bar chart of the report draws a per-sample figure (or a fixed cost), never seconds per epoch:
+    the reference's CPU points trained on fewer samples than its GPU points."""
+    drawn = []
+    real = charts.bar_facets
+
+    def spy(frame, value, *a, **kw):
+        drawn.append((value, kw.get("xlabel", "")))
+        return real(frame, value, *a, **kw)
+
+    for mod in sections.modules():
+        if hasattr(mod, "bar_facets"):
+            monkeypatch.setattr(mod, "bar_facets", spy)
+    _check_sections(reference_ctx)
+    per_sample = {"samples_per_s", "speedup", "j_per_1k", "compile_s"}
+    assert drawn and {v for v, _ in drawn} <= per_sample, drawn
+    assert all(label for _, label in drawn)  # every chart says its unit
+    # the relative time and cost chart: per sample too
+    rel, _ = costs.relative_table(reference_ctx.costed, {"device": "cpu", "backend": "jax"})
+    r = rel[(rel["workload"] == "resnet50") & (rel["device · backend"] == "gpu · jax") & (rel["batch"] == 64)]
+    base = rel[(rel["workload"] == "resnet50") & (rel["base"] != "")].iloc[0]
+    assert base["device · backend"] == "cpu · jax"
+    summ = reference_ctx.summary
+    cpu = summ[(summ["workload"] == "resnet50") & (summ["device"] == "cpu") & (summ["backend"] == "jax")]
+    gpu = summ[(summ["workload"] == "resnet50") & (summ["device"] == "gpu") & (summ["backend"] == "jax")
+               & (summ["batch_size"] == 64) & (summ["precision"] == "float32") & (summ["jit_compile"] == "auto")]
+    assert (cpu["n_train"].iloc[0], gpu["n_train"].iloc[0]) == (128, 1280)  # different epoch sizes
+    expect = cpu["samples_per_s"].iloc[0] / gpu["samples_per_s"].iloc[0]
+    got = r[(r["s per source epoch"] - gpu["source_epoch_s"].iloc[0]).abs() < 1e-6]["time × base"].iloc[0]
+    assert got == pytest.approx(expect) and got < 0.01  # per sample: 0.0049x, not the 0.049x of s/epoch
+
+
+def test_speedups_pair_only_matched_configurations(reference_ctx):
+    """On the reference: cnn_cifar10's headline used to read 38.5x (JAX bf16 GPU over torch fp32 CPU)."""
+    from helpers.report.sections.verdict import verdict_table
+
+    pairs = aggregate.matched_pairs(reference_ctx.summary)
+    assert (pairs["n_train_cpu"] != pairs["n_train_gpu"]).any()  # per sample: epoch sizes may differ
+    cifar = pairs[(pairs["workload"] == "cnn_cifar10") & (pairs["backend"] == "jax")]
+    assert len(cifar) == 1 and cifar.iloc[0]["speedup"] == pytest.approx(50.9, rel=0.01)
+    v = verdict_table(reference_ctx.costed).set_index("workload")
+    assert v.loc["cnn_cifar10", "speedup × (matched)"].startswith("50.9")
+    assert "batch 1000 · float32" in v.loc["cnn_cifar10", "matched pair (GPU side; CPU: same on its CPU)"]
+    assert "mixed_bfloat16" in v.loc["cnn_cifar10", "best GPU"]  # best against best names both in full
+    assert "torch" in v.loc["cnn_cifar10", "best CPU"]
+    assert v.loc["fasttext_imdb", "speedup × (matched)"].startswith("81.4")
 
 
 def test_repeats_are_pooled_with_spread_and_speedup_pairs_devices(tmp_path):
     recs = [_rec(0), _rec(1, epoch_s=[1.2, 1.3], median_epoch_s=1.25, point_id="p1b"),
-            _rec(2, device="gpu", device_used="gpu", epoch_s=[0.1, 0.12, 0.11], median_epoch_s=0.11,
-                 fingerprint={**_rec()["fingerprint"], "gpu_names": ["NVIDIA H100"]}),
-            _rec(3, status="skipped", reason="no GPU", device="gpu", epoch_s=[], median_epoch_s=None)]
-    # the GPU record is on another machine (GPU name in the fingerprint): no same-machine pair
-    df, _, _ = _table(tmp_path, recs)
-    summ = report.summarise(df)
+            _rec(2, device="gpu", device_used="gpu", epoch_s=[0.1, 0.12, 0.11], median_epoch_s=0.11),
+            _rec(3, device="gpu", device_used="gpu", epoch_s=[0.1, 0.1], median_epoch_s=0.1, point_id="p3b"),
+            _rec(4, device="gpu", device_used="gpu", epoch_s=[0.1], median_epoch_s=0.1, point_id="p4",
+                 fingerprint={**_rec()["fingerprint"], "host": "other", "gpu_names": ["NVIDIA H100"]}),
+            _rec(5, status="skipped", reason="no GPU", device="gpu", epoch_s=[], median_epoch_s=None)]
+    ctx = _ctx(tmp_path, recs)
+    summ = ctx.summary
     cpu = summ[summ["device"] == "cpu"].iloc[0]
     assert cpu["n_runs"] == 2 and cpu["n_epochs"] == 5
     assert cpu["s_per_epoch"] == pytest.approx(1.1) and cpu["min"] == pytest.approx(0.9)
     assert cpu["max"] == pytest.approx(1.3)
     assert cpu["samples_per_s"] == pytest.approx(1000 / 1.1)
+    assert (cpu["runs_sps_min"], cpu["runs_sps_max"]) == (pytest.approx(800), pytest.approx(1000))
     assert cpu["s_per_step"] == pytest.approx(0.11)
-    assert report.speedup_table(summ).empty
-    head = report.headline(summ)
-    assert head.iloc[0]["GPU speedup ×"] == pytest.approx(1.1 / 0.11)
-    assert head.iloc[0]["% less time"] == pytest.approx(90.0)
-    assert report.problems_table(df).iloc[0]["reason"] == "no GPU"
+    assert cpu["source_epoch_s"] == pytest.approx(50000 / (1000 / 1.1))  # CIFAR-10's 50,000 images
+    pairs = aggregate.matched_pairs(summ)
+    assert len(pairs) == 1 and pairs.iloc[0]["machine"].startswith("h1 ")  # the other host's GPU is not paired
+    p = pairs.iloc[0]
+    assert p["interval"] == "runs" and p["speedup"] == pytest.approx((1000 / 0.1) / (1000 / 1.1))
+    assert p["speedup_lo"] == pytest.approx((1000 / 0.11) / 1000) and p["speedup_hi"] == pytest.approx(10000 / 800)
+    assert "no GPU" in sections.build(sections.get("provenance"), ctx)._repr_html_()
 
 
-def test_a_workloads_own_knobs_make_different_configurations(tmp_path):
+def test_a_workloads_own_knobs_make_different_configurations_and_labels_say_only_what_varies(tmp_path):
     """catsdogs' variant, fasttext's ngram_range, vgg's augment_impl...: never pooled as repeats."""
-    p = {"threads": 0, "precision": "float32", "seed": 0}
+    p = {"threads": 0, "precision": "float32", "seed": 0, "data_dir": ""}
     recs = [_rec(0, workload="catsdogs", params={**p, "variant": "original"}),
             _rec(1, workload="catsdogs", params={**p, "variant": "deep", "seed": 1}, median_epoch_s=3.0,
                  samples_per_s=333.0),
             _rec(2, workload="catsdogs", params={**p, "variant": "deep", "seed": 2}, median_epoch_s=3.2,
                  samples_per_s=312.0)]
-    df, _, _ = _table(tmp_path, recs)
-    summ = report.summarise(df).set_index("knobs")
-    assert sorted(summ.index) == ["variant=deep", "variant=original"]
-    assert summ.loc["variant=original", "n_runs"] == 1 and summ.loc["variant=deep", "n_runs"] == 2  # seeds pool
-    assert sorted(report.labels(summ.reset_index())) == ["cpu · jax · variant=deep", "cpu · jax · variant=original"]
+    summ = _ctx(tmp_path, recs).summary.set_index("knobs")
+    assert sorted(summ.index) == ["data_dir=, variant=deep", "data_dir=, variant=original"]
+    assert summ.loc["data_dir=, variant=original", "n_runs"] == 1
+    assert summ.loc["data_dir=, variant=deep", "n_runs"] == 2  # seeds pool
+    assert sorted(aggregate.labels(summ.reset_index())) == ["cpu · jax · variant=deep", "cpu · jax · variant=original"]
 
 
-def test_costs_match_profiles_by_fingerprint_or_host_and_unknown_has_none(tmp_path):
+def test_costs_price_the_rented_machine_per_sample_and_unknown_profiles_have_none(tmp_path):
     fp_gpu = {**_rec()["fingerprint"], "host": "cloud1", "gpu_names": ["Tesla P100-PCIE-16GB"]}
-    recs = [_rec(0), _rec(1, device="gpu", device_used="gpu", fingerprint=fp_gpu, epoch_s=[0.2, 0.2],
-                          median_epoch_s=0.2)]
-    df, _, _ = _table(tmp_path, recs)
-    summ = report.summarise(df)
-    prices = report.load_prices()
-    costed = report.add_costs(summ, prices)
-    by = costed.set_index("device")
-    p100 = prices["profiles"]["gcp-n1-standard-1-p100"]
-    assert by.loc["gpu", "profile"] == "gcp-n1-standard-1-p100"
-    assert by.loc["gpu", "on_demand_per_epoch"] == pytest.approx(0.2 * p100["on_demand_per_hour"] / 3600)
-    assert report._isnull(by.loc["cpu", "profile"]) and report._isnull(by.loc["cpu", "on_demand_per_epoch"])
-    costed = report.add_costs(summ, prices, host_profiles={"h1": "azure-p100-vm"})
-    assert costed.set_index("device").loc["cpu", "profile"] == "azure-p100-vm"
-    rel, missing = report.relative_table(costed, {"device": "gpu"})
-    assert missing == []
-    base = rel[rel["base"] != ""].iloc[0]
-    assert base["time × base"] == pytest.approx(1.0) and base["cost × base (on-demand)"] == pytest.approx(1.0)
+    # a threads: 1 point narrowed to one CPU of a 4-CPU machine is priced as the 4-CPU machine
+    fp_cpu = {**_rec()["fingerprint"], "cpu_logical": 4, "cpu_allowed": 1}
+    recs = [_rec(0, fingerprint=fp_cpu, params={"threads": 1, "precision": "float32"}),
+            _rec(1, device="gpu", device_used="gpu", fingerprint=fp_gpu, epoch_s=[0.2, 0.2], median_epoch_s=0.2)]
+    prices = {"currency": "USD", "profiles": {
+        "four": {"match": {"cpus": 4, "gpus": 0}, "on_demand_per_hour": 0.4, "source": "t", "date": "t"},
+        "one": {"match": {"cpus": 1, "gpus": 0}, "on_demand_per_hour": 0.1, "source": "t", "date": "t"}}}
+    ctx = _ctx(tmp_path, recs)
+    by = costs.add_costs(ctx.summary, prices).set_index("device")
+    assert by.loc["cpu", "profile"] == "four"
+    assert by.loc["cpu", "on_demand_per_1k"] == pytest.approx(0.4 / 3600 * 1000 / (1000 / 1.0))
+    assert fmt.isnull(by.loc["gpu", "profile"]) and fmt.isnull(by.loc["gpu", "on_demand_per_1k"])
+    real = costs.load_prices()
+    costed = costs.add_costs(ctx.summary, real)
+    p100 = real["profiles"]["gcp-n1-standard-1-p100"]
+    g = costed.set_index("device").loc["gpu"]
+    assert g["profile"] == "gcp-n1-standard-1-p100"
+    assert g["on_demand_per_source_epoch"] == pytest.approx(50000 * 0.2 / 1000 * p100["on_demand_per_hour"] / 3600)
+    # a colleague's record names a profile only their prices.yaml has: no price, said once, no crash
+    ctx2 = _ctx(tmp_path / "b", [_rec(0, price_profile="their-own-box")])
+    assert any("their-own-box" in str(v) for _, v, _ in ctx2.notes)
+    assert fmt.isnull(ctx2.costed.iloc[0]["profile"])
     # no hard-coded price in the code: every profile cites its source and date
-    for name, p in prices["profiles"].items():
+    for name, p in real["profiles"].items():
         assert p.get("source") and p.get("date"), name
-    src = Path(report.__file__).read_text()
-    for p in prices["profiles"].values():
+    src = "".join(f.read_text() for f in Path(report.__file__).parent.rglob("*.py"))
+    for p in real["profiles"].values():
         for k in ("on_demand_per_hour", "preemptible_per_hour"):
             if p.get(k) and len(str(p[k])) >= 5:  # distinctive figures such as 0.4975
                 assert str(p[k]) not in src
 
 
 def test_published_figures_cite_sources_and_use_suite_workload_names():
-    pub = report.load_published()
+    pub = published.load_published()
     assert len(pub) > 50
-    known = {"cnn_cifar10", "cnn_256", "mlp_mnist", "cnn_mnist", "vgg_cifar10", "fasttext_imdb", "bilstm_imdb",
-             "lstm_textgen", "catsdogs", "resnet50"}
-    assert set(pub["workload"]) <= known
+    known = set(aggregate.source_epochs())
+    assert len(known) == 10 and set(pub["workload"]) <= known
     assert pub["source"].str.len().gt(0).all() and pub["ref"].str.len().gt(0).all()
     for seed in ("000_", "001_", "002_", "003_", "004_"):
         assert pub["source"].str.startswith(seed).any(), seed
     k80 = pub[(pub["metric"] == "s_per_epoch") & pub["hardware"].str.contains("K80") & (pub["workload"] == "mlp_mnist")]
     assert "v2/logs/k80/mnist_mlp_tensorflow.csv" in k80.iloc[0]["ref"]
     assert 3.1 < k80.iloc[0]["value"] < 3.3
-    assert not report.published_throughput(pub).empty
+    assert not published.published_throughput(pub).empty
 
 
-def test_html_escapes_record_text_everywhere():
+def test_html_escapes_record_text_everywhere(tmp_path):
     import pandas as pd
 
-    t = report.html_table(pd.DataFrame({"workload": [XSS], "v": [1.0]}))
+    t = fmt.html_table(pd.DataFrame({"workload": [XSS], "v": [1.0]}))
     assert "<script>" not in t and "&lt;script&gt;" in t
-    assert "<script>" not in report.note("name {}", XSS)
-    assert "<b>" in report.note("<b>{}</b>", XSS)
+    assert "<script>" not in fmt.note("name {}", XSS)
+    assert "<b>" in fmt.note("<b>{}</b>", XSS)
+    report.setup_plots()
+    ctx = _ctx(tmp_path, [_rec(0, workload=XSS, reason=XSS), _rec(1, status="failed", reason=XSS, workload=XSS)])
+    for s in _check_sections(ctx).values():
+        assert "<script>window" not in s._repr_html_(), s.name
 
 
 def test_index_lists_notebooks_and_missing_ones(tmp_path):

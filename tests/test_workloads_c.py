@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from _util import in_fresh_python
 
-from helpers import data, device, params
+from helpers import data, datasets_text, device, params
 from helpers.paths import NOTEBOOKS
-from helpers.workloads import get, text
+from helpers.workloads import fasttext_imdb, get
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
 ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]
@@ -91,7 +91,7 @@ def test_ngram_features_match_the_source_up_to_id_numbering(ngram_range):
             ngram_set.update(zip(*[list(s)[i:] for i in range(n)]))
     token_indice = {v: k + base + 1 for k, v in enumerate(ngram_set)}
     indice_token = {i: t for t, i in token_indice.items()}
-    tables = text.ngram_table(train, ngram_range, base)
+    tables = fasttext_imdb.ngram_table(train, ngram_range, base)
     assert sum(len(t) for t in tables) == len(ngram_set)
     ours_ids = {}
     for j, t in enumerate(tables):  # our numbering: bigrams first, then trigrams, sorted
@@ -101,7 +101,7 @@ def test_ngram_features_match_the_source_up_to_id_numbering(ngram_range):
             ours_ids[off + r] = tuple(int(code) // base ** (n - 1 - k) % base for k in range(n))
     for seqs in (train, test):
         src = _source_add_ngram([list(s) for s in seqs], token_indice, ngram_range)
-        ours = text.add_ngrams(seqs, tables, ngram_range, base + 1, base)
+        ours = fasttext_imdb.add_ngrams(seqs, tables, ngram_range, base + 1, base)
         for a, b, s in zip(src, ours, seqs):
             assert len(a) == len(b)
             assert list(b[:len(s)]) == list(s)
@@ -111,7 +111,7 @@ def test_ngram_features_match_the_source_up_to_id_numbering(ngram_range):
 def test_imdb_npz_read_like_keras_and_real_loader(tmp_path, monkeypatch):
     home = Path(os.environ["KERAS_HOME"])
     raw = write_imdb_npz(home)
-    x, y, xt, yt = text.read_imdb_npz(raw, 5000)
+    x, y, xt, yt = datasets_text.read_imdb_npz(raw, 5000)
     assert len(x) == 160 and len(xt) == 40 and set(np.unique(y)) <= {0, 1}
     assert all(s[0] == 1 and s.max() < 5000 and s.dtype == np.int32 for s in x)
     # the same words as the file, offset by 3, out-of-vocabulary -> 2, in keras' shuffled order
@@ -125,7 +125,7 @@ def test_imdb_npz_read_like_keras_and_real_loader(tmp_path, monkeypatch):
     d = get("fasttext_imdb").load(p)
     assert d.source == "real" and d.x_train.shape == (100, 60) and d.x_val.shape == (20, 60)
     rows = 5000 + 1 + len(source_bigrams(f["x_train"], 5000))  # the table comes from all 160 reviews
-    assert d.extra["embedding_rows"] == rows == text.embedding_rows(p)
+    assert d.extra["embedding_rows"] == rows == fasttext_imdb.embedding_rows(p)
     assert d.x_train.max() < rows and d.extra["ngram_corpus_reviews"] == 160
     b = get("bilstm_imdb").load({**get("bilstm_imdb").defaults, "data_source": "real", "n_train": 50,
                                  "max_features": 5000, "maxlen": 30})
@@ -147,7 +147,7 @@ def test_nietzsche_vectorised_like_the_source():
     p = {**get("lstm_textgen").defaults, "data_source": "auto", "n_train": None, "seed": 0}
     d = get("lstm_textgen").load(p)
     chars = sorted(set(txt))
-    assert d.source == "real" and d.extra["n_chars"] == len(chars) == len(text.text_chars(p))
+    assert d.source == "real" and d.extra["n_chars"] == len(chars) == len(datasets_text.text_chars(p))
     # the source's loop
     sentences = [txt[i:i + 40] for i in range(0, len(txt) - 40, 3)]
     nxt = [txt[i + 40] for i in range(0, len(txt) - 40, 3)]
@@ -164,14 +164,14 @@ def test_nietzsche_vectorised_like_the_source():
 
 
 def test_synthetic_data_has_the_sources_shapes():
-    x, y = text.synthetic_imdb(400, 20000, 0)
+    x, y = datasets_text.synthetic_imdb(400, 20000, 0)
     lens = np.array([len(s) for s in x])
     assert 150 < lens.mean() < 330 and lens.min() >= 11 and lens.max() <= 2495
     assert all(s[0] == 1 for s in x) and max(s.max() for s in x) < 20000 and set(np.unique(y)) == {0, 1}
     assert (np.concatenate(x) == 2).mean() > 0.005  # out-of-vocabulary words exist, as in IMDb
-    assert len(text.SYNTH_ALPHABET) == len(set(text.SYNTH_ALPHABET)) == 57
-    t = text.synthetic_text(20000, 0)
-    assert len(t) == 20000 and set(t) <= set(text.SYNTH_ALPHABET)
+    assert len(datasets_text.SYNTH_ALPHABET) == len(set(datasets_text.SYNTH_ALPHABET)) == 57
+    t = datasets_text.synthetic_text(20000, 0)
+    assert len(t) == 20000 and set(t) <= set(datasets_text.SYNTH_ALPHABET)
     d = get("lstm_textgen").load({**get("lstm_textgen").defaults, "data_source": "synthetic", "n_train": 300,
                                   "seed": 0})
     assert d.source == "synthetic" and d.x_train.shape == (300, 40, 57) and d.y_train.shape == (300, 57)
@@ -202,7 +202,8 @@ def test_parameter_counts_keras_reader_and_lstm_kernel_record(tmp_path):
         "import numpy as np\n"
         "import keras\n"
         "from keras.src.datasets import imdb as kimdb\n"
-        "from helpers.workloads import get, text\n"
+        "from helpers import datasets_text\n"
+        "from helpers.workloads import fasttext_imdb, get, lstm\n"
         "res = {}\n"
         "for name, extra in [('bilstm_imdb', {}), ('lstm_textgen', {'data_source': 'synthetic'}),\n"
         "                    ('fasttext_imdb', {'ngram_range': 1, 'data_source': 'synthetic'}),\n"
@@ -211,11 +212,11 @@ def test_parameter_counts_keras_reader_and_lstm_kernel_record(tmp_path):
         "    m = get(name).build(p)\n"
         "    res[f\"{name}-{extra.get('ngram_range', '')}\"] = [m.count_params(), list(m.output_shape[1:])]\n"
         "    if name == 'fasttext_imdb':\n"
-        "        res[f\"rows-{extra['ngram_range']}\"] = text.embedding_rows(p)\n"
+        "        res[f\"rows-{extra['ngram_range']}\"] = fasttext_imdb.embedding_rows(p)\n"
         "p = {**get('bilstm_imdb').defaults, 'seed': 0}\n"
         "for impl in ('auto', 'generic'):\n"
         "    m = get('bilstm_imdb').build({**p, 'lstm_impl': impl})\n"
-        "    res[impl] = text.describe_lstm(m, {**p, 'lstm_impl': impl})\n"
+        "    res[impl] = lstm.describe_lstm(m, {**p, 'lstm_impl': impl})\n"
         "try:\n"
         "    get('bilstm_imdb').build({**p, 'lstm_impl': 'cudnn'})\n"
         "except ValueError as e:\n"
@@ -223,11 +224,11 @@ def test_parameter_counts_keras_reader_and_lstm_kernel_record(tmp_path):
         "# keras' own loader on the same file (its download step replaced by the cached path)\n"
         f"kimdb.get_file = lambda *a, **k: {str(raw)!r}\n"
         "(kx, ky), (kxt, kyt) = kimdb.load_data(num_words=5000)\n"
-        "x, y, xt, yt = text.read_imdb_npz(text.imdb_cache_file(), 5000)\n"
+        "x, y, xt, yt = datasets_text.read_imdb_npz(datasets_text.imdb_cache_file(), 5000)\n"
         "res['same_as_keras'] = ([list(s) for s in x] == [list(s) for s in kx] and (y == ky).all()\n"
         "                        and [list(s) for s in xt] == [list(s) for s in kxt] and bool((yt == kyt).all()))\n"
         "seqs = [np.arange(1, n + 1, dtype=np.int32) for n in (0, 3, 12)]\n"
-        "res['pad'] = bool((text._pad(seqs, 5) == keras.utils.pad_sequences(seqs, maxlen=5)).all())\n"
+        "res['pad'] = bool((datasets_text._pad(seqs, 5) == keras.utils.pad_sequences(seqs, maxlen=5)).all())\n"
         "print('JSON' + json.dumps(res, default=str))\n")
     res = json.loads(out.split("JSON", 1)[1])
     assert res["bilstm_imdb-"] == [2_658_945, [1]] and get("bilstm_imdb").expected_params == 2_658_945
@@ -249,14 +250,14 @@ def test_lstm_auto_avoids_jax_cudnn_under_bfloat16():
     """jaxlib's cuDNN RNN has no bfloat16 kernel: 'auto' must take the generic loop, 'cudnn' must refuse."""
     out = _in_fresh_python(
         "import json, keras\n"
-        "from helpers.workloads import get, text\n"
+        "from helpers.workloads import get, lstm\n"
         "res = {}\n"
         "for policy in ('float32', 'mixed_bfloat16'):\n"
         "    keras.mixed_precision.set_global_policy(policy)\n"
         "    p = {**get('lstm_textgen').defaults, 'seed': 0, 'data_source': 'synthetic'}\n"
-        "    res[policy] = text.describe_lstm(get('lstm_textgen').build(p), p)\n"
+        "    res[policy] = lstm.describe_lstm(get('lstm_textgen').build(p), p)\n"
         "    try:\n"
-        "        text._lstm(8, {'lstm_impl': 'cudnn'})\n"
+        "        lstm._lstm(8, {'lstm_impl': 'cudnn'})\n"
         "    except ValueError as e:\n"
         "        res[policy + '-cudnn'] = str(e)\n"
         "print('JSON' + json.dumps(res, default=str))\n", backend="jax")
@@ -289,7 +290,7 @@ def _common_asserts(rec, backend, n_train, batch_size):
     assert rec["n_train"] == n_train and rec["first_epoch_s"] > 0 and len(rec["epoch_s"]) == 1
     assert rec["samples_per_s"] == pytest.approx(n_train / rec["median_epoch_s"])
     assert rec["steps_per_epoch"] == math.ceil(n_train / batch_size)
-    assert len(rec["history"]["loss"]) == 2 and rec["source"] == text.SOURCE
+    assert len(rec["history"]["loss"]) == 2 and rec["source"] == fasttext_imdb.SOURCE
 
 
 @pytest.mark.slow

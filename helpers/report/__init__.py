@@ -26,11 +26,12 @@ from __future__ import annotations
 from . import sections
 from .charts import setup_plots
 from .context import Context, build_context
-from .costs import PriceError, check_profile, load_prices
+from .costs import PriceError, add_costs, check_profile, load_prices, record_profiles
 from .fmt import REPORT_CSS, esc, html_table, note
 from .index import render_index
 from .point import plot_point
 from .render import render_html
 
-__all__ = ["Context", "PriceError", "REPORT_CSS", "build_context", "check_profile", "esc", "html_table",
-           "load_prices", "note", "plot_point", "render_html", "render_index", "sections", "setup_plots"]
+__all__ = ["Context", "PriceError", "REPORT_CSS", "add_costs", "build_context", "check_profile", "esc", "html_table",
+           "load_prices", "note", "plot_point", "record_profiles", "render_html", "render_index", "sections",
+           "setup_plots"]

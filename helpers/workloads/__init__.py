@@ -7,71 +7,23 @@ imports no framework (the device must be forced first).
     build_model("cnn_cifar10", params)  -> a compiled keras.Model
     load_data("cnn_cifar10", params)    -> helpers.data.Dataset
 
-One module per workload (or family) in this package registers its entries with ``register``;
-``_MODULES`` lists them. To add a workload: a module here, its notebook in ``notebooks/``.
+One module per workload in this package registers its entry with ``register`` (from
+``.registry``, re-exported here); ``_MODULES`` lists them. To add a workload: a module here, its
+line in ``_MODULES``, its notebook in ``notebooks/``. Helper modules that register nothing
+(``registry``, ``lstm``, ``shift``) are not listed.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from .. import data as _data
+from .registry import REGISTRY, Workload, build_model, get, load_data, names, register
 
-
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    source: str  # seed document it reproduces
-    summary: str
-    defaults: dict
-    build: Callable[[dict], object]  # params -> uncompiled keras.Model
-    compile_args: Callable[[dict], dict]  # params -> kwargs of model.compile (optimizer, loss, metrics)
-    load: Callable[[dict], _data.Dataset]
-    expected_params: int | None = None  # parameter count the source gives
-    extra_params: dict = field(default_factory=dict)  # workload-only knobs: name -> helpers.params.Param
-    # after training: facts for the record that only the model/backend can tell (e.g. LSTM kernel)
-    describe: Callable[[object, dict], dict] | None = None
-
-
-REGISTRY: dict[str, Workload] = {}
-
-
-def register(w: Workload) -> Workload:
-    if not w.name.isidentifier():
-        raise ValueError(f"workload name must be a valid identifier: {w.name!r}")
-    REGISTRY[w.name] = w
-    return w
-
-
-def names() -> tuple[str, ...]:
-    return tuple(sorted(REGISTRY))
-
-
-def get(name: str) -> Workload:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown workload {name!r}; known: {', '.join(names())}") from None
-
-
-def build_model(name: str, params: dict):
-    """The workload's model, compiled with its optimiser, loss, metrics and ``jit_compile``."""
-    w = get(name)
-    model = w.build(params)
-    jit = params.get("jit_compile", "auto")
-    model.compile(**w.compile_args(params), jit_compile=jit)
-    return model
-
-
-def load_data(name: str, params: dict) -> _data.Dataset:
-    return get(name).load(params)
-
-
+__all__ = ["REGISTRY", "Workload", "build_model", "get", "load_data", "names", "register"]
 
 # The modules that register workloads (imported on first use of the registry; none imports Keras
 # at import time).
-_MODULES = ("cnn_cifar10", "mnist", "vgg_cifar10", "resnet50", "cnn_256", "catsdogs", "text")
+_MODULES = ("cnn_cifar10", "mnist", "vgg_cifar10", "resnet50", "cnn_256", "catsdogs",
+            "fasttext_imdb", "bilstm_imdb", "lstm_textgen")
 for _m in _MODULES:
     importlib.import_module(f"{__name__}.{_m}")

@@ -23,9 +23,9 @@ Knobs beyond the common ones: ``variant``, ``data_dir`` (the public archive's la
 
 from __future__ import annotations
 
-from ..images import Augment, image_dataset
+from ..images import Augment, image_plan
 from ..params import Param
-from . import Workload, register
+from .registry import Workload, register
 
 VARIANTS = ("original", "improved", "highres", "deep")
 VARIANT_SIZE = {"original": 64, "improved": 64, "highres": 128, "deep": 64}
@@ -97,9 +97,12 @@ def _compile(params: dict) -> dict:
 def _load(params: dict):
     variant = params.get("variant", "original")
     s = image_side(params)
-    return image_dataset(params, image_size=(s, s), n_classes=N_CLASSES, augment=AUGMENT, label_mode="binary",
-                         what="catsdogs (the cats-and-dogs archive)", default_n=SOURCE_IMAGES,
-                         extra={"variant": variant, "conv_layers": conv_layers(variant)})
+    plan = image_plan(params, image_size=(s, s), n_classes=N_CLASSES, augment=AUGMENT, label_mode="binary",
+                      what="catsdogs (the cats-and-dogs archive)", default_n=SOURCE_IMAGES,
+                      extra={"variant": variant, "conv_layers": conv_layers(variant)})
+    from ..image_sequence import image_dataset  # imports keras: the device is forced by now
+
+    return image_dataset(plan)
 
 
 def _describe(model, params: dict) -> dict:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 
-from ..images import Augment, image_dataset
+from ..images import Augment, image_plan
 from ..params import Param
-from . import Workload, register
+from .registry import Workload, register
 
 SOURCE_SIZE = 256
 N_CLASSES = 4
@@ -122,8 +122,11 @@ def _compile(params: dict) -> dict:
 
 def _load(params: dict):
     s = image_side(params)
-    return image_dataset(params, image_size=(s, s), n_classes=N_CLASSES, augment=AUGMENT, label_mode="int",
-                         what="cnn_256 (seed 001's 4-class image set)", default_n=SOURCE_IMAGES)
+    plan = image_plan(params, image_size=(s, s), n_classes=N_CLASSES, augment=AUGMENT, label_mode="int",
+                      what="cnn_256 (seed 001's 4-class image set)", default_n=SOURCE_IMAGES)
+    from ..image_sequence import image_dataset  # imports keras: the device is forced by now
+
+    return image_dataset(plan)
 
 
 def trainable_params(model) -> int:

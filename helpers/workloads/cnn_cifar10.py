@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import data as _data
-from . import Workload, register
+from .registry import Workload, register
 
 
 def _cnn_cifar10(params: dict):

@@ -17,7 +17,7 @@ laptop CPU 1 min 52 s vs one Tesla P100 8.43 s.
 from __future__ import annotations
 
 from .. import datasets_images as _img
-from . import Workload, register
+from .registry import Workload, register
 
 SOURCE = "002_51261036f2f3f066.txt"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from .. import data as _data
 from .. import datasets_images as _img
 from ..params import Param
-from . import Workload, register
+from .registry import Workload, register
 
 CLASSES = 1000
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from .. import data as _data
 from ..params import Param
-from . import Workload, register
+from .registry import Workload, register
 
 AUGMENTATION = {
     "matmul": "in-model: RandomShift(0.1, 0.1) (bilinear, 'nearest' fill, as two matmuls) + RandomFlip('horizontal')",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..fmt import spread_text
 from ..table import CONFIG_KEYS
-from . import Section
+from .base import Section
 
 TITLE = "Backend against backend on the same device"
 LEAD = ("TensorFlow, JAX and PyTorch through Keras 3 on the same machine, device, batch, precision, knobs and "

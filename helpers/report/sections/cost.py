@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..charts import PALETTE, grid
 from ..costs import price_sources, relative_table
 from ..fmt import html_table, isnull
-from . import Section
+from .base import Section
 
 TITLE = "Training time and cost relative to a base configuration"
 LEAD = ("As seed 002 does: per workload, each configuration's time and cost per sample divided by the base's "

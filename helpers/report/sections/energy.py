@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import num
-from . import Section
+from .base import Section
 
 TITLE = "Energy per epoch and per 1,000 samples"
 LEAD = ("Where the GPU's energy was measured (NVML): the board's energy counter differenced at synchronised "

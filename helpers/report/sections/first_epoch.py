@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import num, spread_text
-from . import Section
+from .base import Section
 
 TITLE = "First epoch (compilation) beside the steady state"
 LEAD = ("The first epoch includes tracing, XLA/graph compilation and autotuning; it is never summed into the "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..aggregate import labels
 from ..charts import MAX_LINES, grid
 from ..table import latest_ok
-from . import Section
+from .base import Section
 
 TITLE = "Loss and accuracy per epoch"
 LEAD = ("The latest run of each configuration (at most eight per workload). On synthetic data, accuracy only "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..fmt import isnull, short_path
-from . import Section
+from .base import Section
 
 TITLE = "Provenance"
 LEAD = ("The machines (hardware and software fingerprints), library versions, the points that failed or were "

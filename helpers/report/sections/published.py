@@ -7,7 +7,7 @@ import numpy as np
 from ..charts import PALETTE, colour, grid, plain_log
 from ..fmt import html_table, isnull
 from ..published import versus_published
-from . import Section
+from .base import Section
 
 TITLE = "Your machine against the published figures"
 LEAD = ("The figures the source documents published (data/published_figures.csv, each with its document and "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..aggregate import labels
 from ..charts import MAX_LINES, colour, grid, plain_log
 from ..table import CONFIG_KEYS
-from . import Section
+from .base import Section
 
 TITLE = "Throughput against batch size, CPU threads, augmentation and input workers"
 LEAD = ("Seed 002 scaled vCPUs, seed 004 tuned batch_size and workers and measured augmentation on/off. A panel "

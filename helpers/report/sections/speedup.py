@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..aggregate import labels, matched_pairs
 from ..charts import bar_facets
 from ..fmt import num, spread_text
-from . import Section
+from .base import Section
 
 TITLE = "Speedup of the GPU over the CPU (matched configurations)"
 LEAD = ("GPU samples/s ÷ CPU samples/s of the same machine, workload, backend, batch size, precision and "

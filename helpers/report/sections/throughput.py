@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..aggregate import MIN_STEPS, labels, precision_marks, source_epochs
 from ..charts import bar_facets
 from ..fmt import html_table, num, spread_text
-from . import Section
+from .base import Section
 
 TITLE = "Samples per second by workload × backend × device"
 LEAD = ("Training throughput of every configuration: steady-state samples per second (median of the steady "

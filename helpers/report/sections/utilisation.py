@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..charts import PALETTE
 from ..fmt import short_path, spread_text
-from . import Section
+from .base import Section
 
 TITLE = "Comparison summary and utilisation over time"
 LEAD = ("As seed 001 tabulates it: total time of the median run, seconds per epoch (with the samples an epoch "

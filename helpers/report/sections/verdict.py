@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..aggregate import describe, matched_pairs, varying_knobs
 from ..fmt import isnull, num, spread_text
-from . import Section
+from .base import Section
 
 TITLE = "At a glance: a verdict per workload"
 LEAD = ("Per workload: the fastest CPU and GPU configurations (named in full), the GPU's speedup over the CPU "

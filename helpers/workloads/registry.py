@@ -1,0 +1,65 @@
+"""The registry itself: the ``Workload`` record, ``register`` and the look-ups (no framework import).
+
+    from .registry import Workload, register   # in a workload module
+    register(Workload(name="cnn_cifar10", source=..., defaults=..., build=..., load=...))
+
+Workload modules import from here, not from the package: the package (``helpers.workloads``)
+imports them to register their entries and re-exports everything below, so the import graph has
+no cycle (package -> workload module -> registry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .. import data as _data
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    source: str  # seed document it reproduces
+    summary: str
+    defaults: dict
+    build: Callable[[dict], object]  # params -> uncompiled keras.Model
+    compile_args: Callable[[dict], dict]  # params -> kwargs of model.compile (optimizer, loss, metrics)
+    load: Callable[[dict], _data.Dataset]
+    expected_params: int | None = None  # parameter count the source gives
+    extra_params: dict = field(default_factory=dict)  # workload-only knobs: name -> helpers.params.Param
+    # after training: facts for the record that only the model/backend can tell (e.g. LSTM kernel)
+    describe: Callable[[object, dict], dict] | None = None
+
+
+REGISTRY: dict[str, Workload] = {}
+
+
+def register(w: Workload) -> Workload:
+    if not w.name.isidentifier():
+        raise ValueError(f"workload name must be a valid identifier: {w.name!r}")
+    REGISTRY[w.name] = w
+    return w
+
+
+def names() -> tuple[str, ...]:
+    return tuple(sorted(REGISTRY))
+
+
+def get(name: str) -> Workload:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown workload {name!r}; known: {', '.join(names())}") from None
+
+
+def build_model(name: str, params: dict):
+    """The workload's model, compiled with its optimiser, loss, metrics and ``jit_compile``."""
+    w = get(name)
+    model = w.build(params)
+    jit = params.get("jit_compile", "auto")
+    model.compile(**w.compile_args(params), jit_compile=jit)
+    return model
+
+
+def load_data(name: str, params: dict) -> _data.Dataset:
+    return get(name).load(params)
