@@ -81,11 +81,59 @@ def force(backend: str, device: str, threads: int = 0, environ: dict | None = No
 
 
 def apply_threads(backend: str, threads: int) -> None:
-    """Thread settings that exist only after the framework is imported."""
-    if threads and backend == "torch":
+    """Thread settings that exist only after the framework is imported (call before its first op)."""
+    if not threads:
+        return
+    if backend == "torch":
         import torch
 
         torch.set_num_threads(threads)
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        try:  # the same values TF would read from TF_NUM_*_THREADS, now also what TF reports
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1 if threads < 4 else 2)
+        except RuntimeError:  # TF's context already started: the variables from force() apply
+            pass
+
+
+# Variables that set thread counts (besides CPU affinity), recorded as they were in effect.
+THREAD_ENV_RECORDED = (*THREAD_ENV, "TF_NUM_INTEROP_THREADS", "XLA_FLAGS")
+
+
+def threads_in_effect(backend: str, environ: dict | None = None) -> dict:
+    """The thread settings ``backend`` runs with, as the framework reports them. Call after its import.
+
+    ``intra_op``/``inter_op``: threads for one op / for ops in parallel; ``source`` says where each
+    figure comes from. torch and TF report their own pools (TF's 0 means "its default": the variable
+    ``TF_NUM_*_THREADS`` when set, else one thread per core the process may use). XLA's CPU client
+    (JAX) has no API for it: it sizes its pool from the CPU affinity, which ``force()`` narrows.
+    """
+    env = os.environ if environ is None else environ
+    cores = len(allowed_cores())
+    out: dict = {"backend": backend, "cpu_affinity": cores, "intra_op": None, "inter_op": None,
+                 "source": None, "env": {k: env[k] for k in THREAD_ENV_RECORDED if k in env}}
+    try:
+        if backend == "torch":
+            import torch
+
+            out.update(intra_op=torch.get_num_threads(), inter_op=torch.get_num_interop_threads(),
+                       source="torch.get_num_threads() / get_num_interop_threads()")
+        elif backend == "tensorflow":
+            import tensorflow as tf
+
+            intra = tf.config.threading.get_intra_op_parallelism_threads()
+            inter = tf.config.threading.get_inter_op_parallelism_threads()
+            out["tf_reports"] = {"intra_op": intra, "inter_op": inter}
+            out.update(intra_op=intra or int(env.get("TF_NUM_INTRAOP_THREADS") or cores),
+                       inter_op=inter or int(env.get("TF_NUM_INTEROP_THREADS") or cores),
+                       source="tf.config.threading (0 resolved to TF_NUM_*_THREADS, else the cores allowed)")
+        elif backend == "jax":
+            out.update(intra_op=cores, source="XLA CPU sizes its thread pool from the CPU affinity")
+    except Exception as exc:  # a framework that cannot say: the record says why
+        out["error"] = f"{type(exc).__name__}: {exc}"[:200]
+    return out
 
 
 def tensor_placement(backend: str) -> tuple[str, str]:

@@ -86,7 +86,14 @@ def machine_key() -> str:
 
 
 def fingerprint() -> dict:
+    """The machine and software, taken **before** a point narrows its CPU affinity (``Point`` does).
+
+    ``cpu_logical``: the machine's logical CPUs (what a user rents); ``cpu_available``: the CPUs this
+    process may use when the fingerprint is taken (a container's limit); ``cpu_allowed``: the CPUs the
+    point ran on (``Point`` overwrites it after ``threads`` narrowed the affinity).
+    """
     vm = psutil.virtual_memory()
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     fp = {
         "host": socket.gethostname(),
         "os": f"{platform.system()} {platform.release()}",
@@ -94,7 +101,8 @@ def fingerprint() -> dict:
         "cpu_model": cpu_model(),
         "cpu_logical": psutil.cpu_count(logical=True),
         "cpu_physical": psutil.cpu_count(logical=False),
-        "cpu_allowed": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_available": allowed,
+        "cpu_allowed": allowed,
         "ram_gb": round(vm.total / 2**30, 1),
         "python": platform.python_version(),
         "versions": {p: v for p in PACKAGES if (v := _version(p))},

@@ -82,6 +82,11 @@ def expand(path) -> list[dict]:
         if not isinstance(block, dict):
             raise GridError(f"{where}: each point block is a mapping, found {block!r}")
         merged = {**defaults, **block}
+        for key in _params.RUNNER_SET:
+            if key in merged:
+                raise GridError(f"{where}: key '{key}' is set by the runner for every point (records go under "
+                                "outputs/runs/<time>/records, ids come from the parameters and the machine); "
+                                "remove it from the grid")
         for key in ("workload", "backend", "device"):
             if key not in merged:
                 raise GridError(f"{where}: key '{key}' is required")

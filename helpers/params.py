@@ -97,6 +97,10 @@ COMMON_DEFAULTS = {"n_val": 0, "data_source": "auto", "threads": 0, "precision":
 # Keys the runner may set that are not notebook parameters.
 RUNNER_KEYS = ("timeout_s",)
 
+# Notebook parameters the runner sets for every point (where its record goes, its id): a grid that sets
+# them would be silently overridden, so grids may not.
+RUNNER_SET = ("output_dir", "point_id")
+
 
 def validate(params: dict[str, Any], where: str = "parameters", spec: dict[str, Param] | None = None,
              workloads: tuple[str, ...] | None = None) -> None:

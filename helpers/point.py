@@ -89,6 +89,8 @@ class Point:
         self.sampler = None
         self.path: Path | None = None
         backend, dev = params["backend"], params["device"]
+        # the machine as rented, before force() narrows the affinity (cpu_allowed is set after it)
+        self.record["fingerprint"] = fingerprint()
         if not _device.backend_installed(backend):
             self.skip(f"backend not installed: the '{_device.BACKEND_MODULES[backend]}' package "
                       "is not importable in this Python")
@@ -96,6 +98,7 @@ class Point:
         if params.get("threads", 0) > cores:
             self.skip(f"threads={params['threads']} but this machine lets the process use {cores} cores")
         self.record["env_forced"] = _device.force(backend, dev, params.get("threads", 0))
+        self.record["fingerprint"]["cpu_allowed"] = len(_device.allowed_cores())
 
     @staticmethod
     def _folder(output_dir: str) -> Path:
@@ -137,9 +140,10 @@ class Point:
             self.skip(info["skip_reason"])
         keras.mixed_precision.set_global_policy(self.params.get("precision", "float32"))
         keras.utils.set_random_seed(self.params.get("seed", 0))
-        self.record["threads_used"] = _threads_used(backend)
+        thr = self.record["threads_in_effect"] = _device.threads_in_effect(backend)
         print(f"backend={backend} device={dev} -> {info['device_used']} ({info['detail']}); "
-              f"keras {keras.__version__}; threads {self.record['threads_used']}")
+              f"keras {keras.__version__}; threads intra-op {thr['intra_op']}, inter-op {thr['inter_op']} "
+              f"on {thr['cpu_affinity']} cores")
         return info
 
     def load_data(self):
@@ -173,7 +177,11 @@ class Point:
 
         model = model or self.model
         data = data or self.data
-        self.timer = make_epoch_timer()
+        # the GPUs this point uses (none on a CPU point: CUDA_VISIBLE_DEVICES is empty there)
+        sampler = Sampler(gpu_count=int(self.params.get("gpus", 1) or 1))
+        if sampler.has_gpu and self.record.get("device_used") == "gpu":
+            sampler.measure_idle(1.0)  # before training: idle power, recorded apart
+        self.timer = make_epoch_timer(probe=sampler.energy_mj if sampler.energy_counter else None)
         kwargs = {**data.fit_kwargs, **fit_kwargs}
         if data.train is not None:  # a PyDataset / tf.data / generator: batching is its own
             args = (data.train,)
@@ -186,7 +194,7 @@ class Point:
             kwargs.setdefault("validation_data",
                               (data.x_val, data.y_val) if data.x_val is not None else None)
         try:
-            with Sampler() as sampler:
+            with sampler:
                 self.sampler = sampler
                 model.fit(*args, epochs=self.params["epochs"], verbose=0, callbacks=[self.timer], **kwargs)
         except Exception as exc:
@@ -197,24 +205,27 @@ class Point:
         return self.timer.history
 
     def _collect(self):
-        from .sampler import framework_peak_memory
+        from .sampler import energy_figures, framework_peak_memory
         from .timing import spread
 
         t, s, rec = self.timer, self.sampler, self.record
         if t is None:
             return
-        train_s = [e - v for e, v in zip(t.epoch_s, t.val_s)]
+        train_s = list(t.train_s)  # each epoch's training part (its validation timed apart)
         n = rec.get("n_train") or 0
         bs = self.params["batch_size"]
         steps = (self.data.steps_per_epoch if self.data is not None and self.data.steps_per_epoch
                  else (math.ceil(n / bs) if n else None))
         rec["history"] = t.history
-        rec["epoch_total_s"] = t.epoch_s
-        rec["val_s"] = t.val_s
+        rec["epoch_total_s"] = list(t.epoch_s)  # every epoch, validation included
+        rec["val_s"] = list(t.val_s)  # every epoch's validation part (0.0 without validation)
         if train_s:
             rec["first_epoch_s"] = train_s[0]
         steady = train_s[1:]
-        rec["epoch_s"] = steady
+        rec["epoch_s"] = steady  # steady-state epochs, training only
+        rec["epoch_with_val_s"] = list(t.epoch_s[1:])  # the same epochs with their validation
+        rec["median_epoch_with_val_s"] = spread(rec["epoch_with_val_s"])["median"]
+        rec["timing"] = "epoch bounds read after a device sync; validation timed apart"
         st = spread(steady)
         rec["epoch_spread"] = st
         rec["median_epoch_s"] = st["median"]
@@ -232,12 +243,13 @@ class Point:
             else:  # epochs shorter than the sampling interval
                 rec["utilisation"] = s.summary()
                 rec["utilisation"]["window"] = "whole fit"
-            # energy: the GPU's mean sampled power over the steady state x the median epoch time
-            # (GPU points only: on a CPU point the GPU's idle power is not the training's energy)
-            power = rec["utilisation"].get("power_w_mean")
-            if power is not None and rec.get("device_used") == "gpu" and st["median"]:
-                rec["energy_j_per_epoch"] = power * st["median"]
-                rec["energy_method"] = f"mean NVML power over the {rec['utilisation']['window']} x median epoch"
+            rec["gpu_indices_used"] = list(s.gpu_indices)
+            # energy: GPU points only (on a CPU point no GPU is used), from the energy counter at the
+            # synchronised epoch bounds, else mean sampled power x time (energy_method says which)
+            if s.has_gpu and rec.get("device_used") == "gpu":
+                rec.update(s.idle)
+                rec.update(energy_figures(t.marks, train_s, s.idle.get("idle_power_w"),
+                                          rec["utilisation"].get("power_w_mean")))
             rec["utilisation_timeline"] = s.timeline()
             rec["epoch_bounds_s"] = [(a - s.t0, b - s.t0) for a, b in t.bounds]
         rec["utilisation"].update(framework_peak_memory(self.params["backend"],
@@ -256,22 +268,6 @@ class Point:
                   f"{rec['median_epoch_s']:.3f} s/epoch (median of {len(rec['epoch_s'])}), "
                   f"{rec['samples_per_s']:.0f} samples/s")
         return rec
-
-
-def _threads_used(backend: str) -> dict:
-    out = {"cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
-    try:
-        if backend == "torch":
-            import torch
-
-            out["torch_threads"] = torch.get_num_threads()
-        elif backend == "tensorflow":
-            import tensorflow as tf
-
-            out["tf_intra_op"] = tf.config.threading.get_intra_op_parallelism_threads()
-    except Exception:
-        pass
-    return out
 
 
 def _record_notebook() -> str:

@@ -3,7 +3,19 @@
 Keys (DESIGN.md): schema, point_id, workload, backend, device, device_used, status, reason, params,
 data_source, n_train, batch_size, epochs, first_epoch_s, epoch_s, median_epoch_s, step_s,
 samples_per_s, history, utilisation, energy_j_per_epoch, fingerprint, started_at, duration_s,
-notebook. More keys may be added; renaming one needs a new ``SCHEMA``.
+notebook. More keys may be added; renaming one, or changing its meaning, needs a new ``SCHEMA``.
+
+Schema 2 (issue 20) changed meanings: ``epoch_s``/``first_epoch_s``/``samples_per_s`` are the training
+part of an epoch with every clock read after a device sync (schema 1 on async backends, JAX and GPU
+TF/torch, let training run inside the validation window when ``n_val`` > 0); ``energy_j_per_epoch`` is
+the GPU energy counter differenced at synchronised epoch bounds on the GPUs the point used (schema 1:
+mean 1-s averaged power x median epoch, summed over every GPU NVML saw); ``utilisation`` is over the
+GPUs used only and adds ``proc_cpu_pct``; ``threads_in_effect`` replaces ``threads_used``; the
+fingerprint is taken before the CPU affinity is narrowed (``cpu_available`` added). New keys:
+``epoch_with_val_s``, ``median_epoch_with_val_s``, ``timing``, ``energy_method``, ``energy_j_epochs``,
+``energy_with_val_j_epochs``, ``first_epoch_energy_j``, ``energy_above_idle_j_per_epoch``,
+``energy_above_idle_j_epochs``, ``idle_power_w``, ``idle_window_s``, ``idle_method``,
+``gpu_indices_used``. ``read_records`` reads every schema in ``READABLE_SCHEMAS``.
 """
 
 from __future__ import annotations
@@ -12,10 +24,14 @@ import hashlib
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-SCHEMA = 1
+from .record_check import problem as _problem
+
+SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)  # older records stay readable; ``schema`` says which meanings they carry
 STATUSES = ("ok", "failed", "skipped")
 REQUIRED_KEYS = ("schema", "point_id", "workload", "backend", "device", "device_used", "status",
                  "reason", "params", "data_source", "n_train", "batch_size", "epochs",
@@ -24,6 +40,8 @@ REQUIRED_KEYS = ("schema", "point_id", "workload", "backend", "device", "device_
                  "notebook")
 # Parameters that do not change what is measured (where it is written, its id).
 _ID_EXCLUDED = ("output_dir", "point_id")
+MAX_RECORD_BYTES = 20 * 2**20  # a record is a few kB (a GPU timeline: tens of kB); more is not a record
+DUPLICATE = "duplicate of "  # how ``read_records`` names a dropped copy of a run it already read
 
 
 def point_id(params: dict, machine_key: str) -> str:
@@ -76,12 +94,29 @@ def _clean(obj):
     return obj
 
 
+def umask() -> int:
+    """This process's umask, read without changing it (``/proc``), else by setting and restoring it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, data: dict) -> Path:
-    """Write JSON to ``path`` atomically (temp file in the same folder, fsync, rename)."""
+    """Write JSON to ``path`` atomically (temp file in the same folder, fsync, rename), with the mode any
+    file of this process gets (0666 less the umask: ``mkstemp`` alone would make it 0600, unreadable to
+    the others sharing a results folder)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~umask())
         with os.fdopen(fd, "w") as f:
             json.dump(_clean(data), f, indent=1, sort_keys=True, allow_nan=False)
             f.flush()
@@ -106,29 +141,121 @@ def write_record(record: dict, folder: Path) -> Path:
 
 
 def is_record(obj) -> bool:
-    return (isinstance(obj, dict) and obj.get("schema") == SCHEMA
+    return (isinstance(obj, dict) and obj.get("schema") in READABLE_SCHEMAS
             and all(k in obj for k in ("point_id", "workload", "backend", "device", "status")))
 
 
+def read_json_file(path: Path, limit: int = MAX_RECORD_BYTES):
+    """``(object, None)`` from a JSON file, or ``(None, why)``. Regular files only (a symlink is followed
+    only to one): a FIFO would block forever and ``/dev/zero`` never ends; at most ``limit`` bytes."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or type(exc).__name__}"
+    if not stat.S_ISREG(st.st_mode):
+        return None, "not a regular file (a FIFO, a device or a folder)"
+    if st.st_size > limit:
+        return None, f"larger than {limit // 2**20} MB"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or type(exc).__name__}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat and open
+            return None, "not a regular file (a FIFO, a device or a folder)"
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or type(exc).__name__}"
+    finally:
+        os.close(fd)
+    if size > limit:
+        return None, f"larger than {limit // 2**20} MB"
+    try:
+        return json.loads(b"".join(chunks)), None
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 5,000 digits
+        return None, f"not valid JSON ({type(exc).__name__})"
+
+
+def why_not_record(obj) -> str | None:
+    """Why ``obj`` (parsed JSON) is not a usable record; None if it is one."""
+    if not isinstance(obj, dict):
+        return "not a record (not a JSON object)"
+    if "schema" not in obj:
+        return "missing key 'schema'" if "point_id" in obj else "not a record"
+    schema = obj["schema"]
+    if isinstance(schema, bool) or not isinstance(schema, int):
+        return "'schema' is not an integer"
+    for key in ("point_id", "workload", "backend", "device", "status"):
+        if key not in obj:
+            return f"missing key '{key}'"
+    if not is_record(obj):
+        return (f"record schema {schema}: newer than this suite reads (up to {SCHEMA})" if schema > SCHEMA
+                else f"record schema {schema}: not readable (this suite reads {', '.join(map(str, READABLE_SCHEMAS))})")
+    why = _problem(obj)
+    if why:
+        return why
+    if obj["status"] not in STATUSES:
+        return f"'status' is not one of {', '.join(STATUSES)}"
+    return None
+
+
+def run_key(rec: dict) -> str:
+    """What tells one run of a point from another: a record read twice (a copied folder) has the same key."""
+    fp = rec.get("fingerprint") or {}
+    return json.dumps([rec.get("point_id"), rec.get("started_at"), rec.get("status"), fp.get("host"),
+                       fp.get("time"), fp.get("boot_id"), rec.get("first_epoch_s"), rec.get("epoch_s"),
+                       rec.get("duration_s"), (rec.get("params") or {}).get("repeat")], sort_keys=True, default=str)
+
+
 def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
-    """Every record (schema ``SCHEMA``) under ``folders``; also the files skipped and why."""
+    """Every record (a schema in ``READABLE_SCHEMAS``) under ``folders``; also the files skipped and why.
+
+    A file is skipped, with its reason, when it is not a regular file, is larger than
+    ``MAX_RECORD_BYTES``, is not JSON, is not a record, or has a field the report cannot use
+    (``record_check.problem``). A second copy of a run already read (same ``run_key``: a copied
+    folder) is dropped and listed with the reason ``'duplicate of <first file>'`` (``DUPLICATE``).
+    Files and folders whose name starts with a dot (temp files, set-aside records) are not read.
+    """
     records, skipped = [], []
-    seen = set()
+    seen, runs = set(), {}
     for folder in folders:
         for path in sorted(Path(folder).rglob("*.json")):
             rel = path.relative_to(folder).parts
-            if any(part.startswith(".") for part in rel) or path.resolve() in seen:
+            if any(part.startswith(".") for part in rel):
                 continue
-            seen.add(path.resolve())
             try:
-                obj = json.loads(path.read_text())
-            except (OSError, ValueError) as exc:
-                skipped.append((str(path), f"unreadable: {exc.__class__.__name__}"))
+                real = path.resolve()
+            except (OSError, RuntimeError):  # a symlink loop
+                skipped.append((str(path), "unreadable: a symlink loop"))
                 continue
-            if not is_record(obj):
-                why = "older or newer schema" if isinstance(obj, dict) and "schema" in obj else "not a record"
+            if real in seen:
+                continue
+            seen.add(real)
+            obj, why = read_json_file(path)
+            if why is None:
+                why = why_not_record(obj)
+            if why is not None:
                 skipped.append((str(path), why))
                 continue
+            key = run_key(obj)
+            if key in runs:
+                skipped.append((str(path), f"{DUPLICATE}{runs[key]}"))
+                continue
+            runs[key] = str(path)
             obj["_path"] = str(path)
             records.append(obj)
     return records, skipped
+
+
+def split_duplicates(skipped) -> tuple[list, list]:
+    """``read_records``' skipped list as (files skipped, copies of runs already read)."""
+    dup = [s for s in skipped if str(s[1]).startswith(DUPLICATE)]
+    return [s for s in skipped if not str(s[1]).startswith(DUPLICATE)], dup

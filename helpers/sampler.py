@@ -1,4 +1,25 @@
-"""Utilisation sampler: a background thread sampling CPU (psutil) and NVIDIA GPUs (NVML).
+"""Utilisation and energy: a background thread sampling CPU (psutil) and the GPUs a point uses (NVML).
+
+Sample keys (``Sampler.samples``, ``timeline()``; ``summary()`` gives ``<key>_mean`` / ``<key>_max``):
+
+- ``cpu_pct``: system-wide CPU utilisation, ``psutil.cpu_percent``: 0-100 over *all* the machine's
+  cores (a one-thread run on 2 cores reads about 50).
+- ``proc_cpu_pct``: this process's own CPU use, ``psutil.Process().cpu_percent``: 100 per busy core
+  (one thread reads about 100, 8 busy threads about 800), framework thread pools included.
+- ``rss_mb``: the process's resident memory.
+- ``gpu_pct`` (max over the used GPUs), ``gpu_mem_mb`` and ``power_w`` (sums over the used GPUs):
+  NVML, only over the GPUs the point uses (``gpu_indices_used``), never every GPU of the machine.
+  ``gpu_pct`` is NVML's busy time, not work done; ``power_w`` is NVML's power reading (averaged
+  over about a second by the driver on recent GPUs), kept for the timeline.
+
+The GPUs used: ``CUDA_VISIBLE_DEVICES`` (indices or ``GPU-`` UUIDs, as CUDA reads them; unset = all)
+mapped to NVML indices, of which a one-device point uses the first (the frameworks' default device).
+CUDA's index order equals NVML's when ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` or the GPUs are alike.
+
+Energy (``energy_figures``): the board's energy counter (``nvmlDeviceGetTotalEnergyConsumption``, mJ)
+read by the epoch timer at synchronised epoch bounds and differenced; idle power measured apart before
+training (``measure_idle``). Where the counter is unsupported (GPUs before Volta) the record falls
+back to mean sampled power x epoch time and says so (``energy_method``).
 
 NVML memory includes what a framework *reserved* (JAX preallocates 75% of the card), so peak
 memory in the record also comes from the framework's own counters (``framework_peak_memory``).
@@ -6,42 +27,141 @@ memory in the record also comes from the framework's own counters (``framework_p
 
 from __future__ import annotations
 
+import os
+import statistics
 import threading
 import time
 
 import psutil
 
+COUNTER = "nvml_energy_counter"
+MEAN_POWER = "mean_power"
 
-def _nvml_handles():
+
+def _nvml():
     try:
         import pynvml  # from nvidia-ml-py
 
         pynvml.nvmlInit()
-        n = pynvml.nvmlDeviceGetCount()
-        return pynvml, [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
+        return pynvml
     except Exception:
-        return None, []
+        return None
+
+
+def visible_gpu_indices(nv, environ=None) -> list[int]:
+    """NVML indices of the GPUs that ``CUDA_VISIBLE_DEVICES`` lets CUDA see, in CUDA's order.
+
+    Like CUDA, an entry that matches no GPU (or is empty) hides it and every entry after it.
+    """
+    env = os.environ if environ is None else environ
+    n = nv.nvmlDeviceGetCount()
+    spec = env.get("CUDA_VISIBLE_DEVICES")
+    if spec is None:
+        return list(range(n))
+    uuids = None
+    out: list[int] = []
+    for token in (t.strip() for t in spec.split(",")):
+        if token.isdigit() or (token.startswith("-") and token[1:].isdigit()):
+            idx = int(token)
+            if not 0 <= idx < n:
+                break
+        elif token:
+            if uuids is None:
+                uuids = []
+                for i in range(n):
+                    u = nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(i))
+                    uuids.append(u.decode() if isinstance(u, bytes) else str(u))
+            tok = token if token.startswith("GPU-") else "GPU-" + token
+            match = [i for i, u in enumerate(uuids) if u.startswith(tok)]  # CUDA accepts a unique prefix
+            if len(match) != 1:
+                break
+            idx = match[0]
+        else:
+            break
+        if idx in out:
+            break
+        out.append(idx)
+    return out
 
 
 class Sampler:
-    """``with Sampler(interval=0.5) as s: ...`` then ``s.samples`` and ``s.summary()``."""
+    """``with Sampler(interval=0.5) as s: ...`` then ``s.samples`` and ``s.summary()``.
 
-    def __init__(self, interval: float = 0.25):
+    ``gpu_count``: how many of the visible GPUs the point uses (the first ones; None = all visible).
+    """
+
+    def __init__(self, interval: float = 0.25, gpu_count: int | None = 1, environ=None):
         self.interval = interval
         self.samples: list[dict] = []
         self._stop = threading.Event()
         self._thread = None
         self._proc = psutil.Process()
-        self._nvml, self._gpus = _nvml_handles()
+        self._nvml = _nvml()
+        self.gpu_indices: list[int] = []
+        if self._nvml is not None:
+            try:
+                visible = visible_gpu_indices(self._nvml, environ)
+                self.gpu_indices = visible if gpu_count is None else visible[:gpu_count]
+            except Exception:
+                self.gpu_indices = []
+        self._gpus = [self._nvml.nvmlDeviceGetHandleByIndex(i) for i in self.gpu_indices]
+        self.energy_counter = self.has_gpu and self.energy_mj() is not None
+        self.idle: dict = {}
         self.t0 = None
 
     @property
     def has_gpu(self) -> bool:
         return bool(self._gpus)
 
+    # ------------------------------------------------------------ energy
+    def energy_mj(self) -> float | None:
+        """The used GPUs' energy counters summed (mJ since the driver loaded); None when unsupported."""
+        if not self._gpus or getattr(self, "energy_counter", True) is False:
+            return None
+        try:
+            return float(sum(self._nvml.nvmlDeviceGetTotalEnergyConsumption(h) for h in self._gpus))
+        except Exception:
+            return None
+
+    def _power_w(self) -> float | None:
+        try:
+            return sum(self._nvml.nvmlDeviceGetPowerUsage(h) for h in self._gpus) / 1000.0
+        except Exception:
+            return None
+
+    def measure_idle(self, seconds: float = 1.0) -> dict:
+        """Power of the used GPUs while the point runs nothing (call before training): ``self.idle``.
+
+        The energy counter over ``seconds`` where supported, else the mean of power readings.
+        """
+        if not self._gpus:
+            return {}
+        t0 = time.perf_counter()
+        if self.energy_counter:
+            e0 = self.energy_mj()
+            time.sleep(seconds)
+            e1, t1 = self.energy_mj(), time.perf_counter()
+            if e0 is not None and e1 is not None and t1 > t0:
+                self.idle = {"idle_power_w": (e1 - e0) / 1000.0 / (t1 - t0), "idle_window_s": t1 - t0,
+                             "idle_method": COUNTER}
+                return self.idle
+        readings = []
+        while True:
+            p = self._power_w()
+            if p is not None:
+                readings.append(p)
+            if time.perf_counter() - t0 >= seconds:
+                break
+            time.sleep(min(0.1, seconds / 10))
+        if readings:
+            self.idle = {"idle_power_w": statistics.fmean(readings),
+                         "idle_window_s": time.perf_counter() - t0, "idle_method": MEAN_POWER}
+        return self.idle
+
+    # ------------------------------------------------------------ sampling
     def _sample(self) -> dict:
         s = {"t": time.perf_counter() - self.t0, "cpu_pct": psutil.cpu_percent(None),
-             "rss_mb": self._proc.memory_info().rss / 2**20}
+             "proc_cpu_pct": self._proc.cpu_percent(None), "rss_mb": self._proc.memory_info().rss / 2**20}
         if self._gpus:
             nv = self._nvml
             util = mem = power = 0.0
@@ -61,7 +181,8 @@ class Sampler:
 
     def __enter__(self):
         self.t0 = time.perf_counter()
-        psutil.cpu_percent(None)  # prime: the next call reports usage since now
+        psutil.cpu_percent(None)  # prime: the next calls report usage since now
+        self._proc.cpu_percent(None)
         self._thread = threading.Thread(target=self._loop, name="utilisation-sampler", daemon=True)
         self._thread.start()
         return self
@@ -79,7 +200,8 @@ class Sampler:
 
     def summary(self, start: float | None = None, end: float | None = None) -> dict:
         pts = self.samples if start is None else self.window(start, end)
-        out: dict = {"n_samples": len(pts), "interval_s": self.interval, "gpu_sampled": self.has_gpu}
+        out: dict = {"n_samples": len(pts), "interval_s": self.interval, "gpu_sampled": self.has_gpu,
+                     "gpu_indices": list(self.gpu_indices)}
 
         def agg(key):
             vals = [p[key] for p in pts if key in p]
@@ -87,7 +209,7 @@ class Sampler:
                 out[f"{key}_mean"] = sum(vals) / len(vals)
                 out[f"{key}_max"] = max(vals)
 
-        for key in ("cpu_pct", "rss_mb", "gpu_pct", "gpu_mem_mb", "power_w"):
+        for key in ("cpu_pct", "proc_cpu_pct", "rss_mb", "gpu_pct", "gpu_mem_mb", "power_w"):
             agg(key)
         return out
 
@@ -95,6 +217,42 @@ class Sampler:
         """The samples, thinned to at most ``max_points`` (for utilisation-over-time charts)."""
         step = max(1, -(-len(self.samples) // max_points))
         return [{k: round(v, 3) for k, v in s.items()} for s in self.samples[::step]]
+
+
+def energy_figures(marks: list[dict], train_s: list[float], idle_power_w: float | None = None,
+                   mean_power_w: float | None = None) -> dict:
+    """Record keys for the energy of the training part of each epoch (the first epoch apart).
+
+    ``marks``: the energy counter (mJ) per epoch at ``begin``, ``test_begin``, ``test_end``, ``end``
+    (``EpochClock.marks``); ``train_s``: the training part of each epoch in seconds. An epoch's
+    training energy is its counter difference less its validation's. Without usable marks, and given
+    ``mean_power_w`` (mean sampled power over the steady epochs), the fallback is mean power x time.
+    """
+    steady_t = train_s[1:]
+    out: dict = {}
+    if idle_power_w is not None:
+        out["idle_power_w"] = idle_power_w
+    usable = (len(marks) == len(train_s) >= 2
+              and all(m.get("begin") is not None and m.get("end") is not None for m in marks))
+    if usable:
+        total = [(m["end"] - m["begin"]) / 1000.0 for m in marks]
+        val = [((m["test_end"] - m["test_begin"]) / 1000.0
+                if m.get("test_begin") is not None and m.get("test_end") is not None else 0.0) for m in marks]
+        train = [t - v for t, v in zip(total, val)]
+        out.update(energy_method=COUNTER, first_epoch_energy_j=train[0], energy_j_epochs=train[1:],
+                   energy_with_val_j_epochs=total[1:],
+                   energy_j_per_epoch=statistics.median(train[1:]))
+        if idle_power_w is not None:
+            above = [e - idle_power_w * t for e, t in zip(train[1:], steady_t)]
+            out["energy_above_idle_j_epochs"] = above
+            out["energy_above_idle_j_per_epoch"] = statistics.median(above)
+    elif mean_power_w is not None and steady_t:
+        med = statistics.median(steady_t)
+        out.update(energy_method=MEAN_POWER, energy_j_per_epoch=mean_power_w * med,
+                   energy_j_epochs=[mean_power_w * t for t in steady_t])
+        if idle_power_w is not None:
+            out["energy_above_idle_j_per_epoch"] = (mean_power_w - idle_power_w) * med
+    return out
 
 
 def framework_peak_memory(backend: str, device_used: str) -> dict:

@@ -27,8 +27,8 @@ PYEOF
       fi
     done
     [[ -n "$base" ]] || { echo "error: Python >= 3.11 is required" >&2; return 2; }
-    mkdir -p outputs
-    log="outputs/setup.log"
+    mkdir -p "${CGB_OUTPUTS:-outputs}"
+    log="${CGB_OUTPUTS:-outputs}/setup.log"
     echo "setting up $venv with $("$base" --version) (once; log: $log) ..." >&2
     { "$base" -m venv "$venv" \
         && "$venv/bin/python" -m pip install --upgrade pip \

@@ -2,15 +2,18 @@
 
     ctx = build_context([Path("outputs")], base_config={"device": "cpu", "backend": "tensorflow"})
     ctx.df, ctx.summary, ctx.costed, ctx.published, ctx.records, ctx.skipped, ctx.notes
+    ctx.skipped_reasons, ctx.duplicates
 
 Sections read only this object (never files), so each can be tested from literal records.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..record import split_duplicates
 from . import aggregate, costs, published, table
 
 
@@ -19,7 +22,7 @@ class Context:
     folders: tuple  # folders the records were read from
     df: object  # the tidy table: one row per record (table.COLUMNS)
     records: tuple  # the raw records (dicts with _path)
-    skipped: tuple  # (file, why) of the JSON files that are not records
+    skipped: tuple  # (file, why) of the JSON files that are not usable records
     summary: object  # one row per configuration (aggregate.summarise), per-sample columns added
     costed: object  # summary with profiles, prices and costs (costs.add_costs)
     prices: dict
@@ -27,6 +30,8 @@ class Context:
     base_config: dict = field(default_factory=dict)
     timeline_run: str = ""
     notes: tuple = ()  # (template, values, kind): said once, at the top
+    duplicates: tuple = ()  # (file, 'duplicate of <file>'): copies of runs already read, dropped
+    skipped_reasons: tuple = ()  # (why, how many files): ``skipped`` grouped by reason, most frequent first
 
     @property
     def by_path(self) -> dict:
@@ -49,6 +54,8 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
     someone's records that this prices file lacks means 'no price', said once in ``notes``."""
     folders = [Path(f) for f in folders]
     df, records, skipped = table.load_table(folders)
+    skipped, duplicates = split_duplicates(skipped)
+    reasons = tuple(Counter(why for _, why in skipped).most_common())
     summ = aggregate.summarise(df)
     prices = costs.load_prices(prices_file or None)
     notes = []
@@ -62,4 +69,5 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
     pub = published.load_published(published_file or None)
     return Context(folders=tuple(folders), df=df, records=tuple(records), skipped=tuple(skipped), summary=summ,
                    costed=costed, prices=prices, published=pub, base_config=dict(base_config or {}),
-                   timeline_run=timeline_run or "", notes=tuple(notes))
+                   timeline_run=timeline_run or "", notes=tuple(notes), duplicates=tuple(duplicates),
+                   skipped_reasons=reasons)

@@ -1,11 +1,20 @@
 """The index page: a link to the report and to every executed workload notebook, rendered to HTML.
 
     render_index([Path("outputs")], Path("outputs/index.html"), report_html=Path("outputs/report.html"))
+
+Notebooks come from records, and records may come from anyone (``--inputs``): a record's ``notebook``
+key is data, not a path to trust. A notebook is rendered only when it resolves (symlinks and ``..``
+followed) to a regular file inside one of the record folders or the index's own folder; it is rendered
+sanitised (nbconvert's ``sanitize_html``: no script, no event handler, no JavaScript output survives), one
+page per source file. Pages already rendered from an unchanged notebook are kept; the others are rendered
+in a small process pool (about 0.2 s of CPU each).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 from pathlib import Path
 
 from .. import record as _record
@@ -13,57 +22,144 @@ from ..record import read_records
 from .fmt import esc
 from .render import make_self_contained, write_text_atomic
 
+PAGES = "notebooks_html"
+# Pages rendered by an older index (unsanitised, or under another layout) are rendered again.
+RENDER_VERSION = "sanitized-2"
+MAX_NOTEBOOK_BYTES = 200 * 2**20
+POOL_FROM = 8  # render in a process pool from this many pages on (a pool costs about a second to start)
+
 
 def _render_notebook(src: Path, dst: Path) -> None:
-    """A workload notebook (code shown) to self-contained HTML; skipped when ``dst`` is up to date."""
+    """A workload notebook (code shown, outputs sanitised) to self-contained HTML."""
     import nbformat
     from nbconvert import HTMLExporter
 
-    if dst.is_file() and dst.stat().st_mtime >= src.stat().st_mtime:
-        return
     nb = nbformat.read(str(src), as_version=4)
-    body, _ = HTMLExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
+    exporter = HTMLExporter(sanitize_html=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
     write_text_atomic(dst, make_self_contained(body))
 
 
-def render_index(folders, out_html: Path, report_html: Path | None = None) -> Path:
+def _render_job(job: tuple[str, str]) -> tuple[str, str | None]:
+    src, dst = job
+    try:
+        _render_notebook(Path(src), Path(dst))
+        return dst, None
+    except Exception as exc:  # a broken notebook must not break the index
+        return dst, type(exc).__name__
+
+
+def _inside(path: Path, roots) -> Path | None:
+    """The root that the resolved ``path`` lies in, or None."""
+    for root in roots:
+        if path == root or path.is_relative_to(root):
+            return root
+    return None
+
+
+def _page_for(real: Path, root_of: Path, roots: list[Path], index_root: Path) -> Path:
+    """Where the page of the notebook ``real`` (resolved, inside ``root_of``) goes: unique per source file."""
+    if real.is_relative_to(index_root):
+        rel = real.relative_to(index_root)
+    else:
+        k = roots.index(root_of)
+        tag = hashlib.sha256(str(root_of).encode()).hexdigest()[:8]
+        rel = Path("inputs") / f"{k}-{root_of.name or 'root'}-{tag}" / real.relative_to(root_of)
+    return index_root / PAGES / rel.with_suffix(".html")
+
+
+def _up_to_date(src: Path, dst: Path, fresh_layout: bool) -> bool:
+    try:
+        return fresh_layout and dst.is_file() and dst.stat().st_mtime >= src.stat().st_mtime
+    except OSError:
+        return False
+
+
+def _render_all(jobs: list[tuple[str, str]], workers: int | None) -> dict[str, str | None]:
+    """Render ``(src, dst)`` pairs; {dst: error class name or None}. A pool when there are many."""
+    if workers is None:
+        workers = min(4, os.cpu_count() or 1)
+    if workers <= 1 or len(jobs) < POOL_FROM:
+        return dict(_render_job(j) for j in jobs)
+    import multiprocessing as mp
+
+    pool = mp.get_context("spawn").Pool(min(workers, len(jobs)))
+    try:
+        out = dict(pool.imap_unordered(_render_job, jobs, chunksize=4))
+        pool.close()
+    except BaseException:  # SIGTERM / Ctrl-C: no orphan worker
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+    return out
+
+
+def render_index(folders, out_html: Path, report_html: Path | None = None, workers: int | None = None) -> Path:
     """outputs/index.html: a link to the report and to every executed workload notebook, rendered to HTML.
 
     Notebooks (the records' ``notebook`` key) are rendered next to the index under ``notebooks_html/``;
-    a notebook that is not on this machine (records copied from elsewhere) is listed as such.
+    one that is not on this machine, or lies outside the record folders and the index's folder, is listed
+    as such and not rendered. ``workers``: processes rendering pages (default: up to 4).
     """
     out_html = Path(out_html)
     root = out_html.parent
-    records, _ = read_records([Path(f) for f in folders if Path(f).exists()])
-    rows = []
+    index_root = root.resolve()
+    folders = [Path(f) for f in folders if Path(f).exists()]
+    roots = list(dict.fromkeys([*(f.resolve() for f in folders), index_root]))
+    records, _ = read_records(folders)
+    stamp = root / PAGES / ".render-version"
+    try:
+        fresh_layout = stamp.read_text().strip() == RENDER_VERSION
+    except OSError:
+        fresh_layout = False
+    rows, jobs, pages = [], [], {}
     seen = set()
     for r in sorted(records, key=lambda r: (str(r.get("workload")), str(r.get("started_at")))):
         nb = _record.notebook_path(r)
-        nb = str(nb) if nb else None
         cells = [esc(r.get(k)) for k in ("workload", "backend", "device", "status")]
         host = esc((r.get("fingerprint") or {}).get("host"))
         when = esc(r.get("started_at"))
-        link = "<i>no notebook recorded</i>"
-        if nb and nb not in seen:
-            seen.add(nb)
-            src = Path(nb)
-            if src.is_file():
-                rel = src.resolve().relative_to(root.resolve()) if src.resolve().is_relative_to(root.resolve()) \
-                    else Path("external") / src.name
-                dst = root / "notebooks_html" / rel.with_suffix(".html")
-                try:
-                    _render_notebook(src, dst)
-                    href = os.path.relpath(dst, root)
-                    link = f'<a href="{esc(Path(href).as_posix())}">{esc(src.name)}</a>'
-                except Exception as exc:  # a broken notebook must not break the index
-                    link = f"{esc(src.name)} <i>(could not render: {esc(type(exc).__name__)})</i>"
+        link, page = "<i>no notebook recorded</i>", None
+        if nb is not None:
+            name = esc(nb.name)
+            try:
+                real = Path(nb).resolve()
+                st = real.stat()
+            except (OSError, RuntimeError, ValueError):
+                real, st = None, None
+            if real is not None and real in seen:
+                continue  # the same notebook named by two records (a record copied): one row
+            if st is None or not stat.S_ISREG(st.st_mode):
+                link = f"{name} <i>(not on this machine)</i>"
+            elif (root_of := _inside(real, roots)) is None:
+                link = f"{name} <i>(outside the record folders, not rendered)</i>"
+            elif st.st_size > MAX_NOTEBOOK_BYTES:
+                link = f"{name} <i>(larger than {MAX_NOTEBOOK_BYTES // 2**20} MB, not rendered)</i>"
             else:
-                link = f"{esc(src.name)} <i>(not on this machine)</i>"
-        elif nb:
-            continue
+                seen.add(real)
+                dst = _page_for(real, root_of, roots, index_root)
+                if not _up_to_date(real, dst, fresh_layout):
+                    jobs.append((str(real), str(dst)))
+                pages[str(dst)] = name
+                page = str(dst)  # linked below, once rendered
         fixture = " <b>(fixture)</b>" if r.get("fixture") else ""
-        rows.append(f"<tr><td>{cells[0]}{fixture}</td><td>{cells[1]}</td><td>{cells[2]}</td><td>{cells[3]}</td>"
-                    f"<td>{host}</td><td>{when}</td><td>{link}</td></tr>")
+        rows.append((f"<tr><td>{cells[0]}{fixture}</td><td>{cells[1]}</td><td>{cells[2]}</td><td>{cells[3]}</td>"
+                     f"<td>{host}</td><td>{when}</td><td>", link, page))
+    errors = _render_all(jobs, workers)
+    if not fresh_layout:  # pages of an older index (unsanitised, other names) must not stay published
+        for old in (index_root / PAGES).rglob("*.html"):
+            if str(old) not in pages:
+                old.unlink(missing_ok=True)
+    write_text_atomic(stamp, RENDER_VERSION + "\n")
+    body = []
+    for head, link, dst in rows:
+        if dst is not None and errors.get(dst):
+            link = f"{pages[dst]} <i>(could not render: {esc(errors[dst])})</i>"
+        elif dst is not None:
+            link = f'<a href="{esc(Path(os.path.relpath(dst, index_root)).as_posix())}">{pages[dst]}</a>'
+        body.append(f"{head}{link}</td></tr>")
+    body = "".join(body)
     report_link = ""
     if report_html is not None:
         report_link = (f'<p><a href="{esc(Path(os.path.relpath(report_html, root)).as_posix())}"><b>The report'
@@ -75,8 +171,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;font-size:90%}}th{{background:#eee}
 <body><h1>CPU vs GPU benchmark: index</h1>{report_link}
 <h2>Executed workload notebooks ({len(rows)})</h2>
 <table><thead><tr><th>workload</th><th>backend</th><th>device</th><th>status</th><th>host</th><th>started</th>
-<th>notebook</th></tr></thead><tbody>{''.join(rows) or '<tr><td colspan="7">no records yet</td></tr>'}</tbody>
+<th>notebook</th></tr></thead><tbody>{body or '<tr><td colspan="7">no records yet</td></tr>'}</tbody>
 </table></body></html>
 """
     return write_text_atomic(out_html, page)
-

@@ -15,6 +15,8 @@ from markupsafe import Markup
 
 from ..fmt import html_table, note
 
+FOLD_ROWS = 25  # tables longer than this are folded
+
 _ENV = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
 _TEMPLATE = _ENV.from_string(
     '<section class="cgb-section" id="{{ s.name }}"><h2>{{ s.title }}</h2>'
@@ -60,9 +62,14 @@ class Section:
     def heading(self, text: str) -> Section:
         return self.html(f"<h3>{Markup.escape(text)}</h3>")
 
-    def table(self, df, empty: str = "", **kw) -> Section:
+    def table(self, df, empty: str = "", caption: str = "the table", **kw) -> Section:
+        """A table; one of more than ``FOLD_ROWS`` rows is folded (a click opens it), so the page reads
+        without endless scrolling."""
         if df is None or len(df) == 0:
             return self.note(empty) if empty else self
+        if len(df) > FOLD_ROWS:
+            return self.details(f"{caption[0].upper()}{caption[1:]}: {len(df)} rows (click to open)",
+                                html_table(df, **kw))
         return self.html(html_table(df, **kw))
 
     def figure(self, fig, alt: str = "") -> Section:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...record import SCHEMA
 from ..fmt import shown_path
-from . import Section
+from .base import Section
 
 TITLE = "Records read"
 LEAD = ("Every record under the folders below, from any number of runs and machines, in one table; "
@@ -26,19 +26,22 @@ def build(ctx) -> Section:
     for template, values, kind in ctx.notes:
         s.note(template, *values, kind=kind)
     df = ctx.df
+    s.note("<b>{} record(s) read</b>; {} JSON file(s) skipped as unusable; {} duplicate(s) of a run already "
+           "read dropped (a copied folder: each run counts once).", len(df), len(ctx.skipped), len(ctx.duplicates),
+           kind="warn" if ctx.skipped else "note")
+    if ctx.skipped_reasons:
+        s.note("Skipped, by reason (each file is listed under Provenance): {}.",
+               "; ".join(f"{why} ({n})" for why, n in ctx.skipped_reasons), kind="warn")
     if not ctx.has_records:
         return s.note("<b>No records found.</b> Run <code>./run_all.sh</code> (or "
                       "<code>python -m helpers.runner params/quick.yaml</code>) first; every section below says "
                       "what it would show.", kind="warn")
     st = df["status"].value_counts()
-    s.note("<b>{} records</b> ({} ok, {} failed, {} skipped) from <b>{} machine(s)</b>, {} workload(s), "
+    s.note("The {} records: {} ok, {} failed, {} skipped, from <b>{} machine(s)</b>, {} workload(s), "
            "backends: {}; devices used: {}.", len(df), int(st.get("ok", 0)), int(st.get("failed", 0)),
            int(st.get("skipped", 0)), df["machine"].nunique(), df["workload"].nunique(),
            ", ".join(sorted(df["backend"].dropna().astype(str).unique())) or "none",
            ", ".join(sorted(df["device_used"].dropna().astype(str).unique())) or "none")
-    if ctx.skipped:
-        s.note("⚠ {} JSON file(s) skipped: not records of a known schema (corrupt, foreign or another schema "
-               "version); listed under Provenance.", len(ctx.skipped), kind="warn")
     if not (df[df["status"] == "ok"]["device_used"] == "gpu").any():
         s.note("No successful GPU run in these records: GPU figures, speedups and GPU utilisation are missing "
                "below (GPU points on a machine without a GPU are recorded as skipped).", kind="warn")

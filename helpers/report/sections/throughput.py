@@ -43,12 +43,7 @@ def build(ctx) -> Section:
     s = Section.of(__name__)
     s.figure(bar_facets(summ, "samples_per_s", labels, lo="sps_q1", hi="sps_q3", log=True,
                         xlabel="samples per second (log scale; median, whiskers: IQR)"))
-    tab = timing_table(summ)
-    if len(tab) <= 25:
-        s.table(tab)
-    else:
-        s.details(f"The table: {len(tab)} configurations (samples/s, seconds per epoch and per step, what each "
-                  "figure rests on)", html_table(tab))
+    s.table(timing_table(summ), caption="samples/s, seconds per epoch and per step, and what each figure rests on")
     few = summ[summ["few_steps"]]
     if len(few):
         s.note("⚠ {} configuration(s) ran fewer than {} steps per epoch: a fixed cost per epoch (iterator restart, "

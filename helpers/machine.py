@@ -1,0 +1,52 @@
+"""The machine key that point ids (and so resume) rest on: hardware and software, never the host name.
+
+    key = machine_key()     # 'cpu=...|flags=3f2a...|logical=16|gpus=NVIDIA H100 80GB HBM3|keras=3.15.1|...'
+
+A container restart or a renamed host is the same machine and must not run every point again; a new CPU
+or GPU, or another Keras / backend version, measures something else and gets new ids. (The fingerprint's
+own ``machine_key`` keeps the host for the report's provenance; the runner keys points on this one.)
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata as md
+import platform
+
+import psutil
+
+from .fingerprint import cpu_model, gpus
+
+# The software whose version changes a measurement (the frameworks and their array library).
+SOFTWARE = ("keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", "numpy")
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return md.version(pkg)
+    except md.PackageNotFoundError:
+        return None
+
+
+def cpu_flags() -> str:
+    """A short hash of the CPU's feature flags (``/proc/cpuinfo``): AVX-512 or not is another machine."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    flags = sorted(set(line.split(":", 1)[1].split()))
+                    return hashlib.sha256(" ".join(flags).encode()).hexdigest()[:12]
+    except OSError:
+        pass
+    return platform.machine()
+
+
+@functools.lru_cache(maxsize=1)
+def machine_key() -> str:
+    """What makes 'the same machine' for point ids: CPU model and flags, logical CPUs, GPU models,
+    Python and the framework versions. No host name, no boot id, no time."""
+    parts = [f"cpu={cpu_model()}", f"flags={cpu_flags()}", f"logical={psutil.cpu_count(logical=True)}",
+             f"gpus={','.join(gpus()['gpu_names'])}", f"python={platform.python_version()}"]
+    parts += [f"{p}={v}" for p in SOFTWARE if (v := _version(p))]
+    return "|".join(parts)

@@ -1,0 +1,332 @@
+"""How figures are measured (issue 20): validation timed apart after a device sync, GPU energy from the
+board's counter on the GPUs used, thread settings in effect, the process's own CPU %, the schema."""
+
+import json
+import os
+import sys
+import textwrap
+import threading
+import time
+import types
+
+import numpy as np
+import pytest
+from _util import in_fresh_python
+
+from helpers import data, device, record, sampler, timing
+from helpers.point import Point
+
+INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
+
+# ---------------------------------------------------------------- 1. validation vs training time
+
+
+def test_epoch_clock_waits_for_the_device_before_the_validation_window():
+    """An async backend: 5 s of training still queued when validation starts; the clock must wait."""
+    now = [0.0]
+    queued = [0.0]
+
+    def sync():  # the device finishes what was dispatched
+        now[0] += queued[0]
+        queued[0] = 0.0
+
+    clock = timing.EpochClock(sync=sync, printer=lambda *_: None, clock=lambda: now[0])
+    for epoch in range(2):
+        clock.epoch_begin()
+        now[0] += 0.1  # dispatching the steps returns at once...
+        queued[0] = 5.0  # ...leaving the work queued on the device
+        clock.test_begin()
+        now[0] += 1.0  # validation
+        clock.test_end({"val_loss": 0.5})
+        clock.epoch_end(epoch, {"loss": 1.0})
+    assert clock.train_s == pytest.approx([5.1, 5.1])
+    assert clock.val_s == pytest.approx([1.0, 1.0])
+    assert clock.epoch_s == pytest.approx([6.1, 6.1])
+
+
+_VALIDATION = """
+import json
+from helpers.params import COMMON_DEFAULTS
+from helpers.point import begin
+from helpers.workloads import get
+
+out, model = {}, None
+for n_val in (0, 128, 0):
+    prm = {**COMMON_DEFAULTS, **get("cnn_mnist").defaults, "workload": "cnn_mnist", "backend": "jax",
+           "device": "cpu", "batch_size": 64, "n_train": 256, "n_val": n_val, "epochs": 4,
+           "data_source": "synthetic", "output_dir": OUT}
+    pt = begin(prm)
+    import keras  # noqa: E402
+    pt.verify()
+    pt.load_data()
+    model = model or pt.build_model()  # one compiled model: the runs differ only by the validation
+    pt.fit(model)
+    rec = pt.finish()
+    out.setdefault(n_val, []).append({k: rec[k] for k in ("samples_per_s", "epoch_s", "val_s",
+                                                         "epoch_with_val_s", "epoch_total_s")})
+print("RESULT" + json.dumps(out))
+"""
+
+
+@pytest.mark.skipif("jax" not in INSTALLED, reason="JAX not installed")
+def test_validation_does_not_eat_the_training_time_on_jax(tmp_path):
+    """JAX dispatches asynchronously: samples/s with validation on equals samples/s without it.
+
+    Before the fix the training still queued when ``evaluate()`` started ran inside the validation
+    window: cnn_mnist read 338 samples/s without validation and 112,085 with it on this CPU.
+    """
+    code = f"OUT = {str(tmp_path)!r}\n" + _VALIDATION
+    out = in_fresh_python(code, "jax")
+    res = json.loads(out.split("RESULT", 1)[1])
+    without = max(r["samples_per_s"] for r in res["0"])  # the better of two runs: noise on 2 cores
+    with_val = res["128"][0]
+    print(f"VALIDATION jax cnn_mnist: {without:.0f} samples/s without, {with_val['samples_per_s']:.0f} with")
+    assert 0.5 < with_val["samples_per_s"] / without < 2.0, res
+    assert all(v > 0 for v in with_val["val_s"]) and all(v == 0 for v in res["0"][0]["val_s"])
+    assert len(with_val["epoch_with_val_s"]) == len(with_val["epoch_s"]) == 3
+    for whole, train, val in zip(with_val["epoch_with_val_s"], with_val["epoch_s"], with_val["val_s"][1:]):
+        assert whole == pytest.approx(train + val)
+        assert val < train  # 128 validation images cost less than 256 training ones
+    assert with_val["epoch_total_s"][1:] == with_val["epoch_with_val_s"]
+
+
+# ---------------------------------------------------------------- 2. energy from the counter
+
+
+class FakeNVML(types.ModuleType):
+    """A ``pynvml`` with two GPUs whose energy counters (mJ) and power the test sets."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, counter_supported=True):
+        super().__init__("pynvml")
+        self.uuids = ["GPU-aaaa1111-0000", "GPU-bbbb2222-0000"]
+        self.energy_mj = [10_000_000.0, 20_000_000.0]
+        self.power_mw = [300_000, 100_000]
+        self.idle_rate_w = None  # when set, the counter also grows at this power (W) in real time
+        self._t0 = time.perf_counter()
+        self.counter_supported = counter_supported
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetCount(self):
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return ("handle", i)
+
+    def nvmlDeviceGetUUID(self, h):
+        return self.uuids[h[1]]
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        if not self.counter_supported:
+            raise self.NVMLError("Not Supported")
+        extra = 0.0 if self.idle_rate_w is None else self.idle_rate_w * (time.perf_counter() - self._t0) * 1000
+        return int(self.energy_mj[h[1]] + extra)
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return self.power_mw[h[1]]
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        return types.SimpleNamespace(gpu=[90, 40][h[1]])
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        return types.SimpleNamespace(used=[8, 2][h[1]] * 2**30)
+
+
+@pytest.fixture
+def fake_nvml(monkeypatch):
+    nv = FakeNVML()
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    return nv
+
+
+def test_visible_gpus_follow_cuda_visible_devices(fake_nvml):
+    assert sampler.visible_gpu_indices(fake_nvml, {}) == [0, 1]
+    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": ""}) == []
+    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "1,0"}) == [1, 0]
+    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}) == [1]
+    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "bbbb2222-0000"}) == [1]
+    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "1,7,0"}) == [1]  # CUDA stops
+
+
+def _point_for_collect(params, clock, smp):
+    """A Point whose fit has run (what ``_collect`` needs), without a framework in this process."""
+    pt = Point.__new__(Point)
+    pt.params, pt.timer, pt.sampler, pt.data = params, clock, smp, None
+    pt.record = record.empty_record(params, "p1")
+    pt.record.update(device_used="gpu", n_train=params["n_train"])
+    return pt
+
+
+def _drive_epochs(clock, nv, used, per_epoch):
+    """Three epochs; the counter of GPU ``used`` grows by (train mJ, validation mJ) per epoch, the
+    other GPU's by much more (it is not the point's)."""
+    for epoch, (train_mj, val_mj) in enumerate(per_epoch):
+        clock.epoch_begin()
+        nv.energy_mj[used] += train_mj
+        nv.energy_mj[1 - used] += 10 * train_mj
+        time.sleep(0.02)
+        clock.test_begin()
+        nv.energy_mj[used] += val_mj
+        time.sleep(0.01)
+        clock.test_end({})
+        clock.epoch_end(epoch, {"loss": 1.0})
+
+
+def test_energy_is_the_counter_difference_on_the_gpus_used(fake_nvml, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb2222")  # the point sees NVML's GPU 1 only
+    monkeypatch.setattr(sampler, "framework_peak_memory", lambda backend, dev: {})
+    fake_nvml.idle_rate_w = 60.0  # the counter grows at 60 W while idle
+    smp = sampler.Sampler(interval=0.01)
+    assert smp.gpu_indices == [1] and smp.energy_counter
+    idle = smp.measure_idle(0.3)
+    assert idle["idle_method"] == "nvml_energy_counter" and idle["idle_power_w"] == pytest.approx(60, rel=0.1)
+    fake_nvml.idle_rate_w = None  # from here on only the test moves the counter
+    clock = timing.EpochClock(probe=smp.energy_mj, printer=lambda *_: None)
+    with smp:
+        _drive_epochs(clock, fake_nvml, 1, [(900_000, 50_000), (400_000, 30_000), (420_000, 30_000)])
+    params = {"workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 10, "n_train": 100}
+    pt = _point_for_collect(params, clock, smp)
+    pt._collect()
+    rec = pt.record
+    assert rec["energy_method"] == "nvml_energy_counter" and rec["gpu_indices_used"] == [1]
+    assert rec["first_epoch_energy_j"] == pytest.approx(900.0)
+    assert rec["energy_j_epochs"] == pytest.approx([400.0, 420.0])  # the training part only
+    assert rec["energy_with_val_j_epochs"] == pytest.approx([430.0, 450.0])
+    assert rec["energy_j_per_epoch"] == pytest.approx(410.0)
+    idle_w = rec["idle_power_w"]
+    expected = [e - idle_w * t for e, t in zip([400.0, 420.0], rec["epoch_s"])]
+    assert rec["energy_above_idle_j_per_epoch"] == pytest.approx(sum(expected) / 2)
+    # utilisation over the used GPU only: its 100 W and 2 GiB, not the sum over both GPUs
+    util = rec["utilisation"]
+    assert util["power_w_mean"] == pytest.approx(100.0) and util["gpu_mem_mb_max"] == pytest.approx(2048)
+    assert util["gpu_pct_max"] == pytest.approx(40.0) and util["gpu_indices"] == [1]
+
+
+def test_energy_falls_back_to_mean_power_and_says_so(monkeypatch):
+    nv = FakeNVML(counter_supported=False)
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setattr(sampler, "framework_peak_memory", lambda backend, dev: {})
+    smp = sampler.Sampler(interval=0.01)
+    assert smp.gpu_indices == [0] and not smp.energy_counter and smp.energy_mj() is None
+    idle = smp.measure_idle(0.2)
+    assert idle == {"idle_power_w": pytest.approx(300.0), "idle_window_s": pytest.approx(0.2, abs=0.15),
+                    "idle_method": "mean_power"}
+    clock = timing.EpochClock(probe=None, printer=lambda *_: None)
+    with smp:
+        _drive_epochs(clock, nv, 0, [(0, 0)] * 3)
+    params = {"workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 10, "n_train": 100}
+    pt = _point_for_collect(params, clock, smp)
+    pt._collect()
+    rec = pt.record
+    assert rec["energy_method"] == "mean_power"
+    assert rec["energy_j_per_epoch"] == pytest.approx(300.0 * rec["median_epoch_s"])
+    assert "energy_with_val_j_epochs" not in rec
+
+
+def test_cpu_point_samples_no_gpu(fake_nvml, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # what device.force sets for a CPU point
+    smp = sampler.Sampler()
+    assert not smp.has_gpu and smp.energy_mj() is None and smp.measure_idle(0.1) == {}
+
+
+# ---------------------------------------------------------------- 3. thread settings, fingerprint
+
+_THREADS = """
+import json
+from helpers.params import COMMON_DEFAULTS
+from helpers.point import begin
+from helpers.workloads import get
+
+prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": BACKEND,
+       "device": "cpu", "threads": 1, "epochs": 2, "output_dir": OUT}
+pt = begin(prm)
+import keras  # noqa: E402
+pt.verify()
+rec = pt.finish()
+print("RESULT" + json.dumps({"threads": rec["threads_in_effect"], "fp": rec["fingerprint"]}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs CPU affinity and at least 2 cores")
+@pytest.mark.parametrize("backend", INSTALLED)
+def test_threads_in_effect_and_the_machine_before_narrowing(tmp_path, backend):
+    code = f"OUT = {str(tmp_path)!r}\nBACKEND = {backend!r}\n" + _THREADS
+    res = json.loads(in_fresh_python(code, backend).split("RESULT", 1)[1])
+    thr, fp = res["threads"], res["fp"]
+    assert thr["backend"] == backend and thr["intra_op"] == 1 and thr["cpu_affinity"] == 1, thr
+    assert thr["source"] and thr["env"]["OMP_NUM_THREADS"] == "1"
+    if backend == "tensorflow":
+        assert thr["tf_reports"]["intra_op"] == 1  # TF itself says 1, not "0"
+    assert fp["cpu_logical"] == os.cpu_count()  # the machine a user rents
+    assert fp["cpu_available"] == len(os.sched_getaffinity(0))  # before the point narrowed it
+    assert fp["cpu_allowed"] == 1
+
+
+# ---------------------------------------------------------------- 4. the process's own CPU %
+
+
+def test_sampler_records_the_process_cpu_apart_from_the_system():
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            sum(range(1000))
+
+    with sampler.Sampler(interval=0.05) as smp:
+        t = threading.Thread(target=spin)
+        t.start()
+        time.sleep(0.5)
+        stop.set()
+        t.join()
+    summ = smp.summary()
+    for key in ("cpu_pct_mean", "cpu_pct_max", "proc_cpu_pct_mean", "proc_cpu_pct_max"):
+        assert key in summ, summ
+    assert all("proc_cpu_pct" in s and "cpu_pct" in s for s in smp.samples)
+    assert summ["proc_cpu_pct_max"] > 30  # one busy thread is ~100 (100 per core)
+    assert 0 <= summ["cpu_pct_max"] <= 100  # system-wide, 0-100 over all cores
+    doc = sampler.__doc__
+    assert "proc_cpu_pct" in doc and "cpu_pct" in doc and "100 per busy core" in doc
+
+
+# ---------------------------------------------------------------- 5. synthetic data said as it is
+
+
+def test_synthetic_images_are_said_to_be_easy():
+    """The docstrings say what the data is: a nearest-class-mean classifier separates it."""
+    x, y = data.synthetic_images(1000, (32, 32, 3), 10, seed=1)
+    xv, yv = data.synthetic_images(500, (32, 32, 3), 10, seed=2)
+    means = np.stack([x[y == k].reshape(-1, 3072).mean(0) for k in range(10)])
+    acc = (((xv.reshape(-1, 1, 3072) - means[None]) ** 2).sum(-1).argmin(1) == yv).mean()
+    assert acc > 0.95
+    for text in (data.__doc__, data.synthetic_images.__doc__):
+        assert "not trivially" not in text and "easy" in text.lower()
+
+
+# ---------------------------------------------------------------- 6. the schema
+
+
+def test_schema_bumped_and_older_records_still_read(tmp_path):
+    assert record.SCHEMA == 2
+    p = {"workload": "cnn_cifar10", "backend": "jax", "device": "cpu"}
+    new = record.empty_record(p, "new")
+    new["status"] = "ok"
+    assert new["schema"] == 2
+    record.write_record(new, tmp_path)
+    (tmp_path / "old.json").write_text(json.dumps({**new, "point_id": "old", "schema": 1}))
+    (tmp_path / "future.json").write_text(json.dumps({**new, "point_id": "future", "schema": 3}))
+    recs, skipped = record.read_records([tmp_path])
+    assert sorted(r["point_id"] for r in recs) == ["new", "old"]
+    assert [os.path.basename(s[0]) for s in skipped] == ["future.json"]
+
+
+def test_module_docstrings_name_the_new_keys():
+    for key in ("epoch_with_val_s", "energy_above_idle_j_per_epoch", "idle_power_w", "gpu_indices_used",
+                "threads_in_effect", "cpu_available"):
+        assert key in record.__doc__, key
+    assert textwrap.dedent(timing.__doc__).count("sync") >= 2
