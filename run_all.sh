@@ -4,6 +4,8 @@
 #   ./run_all.sh                         the default grid (params/quick.yaml)
 #   ./run_all.sh params/seeds.yaml ...   any grid files
 #   ./run_all.sh --current-python ...    use this Python as it is, install nothing (cloud GPU images)
+#   ./run_all.sh --lab [lab options]     open the notebooks in JupyterLab (its URL and token are printed;
+#                                        options go to `jupyter lab`: --no-browser --port 8899 ...)
 #   ./run_all.sh --help                  the runner's options (--timeout, --rerun, --report-only ...)
 #
 # First run: creates .venv and installs the pinned dependencies (pyproject.toml); later runs reuse it.
@@ -20,4 +22,8 @@ if [[ "${1:-}" == "--current-python" ]]; then
 fi
 source scripts/env.sh
 cgb_python || exit $?
+if [[ "${1:-}" == "--lab" ]]; then
+  shift
+  exec "$PY" -m helpers.lab "$@"
+fi
 exec "$PY" -m helpers.runner "$@"

@@ -150,7 +150,7 @@ class Suite:
     def run(self, cfg: dict, backend: str, timeout: float) -> dict:
         from helpers import params as P
         from helpers import record, workloads
-        from helpers.fingerprint import machine_key
+        from helpers.machine import machine_key
 
         wl = cfg["workload"]
         p = {**P.COMMON_DEFAULTS, **workloads.get(wl).defaults, "workload": wl, "backend": backend,

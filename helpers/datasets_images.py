@@ -111,31 +111,6 @@ def load_mnist(n_train: int | None, n_val: int, source: str = "auto", seed: int 
 
 # ---------------------------------------------------------------- ImageNet-shaped
 
-def synthetic_images_lowmem(n: int, shape: tuple[int, int, int], n_classes: int, seed: int,
-                            noise: float = 0.35, cells: int = 4) -> tuple[np.ndarray, np.ndarray]:
-    """The same images as ``helpers.data.synthetic_images`` (same seeds, same values), without
-    materialising one full-size prototype per class: 1000 prototypes of 224 x 224 x 3 would take
-    600 MB. Prototypes are upsampled per chunk, for the labels of that chunk only.
-    """
-    h, w, c = shape
-    rng = np.random.default_rng(seed)
-    proto_rng = np.random.default_rng(1234567 + n_classes)
-    small = proto_rng.uniform(0.0, 1.0, size=(n_classes, cells, cells, c)).astype(np.float32)
-    rep_h, rep_w = -(-h // cells), -(-w // cells)
-    y = rng.integers(0, n_classes, size=n).astype(np.int64)
-    x = np.empty((n, h, w, c), dtype=np.float32)
-    chunk = 2048 if h * w <= 64 * 64 else 256
-    for start in range(0, n, chunk):
-        stop = min(n, start + chunk)
-        m = stop - start
-        protos = np.repeat(np.repeat(small[y[start:stop]], rep_h, axis=1), rep_w, axis=2)[:, :h, :w, :]
-        img = protos * rng.uniform(0.6, 1.0, size=(m, 1, 1, 1)).astype(np.float32)
-        img += rng.normal(0.0, noise, size=(m, h, w, c)).astype(np.float32)
-        np.clip(img, 0.0, 1.0, out=img)
-        x[start:stop] = img
-    return x, y
-
-
 IMAGENET_TRAIN = 1281167  # images in the ImageNet-1k training set
 
 
@@ -159,9 +134,9 @@ def load_imagenet_shaped(n_train: int | None, n_val: int, source: str = "auto", 
     detail = ("synthetic images of ImageNet's shape (requested)" if source == "synthetic" else
               "ImageNet has no Keras loader and is not downloaded: synthetic images of its shape")
     shape = (image_size, image_size, 3)
-    xt, yt = synthetic_images_lowmem(n_train, shape, n_classes, seed)
+    xt, yt = synthetic_images(n_train, shape, n_classes, seed)
     xv = yv = None
     if n_val:
-        xv, yv = synthetic_images_lowmem(n_val, shape, n_classes, seed + 1)
+        xv, yv = synthetic_images(n_val, shape, n_classes, seed + 1)
     return Dataset(xt, yt, xv, yv, "synthetic", detail, n_classes,
                    extra={"dataset": "imagenet-shaped", "input_shape": list(shape)})

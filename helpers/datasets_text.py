@@ -83,8 +83,10 @@ def synthetic_imdb(n: int, num_words: int, seed: int) -> tuple[list, np.ndarray]
 
     Words follow a Zipf law over IMDb's 88,584-word vocabulary (ranks beyond ``num_words`` become
     the out-of-vocabulary marker, as in the real data); 8% of the words of a review are drawn from
-    its class's 100 "sentiment" words and 2% from the other class's, so a bag of words separates the
-    classes but not trivially.
+    its class's 100 "sentiment" words and 2% from the other class's. Easy by design: a bag-of-words rule
+    with no training (the difference of the two class means) already labels 82% of held-out reviews
+    right, and the workloads fit the training reviews almost perfectly within a few epochs. The data
+    exists to time training at the real shapes, not to measure accuracy.
     """
     rng = np.random.default_rng(seed)
     ranks = np.arange(INDEX_FROM + 1, IMDB_VOCAB + INDEX_FROM)

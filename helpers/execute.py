@@ -98,6 +98,9 @@ def _register_engine():
                                      **kwargs):
             kwargs = remove_args(["input_path"], **kwargs)
             safe_kwargs = remove_args(["timeout", "startup_timeout"], **kwargs)
+            # the kernel is killed once the last cell has run (its record is written, its outputs are in):
+            # a graceful shutdown waited ~2 s per point for the framework's threads to wind down
+            safe_kwargs.setdefault("shutdown_kernel", "immediate")
             final_kwargs = merge_kwargs(safe_kwargs, timeout=execution_timeout, startup_timeout=start_timeout,
                                         kernel_name=kernel_name, log=logger, log_output=log_output,
                                         stdout_file=stdout_file, stderr_file=stderr_file)
@@ -187,13 +190,14 @@ def notebook_params(p: dict) -> dict:
 
 
 def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log,
-              price_profile: str | None = None) -> dict:
+              price_profile: str | None = None, record_fields: dict | None = None) -> dict:
     """Execute one point's notebook; return its record (written by the notebook or, on a crash, here).
 
     The notebook is executed to a hidden temporary file and renamed once papermill has written it whole;
     the record is rewritten last with the runner's fields. On an interrupt, or when nothing more can be
     written (``CannotWrite``), a record the notebook had already written is set aside: record, notebook and
-    resume stay consistent (the point runs again)."""
+    resume stay consistent (the point runs again). ``record_fields`` go into the record as they are (the
+    runner's ``repeat`` and ``config_id``)."""
     import papermill as pm
 
     params = notebook_params(p)
@@ -206,6 +210,8 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     rec_path = run_dir / "records" / f"{stem}.json"
     os.environ["CGB_EXECUTED_NOTEBOOK"] = str(nb_out)
     os.environ["CGB_KERNEL_STDERR"] = str(nb_out.with_suffix(".stderr.log"))
+    # no timing window (min_steady_s) extends past this: the timeout less a margin for the record and plots
+    os.environ["CGB_POINT_DEADLINE"] = str(time.time() + timeout_s - min(60.0, 0.2 * timeout_s))
     cleared, env_kept = inherited(), kept()  # what the kernel launcher removes / keeps
     timed_out = threading.Event()
 
@@ -265,6 +271,7 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
         if price_profile:
             rec["price_profile"] = price_profile
         rec["env_cleared"] = cleared
+        rec.update(record_fields or {})
         if env_kept:
             rec["env_kept"] = env_kept
         rec["wall_s"] = round(wall, 3)

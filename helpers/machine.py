@@ -11,42 +11,30 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata as md
 import platform
 
 import psutil
 
-from .fingerprint import cpu_model, gpus
+from .fingerprint import cpu_model, cpuinfo_text, first_field, gpus, package_version
 
 # The software whose version changes a measurement (the frameworks and their array library).
 SOFTWARE = ("keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", "numpy")
 
 
-def _version(pkg: str) -> str | None:
-    try:
-        return md.version(pkg)
-    except md.PackageNotFoundError:
-        return None
-
-
 def cpu_flags() -> str:
     """A short hash of the CPU's feature flags (``/proc/cpuinfo``): AVX-512 or not is another machine."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    flags = sorted(set(line.split(":", 1)[1].split()))
-                    return hashlib.sha256(" ".join(flags).encode()).hexdigest()[:12]
-    except OSError:
-        pass
-    return platform.machine()
+    line = first_field(cpuinfo_text(), ("flags", "Features"))
+    if line is None:
+        return platform.machine()
+    return hashlib.sha256(" ".join(sorted(set(line.split()))).encode()).hexdigest()[:12]
 
 
 @functools.lru_cache(maxsize=1)
 def machine_key() -> str:
     """What makes 'the same machine' for point ids: CPU model and flags, logical CPUs, GPU models,
-    Python and the framework versions. No host name, no boot id, no time."""
+    Python and the framework versions. No host name, no boot id, no GPU clocks, no calibration, no time:
+    a resumed run on a new lease of the same machine type keeps its point ids."""
     parts = [f"cpu={cpu_model()}", f"flags={cpu_flags()}", f"logical={psutil.cpu_count(logical=True)}",
              f"gpus={','.join(gpus()['gpu_names'])}", f"python={platform.python_version()}"]
-    parts += [f"{p}={v}" for p in SOFTWARE if (v := _version(p))]
+    parts += [f"{p}={v}" for p in SOFTWARE if (v := package_version(p))]
     return "|".join(parts)

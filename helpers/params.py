@@ -29,6 +29,7 @@ class Param:
     choices: tuple | None = None
     minimum: int | None = None
     nullable: bool = False
+    positive: bool = False  # a number > 0 (``minimum`` is inclusive)
 
     def allowed(self) -> str:
         if self.choices is not None:
@@ -37,6 +38,8 @@ class Param:
         text = " or ".join(k.__name__ for k in kinds)
         if self.minimum is not None:
             text += f" >= {self.minimum}"
+        if self.positive:
+            text += " > 0"
         if self.nullable:
             text += " (or null)"
         return text
@@ -63,7 +66,7 @@ class Param:
                 f"{where}: key '{self.name}' has value {value!r} of type {type(value).__name__}; "
                 f"allowed: {self.allowed()}"
             )
-        if self.minimum is not None and value < self.minimum:
+        if (self.minimum is not None and value < self.minimum) or (self.positive and not 0 < value < float("inf")):
             raise ParamError(f"{where}: key '{self.name}' has value {value!r}; allowed: {self.allowed()}")
 
 
@@ -86,16 +89,19 @@ COMMON = _spec(
     Param("precision", str, "Keras dtype policy", choices=PRECISIONS),
     Param("jit_compile", (str, bool), "XLA / torch.compile: 'auto', true or false", choices=JIT_CHOICES),
     Param("seed", int, "random seed", minimum=0),
+    Param("min_steady_s", (int, float), "seconds of steady-state epochs at least: training goes on (same model, "
+          "no recompilation) past `epochs` until the steady epochs add up to this", positive=True),
     Param("output_dir", str, "folder for the record ('' = outputs/adhoc)"),
     Param("point_id", str, "grid point id ('' = computed from the parameters and the machine)"),
 )
 
 # Defaults of the common knobs (a workload's own defaults override them; a grid overrides both).
 COMMON_DEFAULTS = {"n_val": 0, "data_source": "auto", "threads": 0, "precision": "float32",
-                   "jit_compile": "auto", "seed": 0, "output_dir": "", "point_id": ""}
+                   "jit_compile": "auto", "seed": 0, "min_steady_s": 2.0, "output_dir": "", "point_id": ""}
 
-# Keys the runner may set that are not notebook parameters.
-RUNNER_KEYS = ("timeout_s",)
+# Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
+# the per-point limit in seconds and the separate runs of each point (``helpers.grid``).
+RUNNER_KEYS = ("timeout_s", "repeats")
 
 # Notebook parameters the runner sets for every point (where its record goes, its id): a grid that sets
 # them would be silently overridden, so grids may not.

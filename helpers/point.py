@@ -28,8 +28,11 @@ from . import device as _device
 from . import params as _params
 from . import record as _record
 from . import workloads as _workloads
-from .fingerprint import fingerprint, machine_key
+from .fingerprint import fingerprint
+from .machine import machine_key
 from .paths import outputs_dir
+
+MAX_EPOCHS = 1_000_000  # fit's epoch count; the timer stops it (``min_steady_s``)
 
 # Names IPython puts in a notebook's namespace: not parameters.
 _IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
@@ -146,7 +149,18 @@ class Point:
               f"on {thr['cpu_affinity']} cores")
         return info
 
+    def _gpu_sampler(self):
+        """The point's utilisation sampler (made once), on the GPUs it uses."""
+        from .sampler import Sampler
+
+        if self.sampler is None:
+            self.sampler = Sampler(gpu_count=int(self.params.get("gpus", 1) or 1))
+        return self.sampler
+
     def load_data(self):
+        on_gpu = self.record.get("device_used") == "gpu"
+        if on_gpu and not self._gpu_sampler().idle_from_run():
+            self.sampler.idle_begin()  # the GPU idles while the host makes the data: its idle power meanwhile
         try:
             self.data = _workloads.load_data(self.workload.name, self.params)
         except Exception as exc:  # e.g. DataError: real data required but missing
@@ -172,16 +186,20 @@ class Point:
 
     def fit(self, model=None, data=None, **fit_kwargs):
         """Train for ``epochs`` epochs, timed per epoch, with the utilisation sampler running."""
-        from .sampler import Sampler
         from .timing import make_epoch_timer
 
         model = model or self.model
         data = data or self.data
         # the GPUs this point uses (none on a CPU point: CUDA_VISIBLE_DEVICES is empty there)
-        sampler = Sampler(gpu_count=int(self.params.get("gpus", 1) or 1))
+        sampler = self._gpu_sampler()
         if sampler.has_gpu and self.record.get("device_used") == "gpu":
-            sampler.measure_idle(1.0)  # before training: idle power, recorded apart
-        self.timer = make_epoch_timer(probe=sampler.energy_mj if sampler.energy_counter else None)
+            # idle power, recorded apart: the runner's once-per-run figure, else the window opened while the
+            # data was made
+            sampler.idle_from_run() or sampler.idle_end(1.0)
+        epochs = self.params["epochs"]
+        self.timer = make_epoch_timer(probe=sampler.energy_mj if sampler.energy_counter else None,
+                                      min_epochs=epochs, min_steady_s=float(self.params.get("min_steady_s") or 0),
+                                      deadline=_deadline())
         kwargs = {**data.fit_kwargs, **fit_kwargs}
         if data.train is not None:  # a PyDataset / tf.data / generator: batching is its own
             args = (data.train,)
@@ -196,7 +214,9 @@ class Point:
         try:
             with sampler:
                 self.sampler = sampler
-                model.fit(*args, epochs=self.params["epochs"], verbose=0, callbacks=[self.timer], **kwargs)
+                # as many epochs as the window needs: the timer stops training once `epochs` epochs ran and
+                # the steady ones add up to `min_steady_s` (or the point's deadline is near)
+                model.fit(*args, epochs=max(epochs, MAX_EPOCHS), verbose=0, callbacks=[self.timer], **kwargs)
         except Exception as exc:
             self._collect()
             self.fail(exc)
@@ -223,6 +243,9 @@ class Point:
             rec["first_epoch_s"] = train_s[0]
         steady = train_s[1:]
         rec["epoch_s"] = steady  # steady-state epochs, training only
+        rec["epochs_run"] = len(train_s)
+        rec["steady_s"] = round(math.fsum(steady), 6)  # the timing window: what the figure rests on
+        rec["window_stopped_by"] = t.stopped_by  # epochs, window (extended past `epochs`) or deadline
         rec["epoch_with_val_s"] = list(t.epoch_s[1:])  # the same epochs with their validation
         rec["median_epoch_with_val_s"] = spread(rec["epoch_with_val_s"])["median"]
         rec["timing"] = "epoch bounds read after a device sync; validation timed apart"
@@ -268,6 +291,16 @@ class Point:
                   f"{rec['median_epoch_s']:.3f} s/epoch (median of {len(rec['epoch_s'])}), "
                   f"{rec['samples_per_s']:.0f} samples/s")
         return rec
+
+
+def _deadline() -> float | None:
+    """The point's deadline on ``time.perf_counter``'s scale: the runner exports ``CGB_POINT_DEADLINE``
+    (epoch seconds, its timeout less a margin for the record and plots); no window extends past it."""
+    try:
+        wall = float(os.environ["CGB_POINT_DEADLINE"])
+    except (KeyError, ValueError):
+        return None
+    return time.perf_counter() + (wall - time.time())
 
 
 def _record_notebook() -> str:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m helpers.runner [GRID.yaml ...] [--timeout S] [--rerun] [--no-report] [--validate-only]
+    python -m helpers.runner [GRID.yaml ...] [--timeout S] [--rerun] [--no-report] [--validate-only] [--yes]
     python -m helpers.runner --report-only
 
 One process drives every point through the papermill API (no papermill start-up per point); each
@@ -14,14 +14,32 @@ skipped points are run again. A point counts as done only when complete: its rec
 own fields (``wall_s``) and, when ok, its executed notebook is there and whole (notebooks are executed
 to a temporary file and renamed, so a half-written one never takes the final name).
 
+Repeats: a grid's ``repeats: N`` runs every point N times, each run in its own fresh kernel, interleaved
+(every point once, then every point again: a drift of the host does not land on one configuration).
+The first run of a point keeps the point's id (``record.point_id``: records of earlier runs count as
+that first run); run k >= 1 (the line says ``repeat k+1/N``) has the id ``<id>-r<k>``, so its record
+and notebook have their own names. Every record the runner completes carries ``repeat`` (0-based) and
+``config_id`` (the point's id); resume counts the repeats done, ``--rerun`` runs them all again.
+
+The size guard: each block is counted before it is expanded (product of its list lengths, times its
+repeats). A grid of more than ``plan.GUARD_RUNS`` runs, or whose estimated time exceeds ``plan.GUARD_S``, is
+listed (the count, the biggest blocks) and refused with status 2 unless ``--yes``: nothing is run or
+written. The estimate takes, for each run still to do, the median wall time of complete records on
+this machine of the same workload, backend and device, else of any run on this machine.
+``--validate-only`` prints the same count, estimate and warning, lists every run and exits 0.
+
+Progress: each point's line says how many runs are left and, once a point has run here, the time left
+(their mean wall time so far in this run; points done before or skipped without a kernel cost nothing).
+A point running longer than ``progress.LIVE_AFTER_S`` prints its epoch lines (the kernel's stdout) as they come.
+
 One point's execution (kernel, notebook, record, resume's test) is ``execute.py``.
 Kernels start with the shell's thread and XLA variables removed (``kernel_launcher``; the record's
 ``env_cleared`` lists them) and an empty IPython profile (no ``~/.ipython`` startup files).
 
 Exit status: 0 all points ok or skipped; 1 a point failed (or the report could not be rendered);
-2 a bad grid (nothing run); 3 another run holds outputs/; 4 outputs/ cannot be written (a read-only
-folder, a full disk: the run stops cleanly, the points done are kept, run again to resume);
-130 interrupted (Ctrl-C, SIGTERM).
+2 a bad grid, or one over the size guard without ``--yes`` (nothing run); 3 another run holds outputs/;
+4 outputs/ cannot be written (a read-only folder, a full disk: the run stops cleanly, the points done are
+kept, run again to resume); 130 interrupted (Ctrl-C, SIGTERM).
 """
 
 from __future__ import annotations
@@ -37,6 +55,8 @@ import uuid
 from pathlib import Path
 
 from . import grid as _grid
+from . import plan as _plan
+from . import progress as _progress
 from . import record as _record
 from .execute import (  # noqa: F401 - also this module's interface (benchmarks/, tests)
     KERNEL_NAME,
@@ -55,25 +75,19 @@ from .execute import (  # noqa: F401 - also this module's interface (benchmarks/
 )
 from .machine import machine_key
 from .paths import NOTEBOOKS, PARAMS, outputs_dir
+from .plan import (  # noqa: F401 - also this module's interface (benchmarks/, tests)
+    complete_records,
+    describe,
+    guard,
+    label,
+    of_this_machine,
+    run_setup,
+    skip_reason,
+)
+from .progress import LiveEpochs, progress, streaming_engine  # noqa: F401 - also this module's interface
 
 DEFAULT_TIMEOUT_S = 3600
 EXIT_FAILED, EXIT_BAD_GRID, EXIT_BUSY, EXIT_CANNOT_WRITE, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
-
-
-# ------------------------------------------------------------------ points
-
-def describe(p: dict) -> str:
-    extra = []
-    for k in ("batch_size", "precision", "threads", "jit_compile", "n_train"):
-        extra.append(f"{k}={p[k]}")
-    return f"{p['workload']} {p['backend']}/{p['device']} " + " ".join(extra)
-
-
-def has_nvidia_gpu() -> bool:
-    """Whether NVML or the device files show an NVIDIA GPU (the notebook still verifies the device)."""
-    from .fingerprint import gpus
-
-    return bool(gpus()["gpu_names"]) or any(Path("/dev").glob("nvidia[0-9]*"))
 
 
 def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Path,
@@ -134,7 +148,14 @@ def _cannot_write_message(out_root: Path, why: str) -> str:
 # ------------------------------------------------------------------ main
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="run_all.sh", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="run_all.sh", description=__doc__.split("\n\n")[0],
+        epilog="A grid's 'repeats: N' (top level, defaults or a block) runs each point N times, each in a fresh "
+               "kernel, interleaved: every point once, then again. Each line says the runs left and the time left; "
+               f"a point running over {_progress.LIVE_AFTER_S:g} s prints its epochs as they come. Exit status: "
+               "0 ok or "
+               "skipped, 1 a point failed, 2 a bad grid or one over the size guard (nothing run), 3 outputs/ "
+               "busy, 4 outputs/ not writable, 130 interrupted.")
     ap.add_argument("grids", nargs="*", type=Path, help="grid files (default: params/quick.yaml)")
     ap.add_argument("--timeout", type=float, default=None,
                     help=f"per-point limit in seconds (default: the grid's timeout_s, else {DEFAULT_TIMEOUT_S})")
@@ -143,13 +164,25 @@ def main(argv=None) -> int:
     ap.add_argument("--price-profile", default=None,
                     help="this machine's profile in the prices file (its cost in the report)")
     ap.add_argument("--prices", type=Path, default=None, help="prices file (default params/prices.yaml)")
-    ap.add_argument("--rerun", action="store_true", help="run points already done on this machine again")
+    ap.add_argument("--price-set", default=None,
+                    help="the prices the report uses: 'current' (today's, the default) or '2017' (seed 002's table)")
+    ap.add_argument("--rerun", action="store_true",
+                    help="run points already done on this machine again (every repeat)")
     ap.add_argument("--skip-failed", action="store_true",
                     help="on resume, do not run again the points that failed before (an out-of-memory at a "
                          "batch size fails again; default: failed and skipped points are retried)")
+    ap.add_argument("--yes", action="store_true",
+                    help=f"run a grid over the size guard: more than {_plan.GUARD_RUNS} runs, or an estimated time "
+                         "over "
+                         f"{_grid.fmt_duration(_plan.GUARD_S)} from earlier runs on this machine (default: such a grid "
+                         "is listed and refused, status 2, nothing run)")
     ap.add_argument("--no-report", action="store_true", help="do not render the report")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="a report whose records have no GPU run does not compare with the bundled reference GPU")
     ap.add_argument("--report-only", action="store_true", help="only render the report from outputs/")
-    ap.add_argument("--validate-only", action="store_true", help="validate the grids, print the points, exit")
+    ap.add_argument("--validate-only", action="store_true",
+                    help="validate the grids, print their size and estimated time, list every run (with its "
+                         "repeat), exit; writes nothing")
     ap.add_argument("--inputs", nargs="+", type=Path, default=None, metavar="DIR",
                     help="record folders the report reads (default: outputs/): runs of several machines, "
                          "a published reference, records copied from elsewhere")
@@ -157,37 +190,73 @@ def main(argv=None) -> int:
     logging.getLogger("papermill").setLevel(logging.WARNING)
     logging.getLogger("traitlets").setLevel(logging.ERROR)
 
+    def refuse(lines: list[str]) -> int:
+        print(f"error: {lines[0]}", *lines[1:], sep="\n", file=sys.stderr)
+        print("nothing was run.", file=sys.stderr)
+        return EXIT_BAD_GRID
+
     out_root = outputs_dir()
     missing = [str(f) for f in args.inputs or [] if not Path(f).is_dir()]
     if missing:
-        print(f"error: --inputs: no such folder: {', '.join(missing)}", file=sys.stderr)
-        print("nothing was run.", file=sys.stderr)
-        return EXIT_BAD_GRID
+        return refuse([f"--inputs: no such folder: {', '.join(missing)}"])
     grids = args.grids or [PARAMS / "quick.yaml"]
     points: list[dict] = []
+    order: list[dict] = []  # the runs, interleaved
+    lines: list[str] = []  # the grid's size and estimate (and the guard's warning)
     if not args.report_only:
         try:
+            blocks = _grid.sizes(grids)
+            over, lines = guard(blocks, None)
+            if over and not (args.yes or args.validate_only):  # refused before expanding anything
+                return refuse(lines)
             points = _grid.expand_all(grids)
         except _grid.GridError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            print("nothing was run.", file=sys.stderr)
-            return EXIT_BAD_GRID
+            return refuse([str(exc)])
         if args.timeout is not None and args.timeout <= 0:
             print("error: --timeout must be > 0 seconds", file=sys.stderr)
             return EXIT_BAD_GRID
-    if args.price_profile:
+    if args.price_profile or args.price_set:
         from .report import PriceError, check_profile, load_prices
 
         try:
-            check_profile(args.price_profile, load_prices(args.prices), "--price-profile")
+            prices = load_prices(args.prices, price_set=args.price_set)
+            if args.price_profile:
+                check_profile(args.price_profile, prices, "--price-profile")
         except PriceError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            print("nothing was run.", file=sys.stderr)
-            return EXIT_BAD_GRID
+            return refuse([str(exc)])
+    done: set[str] = set()
+    todo = kernels = []
+    if points:
+        mkey = machine_key()
+        order = _grid.runs(points)
+        for run in order:
+            run["_config_id"] = _record.point_id(notebook_params(run), mkey)
+            run["point_id"] = run["_config_id"] + (f"-r{run['_repeat']}" if run["_repeat"] else "")
+        history = complete_records(out_root / "runs")
+        if not args.rerun:
+            statuses = ("ok", "failed") if args.skip_failed else ("ok",)
+            done = {r["point_id"] for r in history if r.get("status") in statuses}
+        todo = [r["point_id"] not in done for r in order]
+        reasons, why_not = [], {}  # skip_reason, asked once per (backend, device, threads)
+        for r, t in zip(order, todo):
+            key = (r["backend"], r["device"], r.get("threads", 0))
+            if t and key not in why_not:
+                why_not[key] = skip_reason(r)
+            reasons.append(why_not[key] if t else None)
+        kernels = [t and not why for t, why in zip(todo, reasons)]
+        est = _grid.estimate([r for r, k in zip(order, kernels) if k], of_this_machine(history, mkey))
+        over, lines = guard(blocks, est, yes_hint=not (args.yes or args.validate_only))
+        n_todo, n_kernel = sum(todo), sum(kernels)
+        lines[-2] += (f"; {n_todo:,} of its {len(order):,} distinct runs to do ({len(order) - n_todo:,} done before, "
+                     f"{n_todo - n_kernel:,} to be skipped here without a kernel)")
+        if over and not (args.yes or args.validate_only):
+            return refuse(lines)
     if args.validate_only:
-        for i, p in enumerate(points, 1):
-            print(f"[{i}/{len(points)}] {describe(p)}")
-        print(f"{len(points)} points valid")
+        if lines:
+            print("\n".join(lines))
+        for i, run in enumerate(order, 1):
+            print(f"[{i}/{len(order)}] {label(run, always=True)}")
+        print(f"{len(points)} points valid, {len(order)} runs")
         return 0
 
     try:
@@ -207,7 +276,7 @@ def main(argv=None) -> int:
         return EXIT_CANNOT_WRITE
     signal.signal(signal.SIGTERM, _terminate)
     os.environ["CGB_KERNEL_IPYTHONDIR"] = str(run_dir / ".ipython")  # kernels: an empty IPython profile
-    engine = _register_engine()
+    engine = streaming_engine(_register_engine())
 
     def log(msg: str) -> None:
         print(msg, flush=True)
@@ -219,9 +288,13 @@ def main(argv=None) -> int:
     counts = {"ok": 0, "failed": 0, "skipped": 0, "done before": 0, "not run (budget)": 0}
     budget_s = args.budget
     t_grid = time.perf_counter()
-    if points:
-        mkey = machine_key()
-        log(f"run {run_dir} : {len(points)} points from {', '.join(str(g) for g in grids)}")
+    if order:
+        log(f"run {run_dir} : {len(order)} runs of {len(points)} points from {', '.join(str(g) for g in grids)}")
+        for line in lines:
+            log(line)
+        if sum(kernels):
+            gpu_points = any(p["device"] == "gpu" for p, k in zip(order, kernels) if k)
+            run_setup(log, gpu=gpu_points and _plan.has_nvidia_gpu())
         try:
             orphans = set_aside_interrupted(out_root / "runs")
         except OSError as exc:
@@ -230,36 +303,39 @@ def main(argv=None) -> int:
         if orphans:
             log(f"{len(orphans)} record(s) of points stopped in an earlier run before the runner finished them "
                 "(killed) set aside: those points run again")
-        done = set() if args.rerun else done_point_ids(
-            out_root / "runs", ("ok", "failed") if args.skip_failed else ("ok",))
+        spent: list[float] = []  # wall times of the runs that started a kernel in this run
+        left, kernels_left = sum(todo), sum(kernels)  # after the run at hand
+
+        def after() -> str:  # the progress of the runs after this one
+            return progress(left, kernels_left, spent)
+
         try:
-            for i, p in enumerate(points, 1):
-                params = notebook_params(p)
-                p["point_id"] = _record.point_id(params, mkey)
-                head = f"[{i}/{len(points)}] {describe(p)}"
-                if p["point_id"] in done:
+            for i, p in enumerate(order):
+                head = f"[{i + 1}/{len(order)}] {label(p)}"
+                left, kernels_left = left - todo[i], kernels_left - kernels[i]
+                if not todo[i]:
                     counts["done before"] += 1
-                    log(f"{head}  done before ({p['point_id']}): not run again (--rerun to force)")
+                    log(f"{head}  done before ({p['point_id']}): not run again (--rerun to force)  {after()}")
                     continue
                 timeout_s = args.timeout or p.get("timeout_s") or DEFAULT_TIMEOUT_S
-                from .device import BACKEND_MODULES, allowed_cores, backend_installed
-
                 if budget_s is not None and time.perf_counter() - t_grid > budget_s:
                     counts["not run (budget)"] += 1
                     log(f"{head}  not run: the --budget of {budget_s:g} s is spent (run again to resume)")
                     continue
-                if not backend_installed(p["backend"]):
-                    rec = skip_without_kernel(p, run_dir, f"backend not installed: the "
-                                              f"'{BACKEND_MODULES[p['backend']]}' package is not importable "
-                                              "in this Python")
-                elif p.get("threads", 0) > len(allowed_cores()):
-                    rec = skip_without_kernel(p, run_dir, f"threads={p['threads']} but this machine lets the "
-                                              f"process use {len(allowed_cores())} cores")
-                elif p["device"] == "gpu" and not has_nvidia_gpu():
-                    rec = skip_without_kernel(p, run_dir, "no NVIDIA GPU on this machine (NVML and "
-                                              "/dev/nvidia* find none): a GPU point is not timed on the CPU")
+                fields = {"repeat": p["_repeat"], "config_id": p["_config_id"]}
+                if reasons[i]:
+                    rec = {**skip_without_kernel(p, run_dir, reasons[i]), **fields}
+                    _record.write_record(rec, run_dir / "records")
                 else:
-                    rec = run_point(engine, p, run_dir, kernel, timeout_s, log, args.price_profile)
+                    title = f"{head}  running for over {_progress.LIVE_AFTER_S:g} s:"
+                    engine.sink = LiveEpochs(log, title=title).start()
+                    try:
+                        rec = run_point(engine, p, run_dir, kernel, timeout_s, log, args.price_profile,
+                                        record_fields=fields)
+                    finally:
+                        engine.sink.close()
+                        engine.sink = None
+                    spent.append(rec.get("wall_s") or 0.0)
                 st = rec.get("status", "failed")
                 counts[st] = counts.get(st, 0) + 1
                 tail = ""
@@ -268,7 +344,7 @@ def main(argv=None) -> int:
                             f"{rec['samples_per_s']:.0f} samples/s ({rec.get('data_source')})")
                 elif rec.get("reason"):
                     tail = "  " + rec["reason"].splitlines()[0][:200]
-                log(f"{head}  {st}  {rec.get('wall_s', 0):.1f}s{tail}")
+                log(f"{head}  {st}  {rec.get('wall_s', 0):.1f}s{tail}  {after()}")
         except KeyboardInterrupt:
             log("interrupted: the running point was stopped and left no complete record; run again to resume")
             return EXIT_INTERRUPTED
@@ -286,7 +362,9 @@ def main(argv=None) -> int:
         try:
             inputs = [Path(f).resolve() for f in args.inputs] if args.inputs else [out_root]
             html = render_report(inputs, run_dir, kernel, out_root / "report.html",
-                                 parameters={"prices_file": str(args.prices.resolve())} if args.prices else None)
+                                 parameters={**({"prices_file": str(args.prices.resolve())} if args.prices else {}),
+                                             **({"price_set": args.price_set} if args.price_set else {}),
+                                             "use_reference": not args.no_reference})
             log(f"report: {html} ({time.perf_counter() - t0:.1f}s)")
         except KeyboardInterrupt:
             kill_kernel(engine)

@@ -27,6 +27,7 @@ memory in the record also comes from the framework's own counters (``framework_p
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import threading
@@ -84,6 +85,30 @@ def visible_gpu_indices(nv, environ=None) -> list[int]:
     return out
 
 
+IDLE_ENV = "CGB_GPU_IDLE"  # the runner's once-per-run idle power of every GPU (JSON), read by the points
+
+
+def measure_gpus_idle(seconds: float = 1.0) -> dict | None:
+    """Idle power of every GPU NVML sees, by UUID: the energy counter over ``seconds`` (the runner calls it
+    once per run, before any point holds a GPU, and exports it as ``IDLE_ENV``). None without NVML or
+    without an energy counter."""
+    s = Sampler(gpu_count=None, environ={})
+    if not s.has_gpu or not s.energy_counter:
+        return None
+    nv = s._nvml
+    uuids = []
+    for h in s._gpus:
+        u = nv.nvmlDeviceGetUUID(h)
+        uuids.append(u.decode() if isinstance(u, bytes) else str(u))
+    t0 = time.perf_counter()
+    e0 = [nv.nvmlDeviceGetTotalEnergyConsumption(h) for h in s._gpus]
+    time.sleep(seconds)
+    e1 = [nv.nvmlDeviceGetTotalEnergyConsumption(h) for h in s._gpus]
+    dt = time.perf_counter() - t0
+    return {"per_gpu_w": {u: (b - a) / 1000.0 / dt for u, a, b in zip(uuids, e0, e1)}, "window_s": dt,
+            "method": COUNTER}
+
+
 class Sampler:
     """``with Sampler(interval=0.5) as s: ...`` then ``s.samples`` and ``s.summary()``.
 
@@ -128,6 +153,46 @@ class Sampler:
             return sum(self._nvml.nvmlDeviceGetPowerUsage(h) for h in self._gpus) / 1000.0
         except Exception:
             return None
+
+    def idle_from_run(self) -> dict:
+        """The idle power of the used GPUs from the runner's once-per-run measurement (``IDLE_ENV``), if it
+        covers them: no waiting in the point. Sets and returns ``self.idle`` ({} when not available)."""
+        try:
+            run = json.loads(os.environ.get(IDLE_ENV) or "null")
+            per = run["per_gpu_w"]
+            uuids = []
+            for h in self._gpus:
+                u = self._nvml.nvmlDeviceGetUUID(h)
+                uuids.append(u.decode() if isinstance(u, bytes) else str(u))
+            if not uuids or any(u not in per for u in uuids):
+                return {}
+            self.idle = {"idle_power_w": float(sum(per[u] for u in uuids)), "idle_window_s": float(run["window_s"]),
+                         "idle_method": f"{run.get('method', COUNTER)}, once per run before its first point"}
+            return self.idle
+        except Exception:
+            return {}
+
+    def idle_begin(self) -> None:
+        """Start an idle window now (the GPU runs nothing until ``idle_end``: e.g. while the host makes the
+        data), so that the idle power costs the point no waiting of its own."""
+        self._idle_start = (time.perf_counter(), self.energy_mj()) if self._gpus and self.energy_counter else None
+
+    def idle_end(self, min_seconds: float = 1.0) -> dict:
+        """Close the window ``idle_begin`` opened, waiting out the rest of ``min_seconds`` if it was shorter;
+        without an open window (or a counter), ``measure_idle(min_seconds)``. Sets ``self.idle``."""
+        start, self._idle_start = getattr(self, "_idle_start", None), None
+        if start is None or start[1] is None:
+            return self.measure_idle(min_seconds)
+        t0, e0 = start
+        rest = min_seconds - (time.perf_counter() - t0)
+        if rest > 0:
+            time.sleep(rest)
+        e1, t1 = self.energy_mj(), time.perf_counter()
+        if e1 is None:
+            return self.measure_idle(min_seconds)
+        self.idle = {"idle_power_w": (e1 - e0) / 1000.0 / (t1 - t0), "idle_window_s": t1 - t0,
+                     "idle_method": COUNTER}
+        return self.idle
 
     def measure_idle(self, seconds: float = 1.0) -> dict:
         """Power of the used GPUs while the point runs nothing (call before training): ``self.idle``.

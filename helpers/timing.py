@@ -79,8 +79,14 @@ class EpochClock:
     ``test_end`` and ``end`` (``test_*`` are None when the epoch had no validation).
     """
 
-    def __init__(self, sync=None, probe=None, printer=print, clock=time.perf_counter):
+    def __init__(self, sync=None, probe=None, printer=print, clock=time.perf_counter, min_epochs=2,
+                 min_steady_s=0.0, deadline=None):
         self.sync = sync or (lambda: None)
+        self.min_epochs = min_epochs  # the first (compile) epoch and at least min_epochs - 1 steady ones
+        self.min_steady_s = min_steady_s  # ... whose training parts add up to this many seconds
+        self.deadline = deadline  # a clock() value: no epoch starts that would end after it
+        self.stopped_by: str | None = None  # why training stopped when it did (``done``)
+        self._last_print = -math.inf
         self.probe = probe
         self.printer = printer
         self.clock = clock
@@ -133,16 +139,41 @@ class EpochClock:
             self.marks.append(dict(self._mark))
         for k, v in values.items():
             self.history.setdefault(k, []).append(v)
-        shown = " ".join(f"{k}={v:.4g}" for k, v in values.items())
-        val = f" (validation {self._val:.3f} s)" if self._val else ""
-        self.printer(f"epoch {epoch + 1}: {self.epoch_s[-1]:.3f} s{val}  {shown}")
+        # every epoch up to ``min_epochs``, then at most one line a second (a 2-s window of 1-ms epochs
+        # would otherwise print thousands of lines into the notebook)
+        if epoch + 1 <= self.min_epochs or t - self._last_print >= 1.0:
+            self._last_print = t
+            shown = " ".join(f"{k}={v:.4g}" for k, v in values.items())
+            val = f" (validation {self._val:.3f} s)" if self._val else ""
+            steady = f"; steady window {self.steady_s:.2f} s" if len(self.train_s) > 1 else ""
+            self.printer(f"epoch {epoch + 1}: {self.epoch_s[-1]:.3f} s{val}  {shown}{steady}")
+
+    @property
+    def steady_s(self) -> float:
+        """Seconds of steady-state training so far (every epoch's training part but the first's)."""
+        return math.fsum(self.train_s[1:])
+
+    def done(self) -> bool:
+        """Whether training may stop now: ``min_epochs`` epochs and a steady window of ``min_steady_s``
+        (or the ``deadline`` would be passed by one more epoch). Sets ``stopped_by``."""
+        if len(self.train_s) < self.min_epochs:
+            return False
+        if self.steady_s >= self.min_steady_s:
+            self.stopped_by = "window" if len(self.train_s) > self.min_epochs else "epochs"
+            return True
+        if self.deadline is not None and self.epoch_s and self.clock() + self.epoch_s[-1] > self.deadline:
+            self.stopped_by = "deadline"
+            return True
+        return False
 
 
-def make_epoch_timer(printer=print, probe=None):
+def make_epoch_timer(printer=print, probe=None, min_epochs=2, min_steady_s=0.0, deadline=None):
     """A Keras callback recording wall time per epoch, its validation part, and ``probe`` readings.
 
     The returned callback has the ``EpochClock`` lists as attributes (``epoch_s``, ``val_s``,
-    ``train_s``, ``bounds``, ``marks``, ``history``).
+    ``train_s``, ``bounds``, ``marks``, ``history``). Run ``fit`` with more epochs than ``min_epochs``:
+    the callback stops training (``model.stop_training``, checked by Keras after each epoch: the same
+    model goes on, nothing is recompiled) once ``EpochClock.done()``.
     """
     import keras
 
@@ -152,7 +183,8 @@ def make_epoch_timer(printer=print, probe=None):
         def __init__(self):
             super().__init__()
             self.clock = EpochClock(sync=lambda: device_sync(self.model, backend), probe=probe,
-                                    printer=printer)
+                                    printer=printer, min_epochs=min_epochs, min_steady_s=min_steady_s,
+                                    deadline=deadline)
             self._in_fit = False
 
         def __getattr__(self, name):  # epoch_s, val_s, train_s, bounds, marks, history
@@ -180,5 +212,7 @@ def make_epoch_timer(printer=print, probe=None):
 
         def on_epoch_end(self, epoch, logs=None):
             self.clock.epoch_end(epoch, logs)
+            if self.clock.done():
+                self.model.stop_training = True
 
     return EpochTimer()

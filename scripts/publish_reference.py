@@ -3,9 +3,12 @@
     python scripts/publish_reference.py OUTPUTS_DIR [OUTPUTS_DIR ...] --to reference/h100 \
         [--exclude POINT_ID ...]
 
-Reads every record under the given folders (several resumed runs of one grid, say), keeps the newest
-record of each point (a point failed once and run again keeps the later one), and writes them to
-``DEST/records/``, replacing what was there. Paths are made machine-neutral on the way: the executed
+Reads every record under the given folders (several resumed runs of one grid, the runs of several
+leases), keeps the newest record of each point on each lease (a point failed once and run again keeps
+the later one; a lease is one machine boot, the fingerprint's ``boot_id``, so the runs of two leases of
+the same machine type are all kept: each repeat of a point has its own id), and writes them to
+``DEST/records/``, replacing what was there (file names carry the lease when it is known).
+Paths are made machine-neutral on the way: the executed
 notebook becomes ``../notebooks/<name>`` (notebooks are not published), ``params.output_dir`` becomes
 ``records``, and the project's own folder is cut from failure messages and tracebacks. Nothing else in a record
 changes. Then it renders the report over ``DEST/records`` with the suite's own ``run_all.sh
@@ -28,6 +31,12 @@ sys.path.insert(0, str(ROOT))
 
 from helpers.paths import without_prefix  # noqa: E402
 from helpers.record import read_records  # noqa: E402
+
+
+def lease(rec: dict) -> str | None:
+    """The machine boot a record was measured in (a hash, one per cloud lease), None in older records."""
+    fp = rec.get("fingerprint")
+    return fp.get("boot_id") if isinstance(fp, dict) and isinstance(fp.get("boot_id"), str) else None
 
 
 def neutral(rec: dict, project_root: str) -> dict:
@@ -54,13 +63,14 @@ def main(argv=None) -> int:
         print(f"error: no such folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     records, skipped = read_records(args.sources)
-    newest: dict[str, dict] = {}
+    newest: dict[tuple, dict] = {}
     for r in records:
         pid = r["point_id"]
         if pid in args.exclude:
             continue
-        if pid not in newest or str(r.get("started_at")) > str(newest[pid].get("started_at")):
-            newest[pid] = r
+        key = (pid, lease(r))
+        if key not in newest or str(r.get("started_at")) > str(newest[key].get("started_at")):
+            newest[key] = r
     if not newest:
         print("error: no records found", file=sys.stderr)
         return 2
@@ -70,7 +80,10 @@ def main(argv=None) -> int:
         old.unlink()
     root = args.project_root or str(ROOT)
     for r in newest.values():
-        (dest / Path(r["_path"]).name).write_text(json.dumps(neutral(r, root), indent=1) + "\n")
+        name = Path(r["_path"]).name
+        if lease(r):
+            name = f"{name[:-5]}-lease-{lease(r)[:8]}.json"
+        (dest / name).write_text(json.dumps(neutral(r, root), indent=1) + "\n")
     status = {}
     for r in newest.values():
         status[r["status"]] = status.get(r["status"], 0) + 1

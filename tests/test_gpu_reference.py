@@ -113,6 +113,27 @@ def test_publish_reference_keeps_the_newest_record_per_point_with_neutral_paths(
     assert publish_reference.main([str(tmp_path / "missing"), "--to", str(dest), "--no-report"]) == 2
 
 
+def test_publish_reference_keeps_the_runs_of_every_lease(tmp_path):
+    """Two leases of one machine type give the same point ids: both leases' runs are published."""
+    from scripts import publish_reference
+
+    root = "/some/machine/checkout"
+    for lease, day in (("1111aaaa2222", "02"), ("3333bbbb4444", "03")):
+        src = tmp_path / f"out-{lease}" / "runs" / "r1" / "records"
+        src.mkdir(parents=True)
+        for pid in ("aaaaaaaaaaaa", "aaaaaaaaaaaa-r1"):
+            rec = _record(pid, "ok", f"2026-01-{day}T00:00:00+00:00", root,
+                          fingerprint={"boot_id": lease, "host": "h"})
+            record.write_atomic(src / f"cnn_cifar10-jax-gpu-{pid}.json", rec)
+    dest = tmp_path / "reference" / "m"
+    assert publish_reference.main([str(tmp_path / "out-1111aaaa2222"), str(tmp_path / "out-3333bbbb4444"),
+                                   "--to", str(dest), "--project-root", root, "--no-report"]) == 0
+    out = [json.loads(p.read_text()) for p in (dest / "records").glob("*.json")]
+    assert sorted((r["point_id"], r["fingerprint"]["boot_id"]) for r in out) == [
+        ("aaaaaaaaaaaa", "1111aaaa2222"), ("aaaaaaaaaaaa", "3333bbbb4444"),
+        ("aaaaaaaaaaaa-r1", "1111aaaa2222"), ("aaaaaaaaaaaa-r1", "3333bbbb4444")]
+
+
 def test_notebook_paths_are_relative_to_the_record_and_old_absolute_ones_still_resolve(tmp_path):
     rec_file = tmp_path / "runs" / "r" / "records" / "x.json"
     assert record.notebook_path({"notebook": "../notebooks/x.ipynb"}, rec_file) == \
@@ -140,7 +161,7 @@ def test_published_h100_reference_is_consistent():
     """The committed reference: records readable, one per point of params/gpu.yaml, paths neutral."""
     folder = PROJECT_ROOT / "reference" / "h100"
     recs, skipped = record.read_records([folder / "records"])
-    assert not skipped and len(recs) == len({r["point_id"] for r in recs})
+    assert not skipped and len(recs) == len({(r["point_id"], r["fingerprint"].get("boot_id")) for r in recs})
     text = "".join(p.read_text() for p in (folder / "records").glob("*.json"))
     assert str(PROJECT_ROOT) not in text and str(PROJECT_ROOT) not in (folder / "report.html").read_text()
     gpu_points = grid.expand_all([PROJECT_ROOT / "params" / "gpu.yaml"])

@@ -54,7 +54,7 @@ out, model = {}, None
 for n_val in (0, 128, 0):
     prm = {**COMMON_DEFAULTS, **get("cnn_mnist").defaults, "workload": "cnn_mnist", "backend": "jax",
            "device": "cpu", "batch_size": 64, "n_train": 256, "n_val": n_val, "epochs": 4,
-           "data_source": "synthetic", "output_dir": OUT}
+           "min_steady_s": 0.001, "data_source": "synthetic", "output_dir": OUT}
     pt = begin(prm)
     import keras  # noqa: E402
     pt.verify()
@@ -243,7 +243,7 @@ from helpers.point import begin
 from helpers.workloads import get
 
 prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": BACKEND,
-       "device": "cpu", "threads": 1, "epochs": 2, "output_dir": OUT}
+       "device": "cpu", "threads": 1, "epochs": 2, "min_steady_s": 0.001, "output_dir": OUT}
 pt = begin(prm)
 import keras  # noqa: E402
 pt.verify()
@@ -330,3 +330,133 @@ def test_module_docstrings_name_the_new_keys():
                 "threads_in_effect", "cpu_available"):
         assert key in record.__doc__, key
     assert textwrap.dedent(timing.__doc__).count("sync") >= 2
+
+
+# ---------------------------------------------------------------- 7. the timing window (min_steady_s)
+
+
+def _epochs(clock, now, seconds, n_max=1000):
+    """Run epochs of the given length (s) until ``clock.done()``; the number of epochs run."""
+    for epoch in range(n_max):
+        clock.epoch_begin()
+        now[0] += seconds[min(epoch, len(seconds) - 1)]
+        clock.epoch_end(epoch, {"loss": 1.0})
+        if clock.done():
+            return epoch + 1
+    raise AssertionError("never done")
+
+
+def test_window_extends_training_until_the_steady_epochs_add_up():
+    now = [0.0]
+    lines = []
+    clock = timing.EpochClock(printer=lines.append, clock=lambda: now[0], min_epochs=3, min_steady_s=1.0)
+    n = _epochs(clock, now, [5.0, 0.3])  # a 5-s compile epoch, then 0.3-s epochs: 4 steady ones make 1.2 s
+    assert n == 5 and clock.stopped_by == "window"
+    assert clock.steady_s == pytest.approx(1.2)  # the compile epoch is never in the window
+
+
+def test_window_never_cuts_the_epochs_asked_for():
+    now = [0.0]
+    clock = timing.EpochClock(printer=lambda *_: None, clock=lambda: now[0], min_epochs=4, min_steady_s=0.5)
+    assert _epochs(clock, now, [1.0, 2.0]) == 4 and clock.stopped_by == "epochs"
+
+
+def test_window_stops_before_the_deadline_and_says_so():
+    now = [0.0]
+    clock = timing.EpochClock(printer=lambda *_: None, clock=lambda: now[0], min_epochs=2, min_steady_s=100.0,
+                              deadline=10.0)
+    n = _epochs(clock, now, [1.0, 2.0])
+    assert clock.stopped_by == "deadline" and now[0] <= 10.0 and n == 5  # 1 + 4 x 2 s; a 5th would pass 10 s
+
+
+def test_window_prints_at_most_a_line_a_second_past_the_epochs_asked_for():
+    now = [0.0]
+    lines = []
+    clock = timing.EpochClock(printer=lines.append, clock=lambda: now[0], min_epochs=2, min_steady_s=3.0)
+    n = _epochs(clock, now, [1.0, 0.01])
+    assert 301 <= n <= 302 and 2 <= len(lines) <= 2 + 4  # 300 x 0.01 s: float sums may need one more
+    assert "steady window" in lines[-1]
+
+
+_WINDOW = """
+import json
+from helpers.params import COMMON_DEFAULTS
+from helpers.point import begin
+from helpers.workloads import get
+
+prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": BACKEND,
+       "device": "cpu", "batch_size": 64, "n_train": 256, "epochs": 2, "min_steady_s": 0.5,
+       "data_source": "synthetic", "output_dir": OUT}
+pt = begin(prm)
+import keras  # noqa: E402
+pt.verify()
+pt.load_data()
+pt.build_model()
+pt.fit()
+rec = pt.finish()
+print("RESULT" + json.dumps({k: rec[k] for k in ("epochs_run", "steady_s", "epoch_s", "window_stopped_by",
+                                                 "first_epoch_s", "epochs", "params")}))
+"""
+
+
+@pytest.mark.parametrize("backend", INSTALLED[-1:])
+def test_a_real_point_trains_on_until_its_window_is_filled(tmp_path, backend):
+    """The same model goes on training past `epochs` (2) until its steady epochs add up to 0.5 s."""
+    out = in_fresh_python(f"OUT = {str(tmp_path)!r}\nBACKEND = {backend!r}\n" + _WINDOW, backend)
+    rec = json.loads(out.split("RESULT", 1)[1])
+    assert rec["epochs"] == 2 and rec["params"]["min_steady_s"] == 0.5
+    assert rec["epochs_run"] > 2 and rec["window_stopped_by"] == "window"
+    assert len(rec["epoch_s"]) == rec["epochs_run"] - 1  # the compile epoch apart
+    assert rec["steady_s"] == pytest.approx(sum(rec["epoch_s"])) and rec["steady_s"] >= 0.5
+    assert rec["steady_s"] - max(rec["epoch_s"]) < 0.5  # it stopped as soon as the window was filled
+
+
+@pytest.mark.parametrize("value", [0, -1, 0.0, "2", True, None, float("nan"), float("inf")])
+def test_a_bad_window_is_refused_before_anything_runs(tmp_path, value):
+    import yaml
+
+    from helpers import grid
+
+    g = tmp_path / "g.yaml"
+    g.write_text(yaml.safe_dump({"points": [{"workload": "mlp_mnist", "backend": "jax", "device": "cpu",
+                                             "min_steady_s": value}]}))
+    with pytest.raises(grid.GridError, match="min_steady_s.*allowed: int or float > 0"):
+        grid.expand(g)
+
+
+def test_idle_power_is_measured_while_the_data_is_made(fake_nvml, monkeypatch):
+    """The idle window opens before the data is made and closes at fit: no waiting when that took >= 1 s,
+    the rest of the second waited out when it was shorter; the power is the counter's difference."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    fake_nvml.idle_rate_w = 80.0
+    smp = sampler.Sampler(interval=0.01)
+    smp.idle_begin()
+    time.sleep(0.3)  # "making the data"
+    t0 = time.perf_counter()
+    idle = smp.idle_end(0.2)  # the window is already longer than 0.2 s: no wait
+    assert time.perf_counter() - t0 < 0.15
+    assert idle["idle_method"] == "nvml_energy_counter" and idle["idle_power_w"] == pytest.approx(80, rel=0.1)
+    assert idle["idle_window_s"] >= 0.3
+    smp.idle_begin()
+    idle = smp.idle_end(0.25)  # a short window: waited out to 0.25 s
+    assert idle["idle_window_s"] >= 0.25 and idle["idle_power_w"] == pytest.approx(80, rel=0.1)
+    assert smp.idle_end(0.05)["idle_window_s"] >= 0.05  # no window open: measured there and then
+
+
+def test_idle_power_once_per_run_is_used_by_the_points_gpus(fake_nvml, monkeypatch):
+    """The runner measures every GPU's idle power once (energy counter) and exports it; a point on GPU 1
+    takes GPU 1's figure without waiting; a point whose GPU is not covered measures its own."""
+    fake_nvml.idle_rate_w = 50.0  # both counters grow at 50 W
+    run = sampler.measure_gpus_idle(0.2)
+    assert set(run["per_gpu_w"]) == set(fake_nvml.uuids) and run["method"] == "nvml_energy_counter"
+    assert all(w == pytest.approx(50, rel=0.15) for w in run["per_gpu_w"].values())
+    monkeypatch.setenv(sampler.IDLE_ENV, json.dumps({**run, "per_gpu_w": {fake_nvml.uuids[1]: 77.0}}))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    smp = sampler.Sampler(interval=0.01)
+    t0 = time.perf_counter()
+    idle = smp.idle_from_run()
+    assert time.perf_counter() - t0 < 0.1 and idle["idle_power_w"] == 77.0 and "once per run" in idle["idle_method"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # GPU 0 is not in the run's figure
+    assert sampler.Sampler(interval=0.01).idle_from_run() == {}
+    monkeypatch.setenv(sampler.IDLE_ENV, "not json")
+    assert sampler.Sampler(interval=0.01).idle_from_run() == {}

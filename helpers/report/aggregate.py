@@ -1,8 +1,12 @@
 """Aggregation: one row per configuration, matched CPU/GPU pairs, and per-sample figures.
 
-    summ = summarise(df)                  # one row per configuration (CONFIG_KEYS), repeats pooled
+    summ = summarise(df)                  # one row per configuration (CONFIG_KEYS): median over its runs
     pairs = matched_pairs(summ)           # GPU against CPU of the same configuration, per sample
     sizes = source_epochs()               # samples in one epoch of each source's full dataset
+
+Two spreads, never confused (issue 14): a figure is the median over runs (records) of each run's
+samples/s, with the *between-run* interval (``between_runs``); the *within-run* epoch spread is kept apart
+and never shown as the figure's uncertainty. How figures are rounded and marked: fmt.sig_digits.
 
 Honest axes: configurations are compared in samples/s (or time and money per 1,000 samples, or
 per epoch of the source's full dataset derived from samples/s), never in raw seconds per epoch when
@@ -15,11 +19,15 @@ import csv
 import functools
 
 from ..paths import PROJECT_ROOT
+from . import fmt
 from .fmt import isnull
 from .table import CONFIG_KEYS
 
 SOURCE_EPOCHS = PROJECT_ROOT / "data" / "source_epochs.csv"
 MIN_STEPS = 100  # a point with fewer steps per epoch carries a fixed per-epoch cost (iterator restart, syncs)
+BOOT_FROM = 5  # runs from which the between-run interval is a bootstrap interval (below: the range)
+BOOT_SEED = 14  # fixed: the same records give the same report
+BOOT_RESAMPLES = 9999
 
 # A matched pair: same machine and everything but the device. n_train is not a pairing key: a CPU point
 # may train on fewer samples than its GPU twin (the speedup is then taken per sample, from samples/s).
@@ -28,12 +36,14 @@ PAIR_KEYS = ["machine", "workload", "backend", "precision", "jit_compile", "batc
 
 SUMMARY_COLUMNS = CONFIG_KEYS + [
     "config", "n_runs", "n_epochs", "s_per_epoch", "q1", "q3", "min", "max", "s_per_step", "step_q1", "step_q3",
-    "samples_per_s", "sps_q1", "sps_q3", "runs_sps_min", "runs_sps_max", "steps_per_epoch", "steady_s",
+    "samples_per_s", "sps_q1", "sps_q3", "runs_sps_min", "runs_sps_max", "sps_lo", "sps_hi", "sps_interval",
+    "run_sps", "n_leases", "min_steady_s", "short_window", "steps_per_epoch", "steady_s", "steady_min_s",
     "first_epoch_s", "first_min", "first_max", "val_s", "total_s", "cpu_pct", "proc_cpu_pct", "gpu_pct",
     "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
     "energy_method", "final_accuracy", "threads_eff", "host", "gpu", "cpu_model", "cpus", "machine_cpus", "gpus",
     "fixture", "epochs", "schema_min", "point_ids"]
-_TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method"}
+_TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method",
+                            "sps_interval", "run_sps", "short_window"}
 
 
 @functools.lru_cache(maxsize=4)
@@ -47,14 +57,63 @@ def source_epochs(path: str | None = None) -> dict[str, dict]:
                                 "inferred": r.get("inferred") == "yes"} for r in csv.DictReader(f)}
 
 
-def summarise(df):
-    """One row per configuration (CONFIG_KEYS): repeats pooled; median and spread of every timing.
+def _bootstrap(samples: tuple, statistic) -> tuple[float, float]:
+    """Percentile bootstrap 95% interval of ``statistic`` (independent resampling of each sample), fixed seed."""
+    import numpy as np
+    from scipy import stats
 
-    Steady-state epoch times of all runs are pooled: ``s_per_epoch`` is their median, ``q1``/``q3``
-    the IQR and ``min``/``max`` the range (the within-run spread). samples/s and s/step follow from the
-    same epochs. ``runs_sps_min``/``runs_sps_max`` are the between-run range of each run's samples/s
-    (equal to the median when there is one run: ``n_runs`` says how many).
-    """
+    res = stats.bootstrap(samples, statistic, n_resamples=BOOT_RESAMPLES, confidence_level=0.95, method="percentile",
+                          paired=False, vectorized=True, rng=np.random.default_rng(BOOT_SEED))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def between_runs(values) -> tuple[float, float, str]:
+    """(low, high, kind) of the median of per-run figures: 'range' (min–max) under BOOT_FROM runs,
+    'bootstrap' (95% interval of the median) from BOOT_FROM, 'none' (NaN bounds) for one run."""
+    import numpy as np
+
+    v = np.asarray([x for x in values if not isnull(x)], dtype=float)
+    if v.size < 2:
+        return float("nan"), float("nan"), "none"
+    if v.size < BOOT_FROM or np.ptp(v) == 0:
+        return float(v.min()), float(v.max()), "range"
+    lo, hi = _bootstrap((v,), lambda x, axis: np.median(x, axis=axis))
+    med = float(np.median(v))
+    return min(lo, med), max(hi, med), "bootstrap"
+
+
+def ratio_interval(num_runs, den_runs) -> tuple[float, float, str]:
+    """(low, high, kind) of median(num) ÷ median(den) from both sides' runs: 'bootstrap' (95%, each side
+    resampled) when both have BOOT_FROM runs, else 'range' [min num ÷ max den, max num ÷ min den] when
+    both have two, else 'none' (a side has one run: no interval)."""
+    import numpy as np
+
+    a = np.asarray([x for x in num_runs if not isnull(x)], dtype=float)
+    b = np.asarray([x for x in den_runs if not isnull(x)], dtype=float)
+    if min(a.size, b.size) < 2:
+        return float("nan"), float("nan"), "none"
+    if min(a.size, b.size) < BOOT_FROM or (np.ptp(a) == 0 and np.ptp(b) == 0):
+        return float(a.min() / b.max()), float(a.max() / b.min()), "range"
+    lo, hi = _bootstrap((a, b), lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis))
+    r = float(np.median(a) / np.median(b))
+    return min(lo, r), max(hi, r), "bootstrap"
+
+
+def run_figures(g):
+    """Each run's (record's) steady-state samples/s: n_train ÷ its median steady epoch (else its own figure)."""
+    sps = g["n_train"] / g["median_epoch_s"]
+    return sps.where(sps.notna(), g["samples_per_s"]).dropna().to_numpy(dtype=float)
+
+
+def summarise(df):
+    """One row per configuration (CONFIG_KEYS): the median over its runs of each run's figure.
+
+    ``samples_per_s``: median over runs of each run's samples/s (``run_sps``); ``sps_lo``/``sps_hi``: its
+    between-run interval (``sps_interval``: 'range', 'bootstrap', 'none'); ``runs_sps_min``/``_max``: the
+    runs' extremes; ``s_per_epoch``: median of the runs' median epochs. Within-run: the steady epochs of
+    all runs pooled (``q1``/``q3``, ``min``/``max`` in s; ``sps_q1``/``sps_q3``). ``steady_s``: the median
+    run's window, ``short_window``: under ``min_steady_s`` (fmt.MIN_STEADY_S if unrecorded); ``n_leases``:
+    distinct ``boot_id`` (0: unknown)."""
     import numpy as np
     import pandas as pd
 
@@ -66,7 +125,8 @@ def summarise(df):
         epochs = np.array([t for lst in g["epoch_list"] for t in lst], dtype=float)
         if epochs.size == 0:
             epochs = g["median_epoch_s"].to_numpy(dtype=float)
-        q1, med, q3 = np.percentile(epochs, [25, 50, 75])
+        q1, q3 = np.percentile(epochs, [25, 75])
+        med = float(g["median_epoch_s"].median())
         steps = g["steps_per_epoch"].dropna()
         steps = float(steps.iloc[0]) if len(steps) else None
         if not steps:
@@ -74,18 +134,23 @@ def summarise(df):
             steps = float(ratio.median()) if len(ratio) else None
         n = g["n_train"].dropna()
         n = float(n.iloc[0]) if len(n) else None
-        run_sps = (g["n_train"] / g["median_epoch_s"]) if n else g["samples_per_s"]
-        run_sps = run_sps.dropna()
+        run_sps = run_figures(g)
+        lo, hi, kind = between_runs(run_sps)
+        min_steady = g["min_steady_s"].max() if g["min_steady_s"].notna().any() else fmt.MIN_STEADY_S
+        window = g["steady_s"].median()
         row = dict(zip(CONFIG_KEYS, key))
         row.update(
             config=g["config"].iloc[0], n_runs=len(g), n_epochs=int(epochs.size), s_per_epoch=med, q1=q1, q3=q3,
             min=float(epochs.min()), max=float(epochs.max()),
             s_per_step=med / steps if steps else None, step_q1=q1 / steps if steps else None,
             step_q3=q3 / steps if steps else None,
-            samples_per_s=n / med if n else g["samples_per_s"].median(),
+            samples_per_s=float(np.median(run_sps)) if run_sps.size else None,
             sps_q1=n / q3 if n else None, sps_q3=n / q1 if n else None,
-            runs_sps_min=run_sps.min() if len(run_sps) else None, runs_sps_max=run_sps.max() if len(run_sps) else None,
-            steps_per_epoch=steps, steady_s=g["steady_s"].median(),
+            runs_sps_min=run_sps.min() if run_sps.size else None, runs_sps_max=run_sps.max() if run_sps.size else None,
+            sps_lo=lo, sps_hi=hi, sps_interval=kind, run_sps=tuple(sorted(run_sps.tolist())),
+            n_leases=g["boot_id"].dropna().nunique(),
+            min_steady_s=min_steady, short_window=bool(not isnull(window) and window < min_steady),
+            steps_per_epoch=steps, steady_s=window, steady_min_s=g["steady_s"].min(),
             first_epoch_s=g["first_epoch_s"].median(), first_min=g["first_epoch_s"].min(),
             first_max=g["first_epoch_s"].max(), val_s=g["val_s"].median(), total_s=g["total_s"].median(),
             cpu_pct=g["cpu_pct"].median(), proc_cpu_pct=g["proc_cpu_pct"].median(), gpu_pct=g["gpu_pct"].median(),
@@ -193,9 +258,10 @@ def matched_pairs(summ):
     """GPU against CPU of the same configuration (PAIR_KEYS: same machine, backend, batch, precision, knobs).
 
     One row per pair, columns suffixed ``_cpu``/``_gpu``; the CPU side is that configuration's fastest
-    thread setting. ``speedup`` = GPU samples/s ÷ CPU samples/s (per sample); ``speedup_lo``/``_hi`` come
-    from the between-run ranges when both sides have several runs (``interval`` = 'runs'), else from the
-    within-run epoch IQRs (``interval`` = 'epochs')."""
+    thread setting. ``speedup`` = GPU samples/s ÷ CPU samples/s (per sample, medians over runs);
+    ``speedup_lo``/``_hi`` its between-run interval from the runs of both sides (``ratio_interval``;
+    ``interval``: 'range', 'bootstrap', or 'none' when a side has one run: no interval, never an epoch IQR).
+    ``n_runs``/``short_window`` (the fewer runs, either window short) and ``digits`` say how it is shown."""
     import pandas as pd
 
     if summ.empty or not {"cpu", "gpu"} <= set(summ["device"].dropna()):
@@ -209,18 +275,26 @@ def matched_pairs(summ):
     if m.empty:
         return m
     m["speedup"] = m["samples_per_s_gpu"] / m["samples_per_s_cpu"]
-    runs = (m["n_runs_cpu"] >= 2) & (m["n_runs_gpu"] >= 2)
-    m["interval"] = runs.map({True: "runs", False: "epochs"})
-    m["speedup_lo"] = (m["runs_sps_min_gpu"] / m["runs_sps_max_cpu"]).where(runs, m["sps_q1_gpu"] / m["sps_q3_cpu"])
-    m["speedup_hi"] = (m["runs_sps_max_gpu"] / m["runs_sps_min_cpu"]).where(runs, m["sps_q3_gpu"] / m["sps_q1_cpu"])
+    iv = [ratio_interval(g, c) for g, c in zip(m["run_sps_gpu"], m["run_sps_cpu"])]
+    m["speedup_lo"], m["speedup_hi"], m["interval"] = ([v[i] for v in iv] for i in range(3))
+    m["n_runs"] = m[["n_runs_cpu", "n_runs_gpu"]].min(axis=1)
+    m["short_window"] = m["short_window_cpu"].astype(bool) | m["short_window_gpu"].astype(bool)
+    m["digits"] = [fmt.sig_digits(r["speedup"], r["speedup_lo"], r["speedup_hi"], r["n_runs"], r["short_window"])
+                   if r["interval"] != "none" else min(fmt.digits(r, "_cpu"), fmt.digits(r, "_gpu"))
+                   for r in m.to_dict("records")]
     return m.sort_values(["workload", "machine", "backend", "batch_size"]).reset_index(drop=True)
 
 
 def precision_marks(r) -> str:
-    """What a figure's precision rests on, for tables: runs, epochs, and warnings (one run, few steps)."""
-    marks = [f"{int(r['n_runs'])} run{'s' if r['n_runs'] != 1 else ''}, {int(r['n_epochs'])} epochs"]
+    """What a figure rests on, for tables: runs, leases, epochs, window, and warnings (one run, few steps)."""
+    n, lease = int(r["n_runs"]), f", {int(r['n_leases'])} lease(s)" if r.get("n_leases") else ""
+    marks = [f"{n} run{'s' if n != 1 else ''}{lease}, {int(r['n_epochs'])} epochs"]
     if not isnull(r.get("steady_s")):
-        marks[0] += f", {r['steady_s']:.2g} s timed per run"
+        marks[0] += f", {r['steady_s']:.2g} s timed per run (median)"
+    if r.get("short_window"):
+        marks.append(f"{fmt.SHORT} window under {r['min_steady_s']:g} s")
+    if n == 1:
+        marks.append(f"{fmt.ONE_RUN} one run: no between-run spread")
     if r.get("few_steps"):
         marks.append(f"< {MIN_STEPS} steps/epoch")
     return "; ".join(marks)

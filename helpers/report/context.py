@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..record import split_duplicates
-from . import aggregate, costs, published, table
+from . import aggregate, costs, published, reference, table
 
 
 @dataclass(frozen=True)
@@ -48,23 +48,38 @@ class Context:
 
 def build_context(folders, base_config: dict | None = None, host_profiles: dict | None = None,
                   timeline_run: str = "", prices_file: str | Path | None = None,
-                  published_file: str | Path | None = None) -> Context:
+                  published_file: str | Path | None = None, use_reference: bool = True,
+                  reference_folders: list | None = None, price_set: str | None = None) -> Context:
     """Load every record under ``folders`` and aggregate it. ``host_profiles`` (host -> price profile)
     given by the user must name known profiles (``costs.PriceError`` otherwise); a profile named only in
-    someone's records that this prices file lacks means 'no price', said once in ``notes``."""
+    someone's records that this prices file lacks means 'no price', said once in ``notes``. With
+    ``use_reference`` and no successful GPU point among the records, the bundled reference's GPU
+    configurations that match the records' CPU ones are added (``reference.reference_rows``), marked as
+    another machine's."""
+    import pandas as pd
+
     folders = [Path(f) for f in folders]
     df, records, skipped = table.load_table(folders)
     skipped, duplicates = split_duplicates(skipped)
     reasons = tuple(Counter(why for _, why in skipped).most_common())
-    summ = aggregate.summarise(df)
-    prices = costs.load_prices(prices_file or None)
     notes = []
+    if use_reference and len(df) and not reference.has_own_gpu(df):
+        ref, labels = reference.reference_rows(df, reference_folders)
+        if len(ref):
+            df = pd.concat([df, ref], ignore_index=True)
+            notes.append(("These records have no GPU run: every GPU figure (columns, speedups, costs, energy) comes "
+                          "from the bundled reference run on another machine, {}: the GPU configurations that match "
+                          "your CPU ones (same workload, backend, batch size, precision, knobs), compared per sample. "
+                          "Its machine name says so wherever it appears; a speedup reads \"your CPU → reference\". "
+                          "./run_all.sh --no-reference leaves it out.", ("; ".join(labels),), "info"))
+    summ = aggregate.summarise(df)
+    prices = costs.load_prices(prices_file or None, price_set=price_set or None)
     from_records = costs.record_profiles(records)
     unknown = sorted({p for p in from_records.values() if p not in (prices.get("profiles") or {})})
     if unknown:
         notes.append(("Records name price profile(s) this prices file does not have: {}; their machines get no "
                       "price.", (", ".join(unknown),), "warn"))
-        from_records = {h: p for h, p in from_records.items() if p not in unknown}
+        from_records = {h: (None if p in unknown else p) for h, p in from_records.items()}
     costed = costs.add_costs(summ, prices, {**from_records, **(host_profiles or {})})
     pub = published.load_published(published_file or None)
     return Context(folders=tuple(folders), df=df, records=tuple(records), skipped=tuple(skipped), summary=summ,

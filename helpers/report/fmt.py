@@ -4,6 +4,8 @@ Text that comes from records is HTML-escaped wherever it is shown (``html_table`
 
     num(14822.3)                      -> '14,822'
     spread_text(1.23, 1.1, 1.4)       -> '1.23 [1.1–1.4]'
+    sig_digits(209358, n_runs=1, short=True)            -> 2   (the rounding rule below)
+    figure_text(209358, None, None, 1, 0.72, 2.0)       -> '210,000 †‡ (1 run, window 0.72 s < 2 s)'
     html_table(frame)                 -> '<div ...><table class="cgb">...'
     note("{} records", n, kind="warn")
 """
@@ -16,6 +18,18 @@ from pathlib import Path
 from ..paths import PROJECT_ROOT
 
 MAX_ROWS = 80  # rows per HTML table; the rest is said in a line
+
+# Marks on a figure, in every table and chart that shows it (issue 14: never a precision the runs do not have)
+ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
+SHORT = "‡"  # its steady-state window (median run) is under the run's min_steady_s (MIN_STEADY_S when unrecorded)
+MIN_STEADY_S = 2.0  # seconds: the window records without ``params.min_steady_s`` are held to
+INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
+MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
+              f"{SHORT} steady-state window under min_steady_s ({MIN_STEADY_S:g} s for records without it): at "
+              "most 2 digits for one run, 3 for several. Brackets: the between-run interval of the median (range "
+              "of 2–4 runs, bootstrap 95% from 5); n = runs, then the median run's steady window in seconds. The "
+              "within-run epoch spread (IQR of the steady epochs) is shown apart and is not the figure's "
+              "uncertainty.")
 
 REPORT_CSS = """<style>
 table.cgb{border-collapse:collapse;font-size:12px;margin:4px 0 12px 0}
@@ -88,6 +102,117 @@ def spread_text(med, lo, hi, digits: int = 3) -> str:
     if isnull(lo) or isnull(hi) or (abs(hi - lo) <= 1e-12 * max(abs(med), 1)):
         return m
     return f"{m} [{num(lo, digits)}–{num(hi, digits)}]"
+
+
+def sig_digits(med, lo=None, hi=None, n_runs=1, short=False) -> int:
+    """How many significant digits a figure may show: the report's one rounding rule.
+
+    * one run: 3 digits, 2 when its steady window was under min_steady_s (``short``): nothing measured
+      how far a second run would land, and a short window adds start-up noise;
+    * several runs: from the relative width r = (high − low) / |median| of the between-run interval,
+      digits = 1 − floor(log10 r), kept within 2..4 (r ≥ 10%: 2 digits; 1% ≤ r < 10%: 3; 0.1% ≤ r < 1%:
+      4; identical runs: 4); at most 3 when the median run's window was short.
+    Derived figures (seconds per epoch, costs, ratios) keep the digits of the figure(s) they come from."""
+    import math
+
+    several = not isnull(n_runs) and n_runs >= 2 and not isnull(lo) and not isnull(hi) and not isnull(med)
+    if not several:
+        return 2 if short else 3
+    r = abs(hi - lo) / abs(med) if med else 0.0
+    d = 4 if r <= 1e-12 else min(4, max(2, 1 - math.floor(math.log10(r))))
+    return min(d, 3) if short else d
+
+
+def rounded(v, digits: int = 3) -> str:
+    """``v`` rounded half up to ``digits`` significant digits, thousands separated: rounded(209358, 2) ->
+    '210,000', rounded(625, 2) -> '630'."""
+    import math
+    from decimal import ROUND_HALF_UP, Decimal
+
+    if isnull(v):
+        return ""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    step = Decimal(1).scaleb(math.floor(math.log10(abs(v))) - digits + 1)
+    q = float(Decimal(repr(float(v))).quantize(step, rounding=ROUND_HALF_UP))
+    if q == 0:
+        return "0"
+    return f"{q:,.{max(0, digits - 1 - math.floor(math.log10(abs(q))))}f}"
+
+
+def marks(n_runs, short) -> str:
+    """'†' one run, '‡' a window under min_steady_s, '†‡' both, '' neither."""
+    one = not isnull(n_runs) and n_runs <= 1
+    return (ONE_RUN if one else "") + (SHORT if short else "")
+
+
+def rests_on(n_runs, window_s=None, min_s=None, kind: str = "") -> str:
+    """What a figure rests on: '1 run, window 0.72 s < 2 s', 'n=4, range; 3.1 s', 'n=6, bootstrap 95%; 5 s'."""
+    runs = "1 run" if not isnull(n_runs) and n_runs <= 1 else (f"n={int(n_runs)}" if not isnull(n_runs) else "")
+    if kind in INTERVALS and not (isnull(n_runs) or n_runs <= 1):
+        runs += f", {INTERVALS[kind]}"
+    if isnull(window_s):
+        return runs
+    lim = MIN_STEADY_S if isnull(min_s) else min_s
+    win = f"window {window_s:.2g} s < {lim:g} s" if window_s < lim else f"{window_s:.2g} s"
+    return f"{runs}{', ' if runs.endswith('run') else '; '}{win}" if runs else win
+
+
+def figure_text(med, lo, hi, n_runs, window_s=None, min_s=None, kind: str = "", digits: int | None = None) -> str:
+    """A figure as every table shows it: rounded by ``sig_digits``, its between-run interval in brackets,
+    its marks, and what it rests on: '209,000 [205,000–212,000] (n=4, range; 3.1 s)',
+    '210,000 †‡ (1 run, window 0.72 s < 2 s)'. '' when the figure is missing."""
+    if isnull(med):
+        return ""
+    lim = MIN_STEADY_S if isnull(min_s) else min_s
+    short = not isnull(window_s) and window_s < lim
+    d = digits or sig_digits(med, lo, hi, n_runs, short)
+    text = rounded(med, d)
+    if not (isnull(n_runs) or n_runs <= 1 or isnull(lo) or isnull(hi)):
+        text += f" [{rounded(lo, d)}–{rounded(hi, d)}]"
+    m = marks(n_runs, short)
+    return f"{text}{' ' + m if m else ''} ({rests_on(n_runs, window_s, min_s, kind)})"
+
+
+# ---- the figures of a configuration (a row of aggregate.summarise, or one side of a matched pair: ``suffix``)
+
+
+def digits(r, suffix: str = "") -> int:
+    """The significant digits a configuration's figures may show (``sig_digits`` on its runs and window)."""
+    return sig_digits(r.get(f"samples_per_s{suffix}"), r.get(f"sps_lo{suffix}"), r.get(f"sps_hi{suffix}"),
+                      r.get(f"n_runs{suffix}"), bool(r.get(f"short_window{suffix}")))
+
+
+def figure(r, scale: float = 1.0, suffix: str = "") -> str:
+    """A configuration's samples/s (× ``scale``) as tables show it: rounded, between-run interval, marks,
+    runs and window: '210,000 †‡ (1 run, window 0.72 s < 2 s)'."""
+    def g(k):
+        v = r.get(f"{k}{suffix}")
+        return float("nan") if isnull(v) else v
+
+    return figure_text(g("samples_per_s") * scale, g("sps_lo") * scale, g("sps_hi") * scale, g("n_runs"),
+                       g("steady_s"), g("min_steady_s"), r.get(f"sps_interval{suffix}") or "", digits(r, suffix))
+
+
+def shown(v, r, mark: bool = True, suffix: str = "", unit: str = "") -> str:
+    """A figure derived from configuration ``r`` (seconds per epoch, a cost...): ``r``'s digits and marks."""
+    if isnull(v):
+        return ""
+    m = marks(r.get(f"n_runs{suffix}"), bool(r.get(f"short_window{suffix}"))) if mark else ""
+    return rounded(v, digits(r, suffix)) + unit + (f" {m}" if m else "")
+
+
+def speedup_text(p) -> str:
+    """A matched pair's speedup (aggregate.matched_pairs): '51 †‡ (1 run: no interval)',
+    '10.6 [9.09–12.5] (between runs: range, n=2/2 GPU/CPU)'."""
+    d = int(p["digits"])
+    text = rounded(p["speedup"], d)
+    if p["interval"] != "none":
+        text += f" [{rounded(p['speedup_lo'], d)}–{rounded(p['speedup_hi'], d)}]"
+    m = marks(p["n_runs"], bool(p["short_window"]))
+    how = (f"between runs: {INTERVALS[p['interval']]}, n={int(p['n_runs_gpu'])}/{int(p['n_runs_cpu'])} GPU/CPU"
+           if p["interval"] != "none" else "1 run: no interval")
+    return f"{text}{' ' + m if m else ''} ({how})"
 
 
 def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS) -> str:

@@ -3,8 +3,11 @@
     df, records, skipped = load_table([Path("outputs")])
 
 ``records`` are the raw dicts (``_path`` set), ``skipped`` the files that are not records, with why.
-Columns are listed in ``COLUMNS``; ``machine`` (host and hardware) and ``config`` (device · backend)
-are added. ``CONFIG_KEYS`` say which columns make two records the same configuration (its repeats).
+Columns are listed in ``COLUMNS``; ``machine`` (the hardware: GPU or CPU model and logical CPUs) and
+``config`` (device · backend) are added. The fingerprint's host identity rides along as text
+(``cpu_id``, ``cpu_flags``, ``gpu_state``), with the lease (``boot_id``) and the run's host
+calibration (``cal_*``; None where a record has none).
+``CONFIG_KEYS`` say which columns make two records the same configuration (its repeats).
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
            "n_steady", "steady_s", "step_s", "samples_per_s", "val_s", "total_s", "cpu_pct", "proc_cpu_pct",
            "gpu_pct", "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch",
            "idle_power_w", "energy_method", "final_loss", "final_accuracy", "keras", "backend_version", "python",
-           "git_commit", "schema", "started_at", "point_id", "notebook", "path", "fixture", "epoch_list"]
+           "git_commit", "schema", "started_at", "point_id", "notebook", "path", "fixture", "epoch_list",
+           "boot_id", "cpu_id", "cpu_flags", "gpu_state", "gpu_sm_now", "gpu_mem_now", "cal_when", "cal_dispatch",
+           "cal_matmul", "cal_matmul_1t", "cal_threads", "repeat", "config_id", "min_steady_s"]
 
 # Parameters every notebook has (their own columns, or not part of a configuration: seed, epochs,
 # output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
-_COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers"}
+_COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers", "repeat", "min_steady_s"}
 
 # What makes two records the same configuration (repeats of it are pooled).
 CONFIG_KEYS = ["machine", "workload", "backend", "device", "precision", "jit_compile", "batch_size",
@@ -35,7 +40,8 @@ NUMERIC = ("first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min
            "samples_per_s", "val_s", "total_s", "cpu_pct", "proc_cpu_pct", "gpu_pct", "gpu_pct_max", "gpu_mem_mb",
            "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w", "final_loss",
            "final_accuracy", "batch_size", "threads", "threads_eff", "n_train", "cpus", "machine_cpus", "ram_gb",
-           "gpus", "steps_per_epoch", "epochs", "n_steady", "steady_s", "workers", "schema")
+           "gpus", "steps_per_epoch", "epochs", "n_steady", "steady_s", "workers", "schema", "cal_dispatch",
+           "cal_matmul", "cal_matmul_1t", "cal_threads", "gpu_sm_now", "gpu_mem_now", "repeat", "min_steady_s")
 
 _BACKEND_PKG = {"tensorflow": ("tensorflow", "tensorflow-cpu"), "jax": ("jax",), "torch": ("torch",)}
 
@@ -51,8 +57,64 @@ def _nums(values) -> list[float]:
     return [float(t) for t in (values or []) if isinstance(t, (int, float)) and not isinstance(t, bool)]
 
 
+def _num(v):
+    """A finite number from a record, else None (records from elsewhere may hold anything here)."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
+    return v if ok else None
+
+
+def _cpu_id(fp: dict) -> str | None:
+    """'GenuineIntel family 6 model 207 stepping 2' (what was recorded of it), None when nothing was."""
+    parts = [(label, fp.get(key)) for label, key in (("", "cpu_vendor"), ("family", "cpu_family"),
+                                                     ("model", "cpu_model_number"), ("stepping", "cpu_stepping"))]
+    shown = [f"{label} {v}".strip() for label, v in parts if isinstance(v, (str, int)) and not isinstance(v, bool)]
+    return " ".join(shown) or None
+
+
+def _cpu_flags(fp: dict) -> str | None:
+    flags = fp.get("cpu_flags")
+    if not isinstance(flags, list):
+        return None
+    return " ".join(str(f) for f in flags) or "none of avx2/avx512/amx"
+
+
+def _gpu_state(fp: dict) -> str | None:
+    """Per GPU 'SM max 1980 MHz · mem max 2619 MHz · 700 W limit · persistence on' (what stays put over a
+    lease; the clocks *now* are ``_gpu_clocks_now``), identical GPUs counted once ('8 × ...'); 'no GPU'
+    when NVML saw none; None when not recorded."""
+    states = fp.get("gpu_state")
+    if not isinstance(states, list):
+        return None
+    if not states:
+        return "no GPU"
+
+    def one(g):
+        if not isinstance(g, dict):
+            return "?"
+        out = [f"{label} max {top:g} MHz" for label, key in (("SM", "sm_clock_max_mhz"), ("mem", "mem_clock_max_mhz"))
+               if (top := _num(g.get(key))) is not None]
+        if _num(g.get("power_limit_w")) is not None:
+            out.append(f"{g['power_limit_w']:g} W limit")
+        if isinstance(g.get("persistence_mode"), bool):
+            out.append(f"persistence {'on' if g['persistence_mode'] else 'off'}")
+        return " · ".join(out) or "?"
+
+    texts = [one(g) for g in states]
+    return "; ".join(f"{texts.count(t)} × {t}" if texts.count(t) > 1 else t for t in dict.fromkeys(texts))
+
+
+def _gpu_clocks_now(fp: dict, key: str):
+    """The highest current clock (``sm_clock_mhz`` / ``mem_clock_mhz``) over the GPUs when the fingerprint
+    was taken (an idle GPU idles low: a reading, not the GPU's speed); None when not recorded."""
+    states = fp.get("gpu_state")
+    vals = [v for g in states if isinstance(g, dict) and (v := _num(g.get(key))) is not None] \
+        if isinstance(states, list) else []
+    return max(vals) if vals else None
+
+
 def _row(r: dict) -> dict:
     fp = r.get("fingerprint") or {}
+    cal = fp.get("calibration") if isinstance(fp.get("calibration"), dict) else {}
     params = r.get("params") or {}
     info = r.get("data_info") or {}
     util = r.get("utilisation") or {}
@@ -113,6 +175,15 @@ def _row(r: dict) -> dict:
         "git_commit": fp.get("git_commit"), "schema": r.get("schema"), "started_at": r.get("started_at"),
         "point_id": r.get("point_id"), "notebook": r.get("notebook"), "path": r.get("_path"),
         "fixture": bool(r.get("fixture")), "epoch_list": steady,
+        "boot_id": fp.get("boot_id") if isinstance(fp.get("boot_id"), str) else None,
+        "cpu_id": _cpu_id(fp), "cpu_flags": _cpu_flags(fp), "gpu_state": _gpu_state(fp),
+        "gpu_sm_now": _gpu_clocks_now(fp, "sm_clock_mhz"), "gpu_mem_now": _gpu_clocks_now(fp, "mem_clock_mhz"),
+        "cal_when": cal.get("when") if isinstance(cal.get("when"), str) else None,
+        "cal_dispatch": _num(cal.get("dispatch_mcalls_per_s")), "cal_matmul": _num(cal.get("matmul_gflops_all")),
+        "cal_matmul_1t": _num(cal.get("matmul_gflops_1thread")), "cal_threads": _num(cal.get("matmul_threads")),
+        # repeats (issue 14; older records: one run, no target window recorded)
+        "repeat": _num(_first(r.get("repeat"), params.get("repeat"))), "config_id": r.get("config_id"),
+        "min_steady_s": _num(params.get("min_steady_s")),
     }
 
 
@@ -127,9 +198,11 @@ def tidy(records: list[dict]):
     for col in ("workload", "backend", "device", "status", "host", "precision", "data_source", "augment",
                 "energy_method"):
         df[col] = df[col].astype(object).where(df[col].notna(), None)
-    host = df["host"].fillna("?").astype(str)
+    # the machine is its hardware, not its host name: two leases of one cloud machine type (new host
+    # names, new boots) pool their runs; hosts and leases are told apart in the provenance section
     hw = df["gpu"].fillna(df["cpu_model"]).fillna("?").astype(str)
-    df["machine"] = host + " (" + hw + ")"
+    cpus = df["machine_cpus"].map(lambda n: f" · {int(n)} CPUs" if pd.notna(n) else "")
+    df["machine"] = hw + cpus
     df["config"] = df["device"].fillna("?").astype(str) + " · " + df["backend"].fillna("?").astype(str)
     return df
 

@@ -10,7 +10,7 @@ imports no framework (the device must be forced first).
 One module per workload in this package registers its entry with ``register`` (from
 ``.registry``, re-exported here); ``_MODULES`` lists them. To add a workload: a module here, its
 line in ``_MODULES``, its notebook in ``notebooks/``. Helper modules that register nothing
-(``registry``, ``lstm``, ``shift``) are not listed.
+(``registry``, ``lstm``, ``shift``, ``custom_files``, ``custom_checks``, ``custom_data``) are not listed.
 """
 
 from __future__ import annotations
@@ -24,6 +24,6 @@ __all__ = ["REGISTRY", "Workload", "build_model", "get", "load_data", "names", "
 # The modules that register workloads (imported on first use of the registry; none imports Keras
 # at import time).
 _MODULES = ("cnn_cifar10", "mnist", "vgg_cifar10", "resnet50", "cnn_256", "catsdogs",
-            "fasttext_imdb", "bilstm_imdb", "lstm_textgen")
+            "fasttext_imdb", "bilstm_imdb", "lstm_textgen", "custom")
 for _m in _MODULES:
     importlib.import_module(f"{__name__}.{_m}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..fmt import spread_text
+from ..fmt import MARKS_NOTE, digits, figure, rounded
 from ..table import CONFIG_KEYS
 from .base import Section
 
@@ -19,14 +19,15 @@ def backend_table(summ):
     for key, g in summ.groupby(keys, dropna=False, sort=True):
         if g["backend"].nunique() < 2:
             continue
-        best = g["samples_per_s"].max()
+        best = g.loc[g["samples_per_s"].idxmax()]
         k = dict(zip(keys, key))
         for _, r in g.sort_values("samples_per_s", ascending=False).iterrows():
             rows.append({"workload": k["workload"], "machine": k["machine"], "device": k["device"],
                          "batch": k["batch_size"], "precision": k["precision"], "knobs": k["knobs"],
                          "backend": r["backend"],
-                         "samples/s [IQR]": spread_text(r["samples_per_s"], r["sps_q1"], r["sps_q3"]),
-                         "× the fastest backend's time": best / r["samples_per_s"],
+                         "samples/s: median of runs [between runs]": figure(r),
+                         "× the fastest backend's time": rounded(best["samples_per_s"] / r["samples_per_s"],
+                                                                 min(digits(best), digits(r))),
                          "first epoch s": r["first_epoch_s"], "runs": r["n_runs"], "data": k["data_source"]})
     return pd.DataFrame(rows)
 
@@ -36,4 +37,4 @@ def build(ctx) -> Section:
     if len(bt) == 0:
         return Section.absent(__name__, "only one backend per device and setting in these records: nothing to "
                                         "compare.")
-    return Section.of(__name__).table(bt)
+    return Section.of(__name__).table(bt).note("{}", MARKS_NOTE)

@@ -3,6 +3,10 @@
     s = Section.of(__name__)               # inside a section module (TITLE, LEAD from the module)
     s.note("{} runs", n).table(frame).figure(fig)
     return s                               # or Section.absent(__name__, "why there is nothing")
+
+Bar charts of figures carry the figures' marks (fmt.ONE_RUN, fmt.SHORT): ``with_marks(labeller)`` ends each
+bar's label with its runs, window and marks, ``at_digits(frame, value)`` writes each bar's value to the
+digits its runs support, and ``mark_bars(fig)`` hatches the marked bars and adds the legend line.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass, field
 from jinja2 import Environment, select_autoescape
 from markupsafe import Markup
 
-from ..fmt import html_table, note
+from ..fmt import ONE_RUN, SHORT, digits, html_table, isnull, marks, note, num, rounded
 
 FOLD_ROWS = 25  # tables longer than this are folded
 
@@ -88,3 +92,53 @@ class Section:
 
 def _name(module) -> str:
     return module.__name__.rsplit(".", 1)[-1]
+
+
+def with_marks(labeller, runs: str = "n_runs", short: str = "short_window"):
+    """``labeller`` whose labels end with what each figure rests on and its marks: '... (n=1, 0.72 s) †‡'."""
+    def label(sub) -> list[str]:
+        out = []
+        for text, r in zip(labeller(sub), sub.to_dict("records")):
+            n, w = r.get(runs), r.get("steady_s")
+            rest = ("n=?" if isnull(n) else f"n={int(n)}") + ("" if isnull(w) else f", {w:.2g} s")
+            m = marks(n, bool(r.get(short)))
+            out.append(f"{text} ({rest}){' ' + m if m else ''}")
+        return out
+    return label
+
+
+def at_digits(frame, value: str, unit: str = "", digits_col: str | None = None):
+    """A bar chart's ``annotate``: each bar's value to the significant digits of its own figure."""
+    texts = {}
+    for r in frame.to_dict("records"):
+        if not isnull(r.get(value)):
+            d = int(r[digits_col]) if digits_col else digits(r)
+            texts[float(r[value])] = rounded(r[value], d) + unit
+    return lambda v: texts.get(float(v), num(v) + unit)
+
+
+def mark_bars(fig):
+    """Hatch the bars whose label carries a mark (dots: one run; crosses: a short window) and add a legend
+    line under the chart; the figure is returned."""
+    if fig is None:
+        return fig
+    from matplotlib.container import BarContainer
+    from matplotlib.patches import Patch
+
+    seen = set()
+    for ax in fig.axes:
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        bars = [b for c in ax.containers if isinstance(c, BarContainer) for b in c.patches]
+        for bar, text in zip(bars, labels):
+            tail = text.rsplit(")", 1)[-1]
+            hatch = ("..." if ONE_RUN in tail else "") + ("xx" if SHORT in tail else "")
+            if hatch:
+                bar.set_hatch((bar.get_hatch() or "") + hatch)
+                seen |= {m for m in (ONE_RUN, SHORT) if m in tail}
+    items = [(ONE_RUN, "...", f"{ONE_RUN} one run: no between-run interval"),
+             (SHORT, "xx", f"{SHORT} steady window under min_steady_s: fewer digits")]
+    handles = [Patch(facecolor="#999999", edgecolor="white", hatch=h, label=t) for m, h, t in items if m in seen]
+    if handles:
+        fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, 0.0), ncols=len(handles), fontsize=7,
+                   frameon=False, title="n = runs, then the median run's steady seconds", title_fontsize=7)
+    return fig

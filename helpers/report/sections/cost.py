@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..charts import PALETTE, grid
 from ..costs import price_sources, relative_table
-from ..fmt import html_table, isnull
-from .base import Section
+from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, marks, rounded
+from .base import Section, mark_bars
 
 TITLE = "Training time and cost relative to a base configuration"
 LEAD = ("As seed 002 does: per workload, each configuration's time and cost per sample divided by the base's "
@@ -26,8 +26,8 @@ def plot_relative(rel):
     for i, (wl, sub) in enumerate(panels):
         a1, a2 = axes[2 * i], axes[2 * i + 1]
         y = np.arange(len(sub))
-        labs = [f"{m.split(' (')[0]} · {c} · bs={b:g}" for m, c, b in
-                zip(sub["machine"], sub["device · backend"], sub["batch"])]
+        labs = [f"{m.split(' (')[0]} · {c} · bs={b:g}{' ' + k if k else ''}" for m, c, b, k in
+                zip(sub["machine"], sub["device · backend"], sub["batch"], sub.get("marks", [""] * len(sub)))]
         dev = [c.split(" · ")[0] for c in sub["device · backend"]]
         a1.barh(y, sub["time × base"], color=[PALETTE["base"] if b else PALETTE.get(d, PALETTE["other"])
                                               for b, d in zip(sub["base"], dev)])
@@ -50,6 +50,34 @@ def plot_relative(rel):
     return fig
 
 
+def _sources(c, rel) -> list | None:
+    """The configuration behind each row of ``costs.relative_table`` (same order: workload, then fastest
+    first), or None if the rows do not line up."""
+    src = [r for _, g in c.groupby("workload", sort=True) for r in
+           g.sort_values("samples_per_s", ascending=False).to_dict("records")]
+    ok = len(src) == len(rel) and all(a["workload"] == b for a, b in zip(src, rel["workload"]))
+    return src if ok else None
+
+
+def shown_relative(rel, src):
+    """``rel`` with each figure written to the digits its runs support (fmt.sig_digits) and marked; a ratio to
+    the base keeps the digits of the less precise of the two."""
+    rel = rel.copy()
+    base = {r["workload"]: digits(s) for r, s in zip(rel.to_dict("records"), src) if r["base"]}
+    d = [digits(s) for s in src]
+    db = [min(x, base.get(w, x)) for x, w in zip(d, rel["workload"])]
+    rel.insert(list(rel.columns).index("samples/s [IQR]"), "samples/s: median of runs [between runs]",
+               [figure(s) for s in src])
+    rel = rel.drop(columns=["samples/s [IQR]"])
+    for col, dd in (("s per source epoch", d), ("time × base", db), ("$/1k samples on-demand", d),
+                    ("$/1k samples preemptible", d), ("$/source epoch on-demand", d),
+                    ("$/source epoch preemptible", d), ("cost × base (on-demand)", db),
+                    ("cost × base (preemptible)", db)):
+        if col in rel:
+            rel[col] = [rounded(v, k) for v, k in zip(rel[col], dd)]
+    return rel
+
+
 def build(ctx) -> Section:
     c = ctx.costed
     if c.empty:
@@ -66,10 +94,16 @@ def build(ctx) -> Section:
             s.note("No price for: {}. These machines match no profile in prices.yaml and no "
                    "<code>host_profiles</code> entry: their cost is left blank (\"no price\").", "; ".join(unpriced),
                    kind="warn")
-        s.figure(plot_relative(rel))
-        s.table(rel)
-        s.note("Prices in {} per hour; $/source epoch: one epoch of the source's full dataset at this "
-               "configuration's samples/s.", ctx.prices.get("currency", "USD"))
+        src = _sources(c, rel)
+        if src is not None:
+            rel = rel.assign(marks=[marks(r["n_runs"], bool(r["short_window"])) for r in src])
+        s.figure(mark_bars(plot_relative(rel)))
+        s.table(shown_relative(rel.drop(columns=["marks"]), src) if src is not None else rel)
+        s.note("{}", MARKS_NOTE)
+        s.note("Prices in {} per hour, price set \"{}\" ({} prices; each profile's dates below); $/source epoch: "
+               "one epoch of the source's full dataset at this configuration's samples/s.",
+               ctx.prices.get("currency", "USD"), ctx.prices.get("price_set") or "all",
+               ctx.prices.get("era") or "undated")
     used = set(c["profile"].dropna()) if len(c) else set()
     s.details("Price profiles and their sources", html_table(price_sources(ctx.prices, used), max_rows=None))
     return s

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..aggregate import labels
 from ..charts import bar_facets
-from ..fmt import num
-from .base import Section
+from ..fmt import MARKS_NOTE, shown
+from .base import Section, at_digits, mark_bars, with_marks
 
 TITLE = "Energy per epoch and per 1,000 samples"
 LEAD = ("Where the GPU's energy was measured (NVML): the board's energy counter differenced at synchronised "
@@ -22,12 +22,18 @@ def energy_table(summ):
     e = summ[summ["energy_j_per_epoch"].notna()].sort_values(["workload", "machine", "device", "backend"])
     per_sample = e["energy_j_per_epoch"] / e["n_train"]
     above = e["energy_above_idle_j_per_epoch"] / e["n_train"]
+    rows = e.to_dict("records")
+
+    def col(values, mark=False):  # each row's figure digits (fmt.sig_digits); marks on the headline column
+        return [shown(v, r, mark) for v, r in zip(values, rows)]
+
     return pd.DataFrame({
         "workload": e["workload"], "machine": e["machine"], "device · backend": e["config"], "batch": e["batch_size"],
-        "J per 1k samples": 1000 * per_sample, "J per 1k samples above idle": 1000 * above,
-        "J per source epoch": per_sample * e["source_samples"], "Wh per source epoch": per_sample * e["source_samples"]
-        / 3600, "idle W": e["idle_power_w"], "mean power W": e["power_w"],
-        "samples/epoch": e["n_train"], "J/epoch (as run)": e["energy_j_per_epoch"],
+        "J per 1k samples": col(1000 * per_sample, True), "J per 1k samples above idle": col(1000 * above),
+        "J per source epoch": col(per_sample * e["source_samples"]),
+        "Wh per source epoch": col(per_sample * e["source_samples"] / 3600),
+        "idle W": col(e["idle_power_w"]), "mean power W": col(e["power_w"]),
+        "samples/epoch": e["n_train"], "J/epoch (as run)": col(e["energy_j_per_epoch"]),
         "method": e["energy_method"].map(lambda m: ", ".join(METHODS.get(x.strip(), x) for x in str(m).split(","))
                                          if m else ""),
         "runs": e["n_runs"], "data": e["data_source"],
@@ -42,9 +48,10 @@ def build(ctx) -> Section:
                                         "CPU energy is not measured.")
     s = Section.of(__name__)
     e = e.assign(j_per_1k=1000 * e["energy_j_per_epoch"] / e["n_train"])
-    s.figure(bar_facets(e, "j_per_1k", labels, log=True, xlabel="joules per 1,000 training samples (log scale)",
-                        annotate=lambda v: f"{num(v)} J"))
+    s.figure(mark_bars(bar_facets(e, "j_per_1k", with_marks(labels), log=True, annotate=at_digits(e, "j_per_1k", " J"),
+                                  xlabel="joules per 1,000 training samples (log scale)")))
     s.table(energy_table(summ))
+    s.note("{}", MARKS_NOTE)
     if (e["energy_method"].fillna("") == "mean_power").any():
         s.note("⚠ Records marked \"mean power × time\" were measured before the energy counter was used: NVML's "
                "power reading is averaged over about a second, short steady windows get few samples, and idle "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..aggregate import labels
 from ..charts import bar_facets
-from ..fmt import num, spread_text
-from .base import Section
+from ..fmt import MARKS_NOTE, rounded, shown, spread_text
+from .base import Section, mark_bars, with_marks
 
 TITLE = "First epoch (compilation) beside the steady state"
 LEAD = ("The first epoch includes tracing, XLA/graph compilation and autotuning; it is never summed into the "
@@ -22,16 +22,19 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no first-epoch times recorded.")
     s_ = s_.assign(compile_s=(s_["first_epoch_s"] - s_["s_per_epoch"]).clip(lower=0))
     s = Section.of(__name__)
-    s.figure(bar_facets(s_, "compile_s", labels, xlabel="first epoch − steady epoch, seconds",
-                        annotate=lambda v: f"{num(v)} s"))
+    s.figure(mark_bars(bar_facets(s_, "compile_s", with_marks(labels), xlabel="first epoch − steady epoch, seconds",
+                                  annotate=lambda v: f"{rounded(v, 2)} s")))
     t = s_.sort_values(["workload", "machine", "device", "backend"])
-    return s.table(pd.DataFrame({
+    rows = t.to_dict("records")
+    s.table(pd.DataFrame({
         "workload": t["workload"], "machine": t["machine"], "device · backend": t["config"], "batch": t["batch_size"],
         "samples/epoch": t["n_train"],
         "first epoch s (median [min–max])": [spread_text(*v) for v in zip(t["first_epoch_s"], t["first_min"],
                                                                            t["first_max"])],
-        "steady s/epoch [IQR]": [spread_text(*v) for v in zip(t["s_per_epoch"], t["q1"], t["q3"])],
-        "compile overhead s": t["compile_s"],
-        "first ÷ steady": t["first_epoch_s"] / t["s_per_epoch"],
+        "steady s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],
+        "compile overhead s": [rounded(v, 2) for v in t["compile_s"]],
+        "first ÷ steady": [rounded(v, 2) for v in t["first_epoch_s"] / t["s_per_epoch"]],
         "runs": t["n_runs"],
     }))
+    return s.note("First epoch: median over runs [min–max]; the overhead and the ratio to 2 significant digits (a "
+                  "run measures its first epoch once). {}", MARKS_NOTE)

@@ -37,7 +37,8 @@ def plot_history(df, records_by_path: dict):
         for a in (a1, a2):
             a.set_xlabel("epoch", fontsize=8)
             a.xaxis.set_major_locator(MaxNLocator(integer=True))
-        a2.legend(fontsize=5, loc="lower right")
+        if a2.get_legend_handles_labels()[0]:  # a workload without accuracy draws no curve there
+            a2.legend(fontsize=5, loc="lower right")
     fig.tight_layout()
     return fig
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ...record import SCHEMA
-from ..fmt import shown_path
+from ..fmt import ONE_RUN, SHORT, shown_path
+from ..reference import is_reference
 from .base import Section
 
 TITLE = "Records read"
@@ -25,7 +26,7 @@ def build(ctx) -> Section:
     s.note("Folders read: {}.", ", ".join(shown_path(f) for f in ctx.folders) or "none")
     for template, values, kind in ctx.notes:
         s.note(template, *values, kind=kind)
-    df = ctx.df
+    df = ctx.df[~ctx.df["machine"].map(is_reference)] if len(ctx.df) else ctx.df  # yours, not the reference's
     s.note("<b>{} record(s) read</b>; {} JSON file(s) skipped as unusable; {} duplicate(s) of a run already "
            "read dropped (a copied folder: each run counts once).", len(df), len(ctx.skipped), len(ctx.duplicates),
            kind="warn" if ctx.skipped else "note")
@@ -42,9 +43,17 @@ def build(ctx) -> Section:
            int(st.get("skipped", 0)), df["machine"].nunique(), df["workload"].nunique(),
            ", ".join(sorted(df["backend"].dropna().astype(str).unique())) or "none",
            ", ".join(sorted(df["device_used"].dropna().astype(str).unique())) or "none")
-    if not (df[df["status"] == "ok"]["device_used"] == "gpu").any():
+    if not (df[df["status"] == "ok"]["device_used"] == "gpu").any() and len(df) == len(ctx.df):
         s.note("No successful GPU run in these records: GPU figures, speedups and GPU utilisation are missing "
                "below (GPU points on a machine without a GPU are recorded as skipped).", kind="warn")
+    summ = ctx.summary
+    if len(summ):
+        leases = df[df["status"] == "ok"]["boot_id"].dropna().nunique()
+        s.note("Figures: {} configuration(s), each the median over its runs (min {}, max {} runs); {} rest on one "
+               "run ({}), {} on a steady window under min_steady_s ({}); leases (boot ids) in these records: {}.",
+               len(summ), int(summ["n_runs"].min()), int(summ["n_runs"].max()), int((summ["n_runs"] == 1).sum()),
+               ONE_RUN, int(summ["short_window"].astype(bool).sum()), SHORT, leases or "unknown (older records)",
+               kind="warn" if (summ["n_runs"] == 1).any() or summ["short_window"].astype(bool).any() else "note")
     src = df[df["status"] == "ok"]["data_source"].value_counts()
     if len(src):
         s.note("Data: {}. Synthetic data has the real dataset's shapes, so timings are comparable; accuracies "

@@ -2,28 +2,94 @@
 
 from __future__ import annotations
 
-from ..fmt import isnull, short_path
+from ..fmt import isnull, num, short_path
 from .base import Section
 
 TITLE = "Provenance"
-LEAD = ("The machines (hardware and software fingerprints), library versions, the points that failed or were "
+LEAD = ("The machines (hardware and software fingerprints) and their leases (one per boot, with the host "
+        "calibration measured at the start of each run), library versions, the points that failed or were "
         "skipped with their reasons, and the record files behind every figure.")
+NOT_RECORDED = "not recorded"  # older records lack the lease and host keys (fingerprint before issue 14)
+DIFFER = 0.10  # leases of one machine whose calibration medians differ by more than this are pointed out
+
+
+def _known(series, join: str = "; "):
+    """The distinct recorded values of ``series``, joined; ``NOT_RECORDED`` when there is none."""
+    vals = [str(v) for v in dict.fromkeys(series) if not isnull(v)]
+    return join.join(vals) if vals else NOT_RECORDED
+
+
+def _clocks(g) -> str:
+    """'345–1980, 2619' : the range of the GPUs' current SM and memory clocks over a machine's records."""
+    def span(col):
+        v = g[col].dropna()
+        return "" if v.empty else (f"{v.min():g}" if v.min() == v.max() else f"{v.min():g}–{v.max():g}")
+
+    sm, mem = span("gpu_sm_now"), span("gpu_mem_now")
+    return f"{sm or '?'}, {mem or '?'}" if sm or mem else NOT_RECORDED
 
 
 def machines_table(df):
     import pandas as pd
 
-    g = df.groupby("machine", dropna=False)
+    g = df.assign(host=df["host"].fillna(NOT_RECORDED)).groupby(["machine", "host"], dropna=False, sort=True)
+    keys = list(g.groups.keys())
     return pd.DataFrame({
-        "machine": list(g.groups.keys()),
-        "host": g["host"].first().values, "CPU": g["cpu_model"].first().values,
+        "machine": [k[0] for k in keys],
+        "host": [k[1] for k in keys], "CPU": g["cpu_model"].first().values,
+        "CPU vendor/family/model/stepping": g["cpu_id"].agg(_known).values,
+        "CPU flags": g["cpu_flags"].agg(_known).values,
         "logical CPUs": g["machine_cpus"].max().values, "RAM GB": g["ram_gb"].max().values,
         "GPU": g["gpu"].first().values, "GPUs": g["gpus"].max().values,
+        "GPU clocks, power limit, persistence": g["gpu_state"].agg(_known).values,
+        "GPU clocks at point start (SM, mem MHz)": [_clocks(x) for _, x in g],
         "GPU driver": g["gpu_driver"].first().values, "CUDA": g["cuda"].first().values,
         "Python": g["python"].first().values, "git commit": g["git_commit"].first().values,
+        "leases": g["boot_id"].nunique().map(lambda n: n or NOT_RECORDED).values,
         "records": g.size().values, "fixture": g["fixture"].any().map({True: "FIXTURE", False: ""}).values,
         "first run": g["started_at"].min().values, "last run": g["started_at"].max().values,
     })
+
+
+_CAL = {"cal_dispatch": "dispatch M calls/s", "cal_matmul": "matmul GFLOP/s (all threads)",
+        "cal_matmul_1t": "matmul GFLOP/s (1 thread)", "cal_threads": "BLAS threads"}
+
+
+def leases_table(df):
+    """One row per machine and lease (``boot_id``): records, runs (calibrations), first and last time,
+    and the median of each calibration figure over the lease's runs (each run's calibration counted once)."""
+    import pandas as pd
+
+    d = df.assign(lease=df["boot_id"].where(df["boot_id"].notna(), NOT_RECORDED),
+                  host=df["host"].fillna(NOT_RECORDED))
+    rows = []
+    for (machine, host, lease), g in d.groupby(["machine", "host", "lease"], dropna=False, sort=True):
+        cal = g.dropna(subset=["cal_when"]).drop_duplicates(subset=["cal_when", *_CAL])
+        row = {"machine": machine, "host": host, "lease (boot id)": lease, "records": len(g),
+               "runs": len(cal) if len(cal) else NOT_RECORDED,
+               "first run": g["started_at"].min(), "last run": g["started_at"].max()}
+        for col, label in _CAL.items():
+            vals = cal[col].dropna()
+            row[label] = float(vals.median()) if len(vals) else NOT_RECORDED
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def lease_differences(leases) -> list[tuple]:
+    """(machine, leases, 'figure low–high (x% apart); ...', largest fraction apart) for each machine with
+    two or more calibrated leases."""
+    out = []
+    for machine, g in leases.groupby("machine", sort=True):
+        parts, worst, n = [], 0.0, 0
+        for label in (_CAL["cal_matmul"], _CAL["cal_matmul_1t"], _CAL["cal_dispatch"]):
+            vals = [v for v in g[label] if isinstance(v, float)]
+            if len(vals) >= 2 and min(vals) > 0:
+                apart = max(vals) / min(vals) - 1
+                parts.append(f"{label} {num(min(vals))}–{num(max(vals))} ({num(100 * apart, 2)}% apart)")
+                worst, n = max(worst, apart), max(n, len(vals))
+        if parts:
+            out.append((machine, n, "; ".join(parts), worst))
+    return out
 
 
 def versions_table(df):
@@ -63,6 +129,14 @@ def build(ctx) -> Section:
     s = Section.of(__name__)
     if ctx.has_records:
         s.heading("Machines").table(machines_table(df))
+        leases = leases_table(df)
+        s.heading("Machines by lease").note(
+            "A lease is one boot of a machine (its <code>boot_id</code>); the calibration (Python dispatch, numpy "
+            "matmul) is measured at the start of each run and shown as the median over the lease's runs. "
+            "Records from before this was recorded say so.")
+        s.table(leases, caption="the leases")
+        for machine, n, figures, worst in lease_differences(leases):
+            s.note("{}: {} leases: {}.", machine, n, figures, kind="warn" if worst > DIFFER else "note")
         s.heading("Library versions").table(versions_table(df))
         s.heading("Failed and skipped points").table(problems_table(df), empty="None: every point ran.")
         s.heading("Data source of every figure").table(sources_table(df), empty="No successful run.")

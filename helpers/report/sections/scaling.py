@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from ..aggregate import labels
 from ..charts import MAX_LINES, colour, grid, plain_log
+from ..fmt import MARKS_NOTE, marks
 from ..table import CONFIG_KEYS
 from .base import Section
 
 TITLE = "Throughput against batch size, CPU threads, augmentation and input workers"
 LEAD = ("Seed 002 scaled vCPUs, seed 004 tuned batch_size and workers and measured augmentation on/off. A panel "
         "appears where the records vary that setting (at least two values for otherwise equal configurations); "
-        "samples/s, so every point of a line is per sample.")
+        "samples/s (median over runs; bars: between-run interval), so every point of a line is per sample; a "
+        "point from one run or a short window carries its mark.")
 
 AXES = (("batch_size", "batch size", "batch sizes"),
         ("threads", "CPU threads (0 = all the machine allows)", "CPU thread counts"),
@@ -50,14 +52,17 @@ def plot_scaling(summ, x: str, xlabel: str):
             h = h.sort_values("_x")
             lab = labels(h.head(1).assign(**dict(zip(other, k))))[0]
             xs = h["_x"].astype(str) if cat else h["_x"].astype(float)
-            ax.errorbar(xs, h["samples_per_s"], yerr=[(h["samples_per_s"] - h["sps_q1"]).clip(lower=0).fillna(0),
-                                                       (h["sps_q3"] - h["samples_per_s"]).clip(lower=0).fillna(0)],
+            ax.errorbar(xs, h["samples_per_s"], yerr=[(h["samples_per_s"] - h["sps_lo"]).clip(lower=0).fillna(0),
+                                                       (h["sps_hi"] - h["samples_per_s"]).clip(lower=0).fillna(0)],
                         marker="o", capsize=2, label=lab,
                         color=colour(k[other.index("device")]) if len(lines) <= 2 else None)
+            for xv, yv, n, sh in zip(xs, h["samples_per_s"], h["n_runs"], h["short_window"]):
+                if marks(n, bool(sh)):
+                    ax.annotate(marks(n, bool(sh)), (xv, yv), textcoords="offset points", xytext=(3, 3), fontsize=7)
         if x in ("batch_size", "threads") and not cat:
             plain_log(ax, base=2, ticks=[v for _, h in lines for v in h["_x"]])
         ax.set_xlabel(xlabel, fontsize=8)
-        ax.set_ylabel("samples/s (median; bars: IQR)", fontsize=8)
+        ax.set_ylabel("samples/s (median of runs; bars: between runs)", fontsize=8)
         ax.set_title(wl + (f" (+{dropped} lines not drawn)" if dropped else ""))
         ax.legend(fontsize=5.5)
     fig.tight_layout()
@@ -80,4 +85,4 @@ def build(ctx) -> Section:
         else:
             drawn += 1
             s.figure(fig)
-    return s
+    return s.note("{}", MARKS_NOTE) if drawn else s

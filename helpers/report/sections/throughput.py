@@ -4,32 +4,40 @@ from __future__ import annotations
 
 from ..aggregate import MIN_STEPS, labels, precision_marks, source_epochs
 from ..charts import bar_facets
-from ..fmt import html_table, num, spread_text
-from .base import Section
+from ..fmt import MARKS_NOTE, digits, figure, html_table, rounded, shown
+from .base import Section, at_digits, mark_bars, with_marks
 
 TITLE = "Samples per second by workload × backend × device"
-LEAD = ("Training throughput of every configuration: steady-state samples per second (median of the steady "
-        "epochs of all its runs; whiskers: interquartile range). Blue: CPU, red: GPU; hatched: fixture (test) "
-        "data. Points that trained on different numbers of samples compare here, per sample; raw seconds per "
-        "epoch are listed in the table with the number of samples each epoch held.")
+LEAD = ("Training throughput of every configuration: the median over its runs of each run's steady-state samples "
+        "per second; whiskers: the between-run interval (range of 2–4 runs, bootstrap 95% from 5; none for one "
+        "run). Blue: CPU, red: GPU; hatched: fixture (test) data, one run (dots) or a short window (crosses). "
+        "Points that trained on different numbers of samples compare here, per sample; raw seconds per epoch "
+        "are listed in the table with the number of samples each epoch held.")
+
+
+def _iqr(lo, hi, r) -> str:
+    d = digits(r)
+    return f"{rounded(lo, d)}–{rounded(hi, d)}" if lo == lo and hi == hi else ""
 
 
 def timing_table(summ):
     import pandas as pd
 
     s = summ.sort_values(["workload", "machine", "device", "backend", "batch_size"])
+    rows = s.to_dict("records")
     return pd.DataFrame({
         "workload": s["workload"], "machine": s["machine"] + s["fixture"].map({True: " (fixture)", False: ""}),
         "device · backend": s["config"], "batch": s["batch_size"],
         "threads": s["threads"].map(lambda t: "all" if t == 0 else ("" if pd.isna(t) else f"{t:g}")),
-        "samples/s [IQR]": [spread_text(*v) for v in zip(s["samples_per_s"], s["sps_q1"], s["sps_q3"])],
-        "between runs (min–max)": [f"{num(a)}–{num(b)}" if n > 1 else "one run" for a, b, n in
-                                   zip(s["runs_sps_min"], s["runs_sps_max"], s["n_runs"])],
-        "s per source epoch": s["source_epoch_s"],
+        "samples/s: median of runs [between-run interval]": [figure(r) for r in rows],
+        "within-run epoch IQR, samples/s (not the figure's uncertainty)": [_iqr(r["sps_q1"], r["sps_q3"], r)
+                                                                           for r in rows],
+        "s per source epoch": [shown(r["source_epoch_s"], r) for r in rows],
         "samples/epoch": s["n_train"], "steps/epoch": s["steps_per_epoch"],
-        "s/epoch [IQR]": [spread_text(*v) for v in zip(s["s_per_epoch"], s["q1"], s["q3"])],
-        "s/step [IQR]": [spread_text(*v) for v in zip(s["s_per_step"], s["step_q1"], s["step_q3"])],
-        "rests on": [precision_marks(r) for _, r in s.iterrows()],
+        "s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],
+        "within-run s/epoch IQR": [_iqr(r["q1"], r["q3"], r) for r in rows],
+        "s/step (median run)": [shown(r["s_per_step"], r) for r in rows],
+        "rests on": [precision_marks(r) for r in rows],
         "data": s["data_source"],
     })
 
@@ -41,9 +49,11 @@ def build(ctx) -> Section:
     if summ.empty:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
-    s.figure(bar_facets(summ, "samples_per_s", labels, lo="sps_q1", hi="sps_q3", log=True,
-                        xlabel="samples per second (log scale; median, whiskers: IQR)"))
+    s.figure(mark_bars(bar_facets(summ, "samples_per_s", with_marks(labels), lo="sps_lo", hi="sps_hi", log=True,
+                                  annotate=at_digits(summ, "samples_per_s"),
+                                  xlabel="samples per second (log scale; median over runs, whiskers: between runs)")))
     s.table(timing_table(summ), caption="samples/s, seconds per epoch and per step, and what each figure rests on")
+    s.note("{}", MARKS_NOTE)
     few = summ[summ["few_steps"]]
     if len(few):
         s.note("⚠ {} configuration(s) ran fewer than {} steps per epoch: a fixed cost per epoch (iterator restart, "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..charts import PALETTE
-from ..fmt import short_path, spread_text
+from ..fmt import MARKS_NOTE, digits, figure, rounded, short_path, shown
 from .base import Section
 
 TITLE = "Comparison summary and utilisation over time"
@@ -17,11 +17,14 @@ def comparison_summary(summ):
     import pandas as pd
 
     s = summ.sort_values(["workload", "machine", "device", "backend"])
+    rows = s.to_dict("records")
     return pd.DataFrame({
         "workload": s["workload"], "machine": s["machine"], "device · backend": s["config"], "batch": s["batch_size"],
         "epochs": s["epochs"], "samples/epoch": s["n_train"], "total time s (median run)": s["total_s"],
-        "s/epoch [IQR]": [spread_text(*v) for v in zip(s["s_per_epoch"], s["q1"], s["q3"])],
-        "s/step": s["s_per_step"], "samples/s": s["samples_per_s"],
+        "s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],
+        "within-run s/epoch IQR": [f"{rounded(r['q1'], digits(r))}–{rounded(r['q3'], digits(r))}" for r in rows],
+        "s/step": [shown(r["s_per_step"], r, mark=False) for r in rows],
+        "samples/s: median of runs": [figure(r) for r in rows],
         "CPU % (system, 0–100)": s["cpu_pct"], "CPU % (process, 100 per core)": s["proc_cpu_pct"],
         "GPU % (mean)": s["gpu_pct"], "GPU % (peak)": s["gpu_pct_max"],
         "GPU memory MiB (peak)": s["gpu_mem_mb"], "data": s["data_source"],
@@ -92,6 +95,7 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
     s.table(comparison_summary(ctx.summary))
+    s.note("{}", MARKS_NOTE)
     run = pick_timeline(ctx.records, ctx.timeline_run)
     if ctx.timeline_run and (run is None or not str(run.get("point_id", "")).startswith(ctx.timeline_run)):
         s.note("The run {} asked for by <code>timeline_run</code> was not found or has no samples.",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..aggregate import describe, matched_pairs, varying_knobs
-from ..fmt import isnull, num, spread_text
+from ..aggregate import describe, varying_knobs
+from ..fmt import MARKS_NOTE, digits, figure, isnull, rounded, shown, speedup_text
+from ..reference import all_pairs, is_reference, speedup_label
 from .base import Section
 
 TITLE = "At a glance: a verdict per workload"
@@ -13,26 +14,21 @@ LEAD = ("Per workload: the fastest CPU and GPU configurations (named in full), t
         "side.")
 
 
-def _money(v) -> str:
-    return "" if isnull(v) else (f"${v:,.4f}" if v < 1 else f"${v:,.2f}")
-
-
-def _runs(n) -> str:
-    return f"{int(n)} run{'s' if n != 1 else ''}"
+def _money(v, b) -> str:
+    return "" if isnull(v) else f"${rounded(v, digits(b))}"
 
 
 def _side(row: dict, dev: str, b, knobs: set) -> None:
     d = dev.upper()
     row[f"best {d}"] = describe(b, knobs)
-    row[f"{d} samples/s"] = f"{spread_text(b['samples_per_s'], b['runs_sps_min'], b['runs_sps_max'])} " \
-                            f"({_runs(b['n_runs'])})"
-    row[f"{d} s/source epoch"] = num(b["source_epoch_s"])
+    row[f"{d} samples/s"] = figure(b)
+    row[f"{d} s/source epoch"] = shown(b["source_epoch_s"], b)
     od, pre = b.get("on_demand_per_source_epoch"), b.get("preemptible_per_source_epoch")
     row[f"{d} $/source epoch (on-demand · spot)"] = "no price" if isnull(od) and isnull(pre) else \
-        f"{_money(od)} · {_money(pre)}"
+        f"{_money(od, b)} · {_money(pre, b)}"
     e = b.get("energy_j_per_epoch")
     if not isnull(e) and b["n_train"]:
-        row[f"{d} energy/source epoch"] = f"{num(e / b['n_train'] * b['source_samples'])} J"
+        row[f"{d} energy/source epoch"] = shown(e / b["n_train"] * b["source_samples"], b, unit=" J")
     else:
         row[f"{d} energy/source epoch"] = "not measured"
 
@@ -40,7 +36,7 @@ def _side(row: dict, dev: str, b, knobs: set) -> None:
 def verdict_table(c):
     import pandas as pd
 
-    pairs = matched_pairs(c)
+    pairs = all_pairs(c)
     rows = []
     for wl, g in c[c["samples_per_s"].notna()].groupby("workload", sort=True):
         knobs = varying_knobs(g)
@@ -54,14 +50,15 @@ def verdict_table(c):
         p = pairs[pairs["workload"] == wl] if len(pairs) else pairs
         if len(p):
             p = p.loc[p["samples_per_s_gpu"].idxmax()]
-            row["speedup × (matched)"] = spread_text(p["speedup"], p["speedup_lo"], p["speedup_hi"]) + \
-                f" ({'between runs' if p['interval'] == 'runs' else 'epoch IQR of one run'})"
+            row["speedup × (matched)"] = (speedup_label(p) + ": " if speedup_label(p) else "") + speedup_text(p)
             gpu_side = pd.Series({k.removesuffix("_gpu"): v for k, v in p.items() if not k.endswith("_cpu")})
+            gpu_side["machine"] = p["gpu_machine"]
             row["matched pair (GPU side; CPU: same on its CPU)"] = describe(gpu_side, knobs)
         elif len(best) == 2:
             row["speedup × (matched)"] = "no matched pair"
         if len(best) == 2:
-            row["best GPU ÷ best CPU (not matched)"] = num(best["gpu"]["samples_per_s"] / best["cpu"]["samples_per_s"])
+            ratio = best["gpu"]["samples_per_s"] / best["cpu"]["samples_per_s"]
+            row["best GPU ÷ best CPU (not matched)"] = rounded(ratio, min(digits(best["gpu"]), digits(best["cpu"])))
         row["data"] = ", ".join(sorted(g["data_source"].dropna().astype(str).unique()))
         rows.append(row)
     cols = ["workload", "best CPU", "CPU samples/s", "best GPU", "GPU samples/s", "speedup × (matched)",
@@ -77,10 +74,15 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
     s.table(verdict_table(c))
-    s.note("samples/s: median (between-run range) over the runs of a configuration; a figure from one run has "
-           "no range. A source epoch is one pass over the source's full dataset (sizes under the throughput "
-           "section), derived from samples/s, so points that trained on fewer samples compare. Cost: the whole "
-           "machine's price per hour (params/prices.yaml). Energy: GPU board energy; the CPU's is not measured.")
+    s.note("samples/s: the median over a configuration's runs of each run's steady-state samples/s, with its "
+           "between-run interval in brackets; {} A source epoch is one pass over the source's full dataset (sizes "
+           "under the throughput section), derived from samples/s, so points that trained on fewer samples compare. "
+           "Cost: the whole machine's price per hour (params/prices.yaml). Energy: GPU board energy; the CPU's is "
+           "not measured.", MARKS_NOTE)
     if "gpu" not in set(c["device"].dropna()):
         s.note("No GPU configuration ran successfully here: the GPU columns are empty.", kind="warn")
+    elif all(is_reference(m) for m in c[c["device"] == "gpu"]["machine"]):
+        s.note("<b>The GPU columns are another machine's</b>: the bundled reference run (its name and date in each "
+               "GPU cell), at the configurations your CPU ran; the speedup is your CPU → that GPU, per sample.",
+               kind="warn")
     return s

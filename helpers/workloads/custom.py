@@ -1,0 +1,252 @@
+"""custom: your own Keras model as a workload: a ``.keras`` file saved by Keras 3, timed like any other.
+
+    keras.Sequential([...]).save("my.keras")              # any backend: the file is backend-agnostic
+    # grid: {workload: custom, model_path: my.keras, backend: [tensorflow, jax, torch], device: [cpu, gpu]}
+
+Knobs (besides the common ones): ``model_path`` (required; relative paths are looked up in the current
+directory, then in ``$PWD``, the directory the command was started from, which a notebook kernel inherits,
+then in the project root), ``data_path`` ('' = synthetic; else an ``.npz`` with arrays ``x`` and ``y``),
+``loss``, ``optimizer``, ``learning_rate`` (''/null = the saved model's compile config), ``import_modules``
+(modules that register the model's custom layers, imported before it is loaded).
+
+What the model says: the input shape (``model.inputs[0]``; token ids in [0, input_dim) when the first
+layer is an ``Embedding``, integers in [0, 256) for another integer input, else float32 in [0, 1]); the
+label space from the loss and the output shape (``label_space``): sparse integer labels in [0, k) for
+``sparse_categorical_crossentropy`` on k units, one-hot for ``categorical_crossentropy``, 0/1 per unit for
+``binary_crossentropy`` (one sigmoid unit: binary), float targets of the output's shape for a regression
+loss (mse, mae, huber). Synthetic labels of a vector output are a fixed random projection of the inputs
+(learnable); of any other output shape, random.
+
+Bad input is refused as early as it can be, naming the key: the knobs' own checks (``_ModelPath`` ...) run
+in the grid validation and in the notebook's ``begin`` (no framework: the file is a zip read with
+``zipfile``); ``check_point`` (the notebook's first cell, still no framework) checks the knobs against each
+other; the rest (label space, array shapes, custom layers) once Keras has loaded the model.
+
+Precision: a saved model's layers carry their own dtype policy. Under a precision other than the saved one
+the model is rebuilt (``keras.models.clone_model``, recursive) with every layer under the point's policy,
+the output layer kept float32 (numerically safe losses), and the saved weights copied in; a model that
+cannot be rebuilt so is refused with the reason (use ``precision: float32`` for it).
+
+The job is split over four modules, importing in this order: ``custom_files`` (the .keras and .npz files,
+without Keras), ``custom_checks`` (the knobs, ``check_point``), ``custom_data`` (label space, synthetic and
+.npz data), and this one (the model: load, rebuild for the precision, compile, describe; the registry entry).
+The public names of the first three are re-exported here (``from helpers.workloads.custom import check_point``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .. import data as _data
+from ..params import ParamError
+from ..paths import PROJECT_ROOT
+from .custom_checks import EXTRA, LOSS_ALIAS, LOSS_KIND, LOSSES, OPTIMIZERS, _modules, check_point, choices
+from .custom_data import FEATURES, dataset, facts, synthetic
+from .custom_files import DATA_WHAT, MODEL_WHAT, WHERE_HINT, data_file, model_file, register_hint, resolve
+from .registry import Workload, register
+
+__all__ = ["DATA_WHAT", "EXTRA", "FEATURES", "LOSSES", "LOSS_ALIAS", "LOSS_KIND", "MODEL_WHAT", "OPTIMIZERS",
+           "PROJECT_ROOT", "WHERE_HINT", "check_point", "choices", "data_file", "dataset", "facts", "load_model",
+           "model_file", "register_hint", "resolve", "synthetic"]
+
+
+# ---------------------------------------------------------------- the model (Keras from here on)
+
+_LOADED: dict = {}  # key -> model loaded by `load` (for its shapes), handed to `build` once
+_BUILT: dict = {}  # id(model) -> how it was built (for `describe`)
+
+
+def _key(params: dict, path: Path) -> tuple:
+    st = path.stat()
+    return str(path), st.st_mtime_ns, st.st_size, params.get("import_modules") or ""
+
+
+def load_model(params: dict, where: str = "custom"):
+    """``keras.saving.load_model(path, compile=False)`` after importing ``import_modules``; each failure a
+    ``ParamError`` naming the key and what to do."""
+    import keras
+
+    path, info = model_file(params["model_path"], where)
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
+    for m in _modules(params.get("import_modules")):
+        try:
+            _import_user_module(m)
+        except Exception as exc:
+            raise ParamError(f"{where}: key 'import_modules': importing {m!r} failed ({type(exc).__name__}: "
+                             f"{exc}); put it next to the model file or on PYTHONPATH") from None
+    try:
+        model = keras.saving.load_model(str(path), compile=False)
+    except Exception as exc:
+        customs, why = info["custom_objects"], _why(exc)
+        if customs or "Could not locate" in why or "could not be deserialized" in why:
+            raise ParamError(f"{where}: key 'model_path': Keras cannot rebuild {path} in this kernel ({why}); "
+                             f"custom objects in its config: {', '.join(customs) or 'none found'}; "
+                             + register_hint(customs)) from None
+        raise ParamError(f"{where}: key 'model_path': {path} does not load as a Keras model ({why})") from None
+    if not isinstance(model, keras.Model):
+        raise ParamError(f"{where}: key 'model_path': {path} holds a {type(model).__name__}, not a keras.Model")
+    return model
+
+
+def _import_user_module(name: str):
+    """Import the user's module ``name`` (never one of the suite's: ``_Modules`` refuses ``helpers``), by
+    importlib's documented find_spec / module_from_spec / exec_module steps: it is no edge of the suite's
+    import graph (tests/test_imports.py checks that graph and resolves only literal module names)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)  # imports the parent packages of a dotted name
+    if spec is None:
+        raise ModuleNotFoundError(f"No module named {name!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _why(exc: BaseException) -> str:
+    """The most telling first line of an exception chain (Keras wraps 'Could not locate class ...')."""
+    chain = [exc]
+    while (chain[-1].__cause__ or chain[-1].__context__) and len(chain) < 10:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)
+    found = re.search(r"Could not locate \w+ '[^']*'", " ".join(str(e) for e in chain))
+    first = (str(exc).splitlines() or [""])[0][:300]
+    return f"{type(exc).__name__}: " + (f"{found.group(0)}" if found else first)
+
+
+def _leaves(layer):
+    sub = getattr(layer, "_flatten_layers", None)
+    return list(sub(include_self=False)) if sub else list(getattr(layer, "layers", []))
+
+
+def _model(params: dict, where: str = "custom"):
+    key = _key(params, model_file(params["model_path"], where)[0])
+    if key not in _LOADED:
+        _LOADED[key] = load_model(params, where)
+    return key, _LOADED[key]
+
+
+def _build(params: dict):
+    """The saved model (weights included) under the point's precision, uncompiled."""
+    import keras
+
+    key, model = _model(params)
+    _LOADED.pop(key, None)  # handed over once: a second build loads afresh
+    facts(model, params)  # refuses what cannot be trained, before any rebuild
+    policy = keras.mixed_precision.global_policy().name
+    out_layer = model.outputs[0]._keras_history[0]
+    want = {id(out_layer): "float32"} if policy != "float32" else {}
+    off = [la for la in [model, *_leaves(model)] if not isinstance(la, keras.layers.InputLayer)
+           and la.dtype_policy.name != want.get(id(la), policy)]
+    info = {"precision": policy, "rebuilt": False, "weights": "saved"}
+    if off:
+        def clone(layer):
+            cfg = layer.get_config()
+            cfg["dtype"] = want.get(id(layer), policy)
+            return layer.__class__.from_config(cfg)
+
+        try:
+            new = keras.models.clone_model(model, clone_function=clone, recursive=True)
+        except Exception as exc:
+            raise ParamError(f"custom: key 'precision' is {policy!r} but the saved model's layers carry "
+                             f"{sorted({la.dtype_policy.name for la in off})} and it cannot be rebuilt under "
+                             f"{policy} (keras.models.clone_model: {type(exc).__name__}: {str(exc)[:300]}); use "
+                             "precision 'float32' for this model, or save it under the policy you want") from None
+        try:
+            new.set_weights(model.get_weights())
+        except Exception as exc:
+            info["weights"] = f"fresh initialisation (the saved weights did not fit the rebuilt model: {exc})"[:300]
+        info.update(rebuilt=True, rebuilt_because=sorted({la.dtype_policy.name for la in off}),
+                    float32_layers=[la.name for la in _leaves(new) if la.dtype_policy.compute_dtype == "float32"
+                                    and not isinstance(la, keras.layers.InputLayer)] if policy != "float32" else [])
+        model = new
+    _BUILT[id(model)] = info
+    return model
+
+
+def _compile(params: dict) -> dict:
+    import keras
+
+    picked = choices(params, where="custom")
+    loss = picked["loss"]
+    if isinstance(loss, dict):
+        loss = keras.losses.deserialize(loss)
+    opt, lr = picked["optimizer"], params.get("learning_rate")
+    if isinstance(opt, dict) and str(opt.get("class_name", "")).lower() in OPTIMIZERS:
+        # a built-in optimiser, saved under any backend (its module names that backend's class): by name
+        opt = {"class_name": opt["class_name"], "config": dict(opt.get("config") or {})}
+        if lr:
+            opt["config"]["learning_rate"] = float(lr)
+        optimizer = keras.optimizers.deserialize(opt)
+    elif isinstance(opt, dict):
+        optimizer = keras.optimizers.deserialize(opt)
+        if lr:
+            optimizer.learning_rate = float(lr)
+    else:
+        optimizer = keras.optimizers.get({"class_name": opt, "config": {"learning_rate": float(lr)}} if lr else opt)
+    metrics = ["accuracy"] if picked["label_space"] != "regression" else []
+    return {"optimizer": optimizer, "loss": loss, "metrics": metrics}
+
+
+def _load(params: dict) -> _data.Dataset:
+    check_point(params, "custom")
+    _, model = _model(params)
+    return dataset(params, facts(model, params))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _describe(model, params: dict) -> dict:
+    path, info = model_file(params["model_path"], "custom")
+    picked = choices(params, info, "custom")
+    f = facts(model, params)
+    opt = getattr(model, "optimizer", None)
+    opt = getattr(opt, "inner_optimizer", opt)  # mixed_float16: the LossScaleOptimizer's own
+    try:
+        lr = float(np.asarray(opt.learning_rate))
+    except Exception:
+        lr = None
+    return {"model_path": params["model_path"], "model_file": str(path), "sha256": _sha256(path),
+            "file_bytes": path.stat().st_size, "saved_by_keras": info["metadata"].get("keras_version"),
+            "model_class": info["config"].get("class_name"), "model_name": model.name,
+            "layers": len(model.layers),
+            "layers_all": sum(type(la).__name__ != "InputLayer" for la in _leaves(model)),
+            "params": int(model.count_params()),
+            "trainable_params": int(sum(np.prod(v.shape) for v in model.trainable_weights)),
+            **{k: f[k] for k in ("input_shape", "input_dtype", "input_kind", "output_shape", "output_layer",
+                                 "output_activation", "label_space", "loss") if k in f},
+            **({"vocab": f["vocab"]} if "vocab" in f else {}), "loss_from": picked["loss_from"],
+            "optimizer": type(opt).__name__ if opt is not None else None, "learning_rate": lr,
+            "optimizer_from": picked["optimizer_from"], "custom_objects": info["custom_objects"],
+            "import_modules": params.get("import_modules") or "", **_BUILT.get(id(model), {})}
+
+
+register(Workload(
+    name="custom",
+    source="",
+    summary="your own model: a .keras file saved by Keras 3, trained on data of its shapes (synthetic) or an .npz",
+    defaults={"batch_size": 32, "epochs": 3, "n_train": 2048, "n_val": 0, "data_path": "", "loss": "",
+              "optimizer": "", "learning_rate": None, "import_modules": ""},  # model_path: no default (required)
+    build=_build,
+    compile_args=_compile,
+    load=_load,
+    expected_params=None,  # the model's own count is the record's model_params
+    extra_params=EXTRA,
+    describe=_describe,
+))

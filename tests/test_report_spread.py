@@ -1,0 +1,233 @@
+"""Issue 14 item 3: two spreads, never confused, and never a precision the runs do not have.
+
+A configuration's figure is the median over its runs of each run's steady-state samples/s, with the
+between-run interval (range of 2–4 runs, bootstrap 95% from 5, fixed seed); the within-run epoch spread is
+shown apart. Figures from one run or a short window are marked and rounded (fmt.sig_digits); speedups carry
+an interval from both sides' runs. Records are built with the helpers of tests/test_report.py.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_report import REFERENCE, _check_sections, _ctx, _rec
+
+from helpers import report
+from helpers.paths import PROJECT_ROOT
+from helpers.record import write_atomic
+from helpers.report import aggregate, fmt, sections
+from helpers.report.sections.base import mark_bars, with_marks
+from helpers.report.sections.speedup import build as build_speedup
+from helpers.report.sections.throughput import timing_table
+from helpers.report.sections.verdict import verdict_table
+
+GPU = {"device": "gpu", "device_used": "gpu"}
+
+
+def _runs(sps, start=0, epochs=None, params=None, boot=None, **kw) -> list[dict]:
+    """One record per figure in ``sps`` (n_train 1000): each run's steady epochs take 1000/sps seconds (or
+    ``epochs``: a list of epoch lists), so its window is 3 × that unless given."""
+    out = []
+    for i, v in enumerate(sps):
+        ep = epochs[i] if epochs else [1000 / v] * 3
+        fp = {**_rec()["fingerprint"], **({"boot_id": boot[i]} if boot and boot[i] else {})}
+        r = _rec(start + i, epoch_s=ep, median_epoch_s=float(np.median(ep)), samples_per_s=1000 / float(np.median(ep)),
+                 point_id=f"p{start + i}", repeat=i, config_id=f"c{start}", fingerprint=fp,
+                 params={**_rec()["params"], **(params or {})}, **kw)
+        r["started_at"] = f"2026-01-01T00:{(start + i) // 60:02d}:{(start + i) % 60:02d}"
+        out.append(r)
+    return out
+
+
+def _row(summ, device="cpu"):
+    rows = summ[summ["device"] == device]
+    assert len(rows) == 1, rows
+    return rows.iloc[0]
+
+
+# ------------------------------------------------------------------ the figure and its between-run interval
+
+
+def test_a_configuration_is_the_median_of_its_runs_not_of_pooled_epochs(tmp_path):
+    # run 0: five epochs of 1.0 s (1000/s); run 1: three of 2.0 s (500/s); run 2: three of 1.2 s (833/s).
+    # Pooled, the epochs' median is 1.0 s (1000/s); the median of the three runs' figures is 833/s.
+    epochs = [[1.0] * 5, [2.0] * 3, [1.2] * 3]
+    summ = _ctx(tmp_path, _runs([1000, 500, 833], epochs=epochs)).summary
+    r = _row(summ)
+    assert r["n_runs"] == 3 and r["n_epochs"] == 11
+    assert r["samples_per_s"] == pytest.approx(1000 / 1.2)
+    assert r["s_per_epoch"] == pytest.approx(1.2)
+    # between runs: the range of three runs
+    assert r["sps_interval"] == "range"
+    assert (r["sps_lo"], r["sps_hi"]) == (pytest.approx(500), pytest.approx(1000))
+    assert (r["runs_sps_min"], r["runs_sps_max"]) == (pytest.approx(500), pytest.approx(1000))
+    # within runs: the pooled epochs' IQR, kept apart (1.0 s to 1.6 s)
+    assert (r["q1"], r["q3"]) == (pytest.approx(1.0), pytest.approx(1.6))
+    assert (r["sps_q1"], r["sps_q3"]) == (pytest.approx(1000 / 1.6), pytest.approx(1000))
+    # the tables: the figure with its between-run range, the epochs' IQR under a within-run heading
+    t = timing_table(summ).iloc[0]
+    fig_col = next(c for c in t.index if c.startswith("samples/s: median of runs"))
+    assert t[fig_col] == "830 [500–1,000] (n=3, range; 5 s)"  # r = 60%: 2 significant digits; 5 s: median run
+    within = next(c for c in t.index if c.startswith("within-run epoch IQR"))
+    assert "not the figure's uncertainty" in within and t[within] == "630–1,000"
+
+
+def test_the_bootstrap_interval_of_six_runs_is_deterministic_and_holds_the_median(tmp_path):
+    sps = [1000, 1040, 980, 1100, 1010, 960]
+    a = _row(_ctx(tmp_path / "a", _runs(sps)).summary)
+    b = _row(_ctx(tmp_path / "b", _runs(sps)).summary)
+    assert a["sps_interval"] == "bootstrap" and a["n_runs"] == 6
+    assert a["samples_per_s"] == pytest.approx(float(np.median(sps)))
+    assert (a["sps_lo"], a["sps_hi"]) == (b["sps_lo"], b["sps_hi"])  # fixed seed: the same report every time
+    assert min(sps) <= a["sps_lo"] <= a["samples_per_s"] <= a["sps_hi"] <= max(sps)
+    assert a["sps_hi"] - a["sps_lo"] < max(sps) - min(sps)  # narrower than the range
+    assert aggregate.between_runs(sps) == aggregate.between_runs(list(reversed(sps)))
+    # 2-4 runs: the range; one run: none
+    assert aggregate.between_runs([3.0, 1.0, 2.0, 4.0]) == (1.0, 4.0, "range")
+    lo, hi, kind = aggregate.between_runs([5.0])
+    assert kind == "none" and math.isnan(lo) and math.isnan(hi)
+
+
+# ------------------------------------------------------------------ marks and rounding
+
+
+def test_the_rounding_rule():
+    d = fmt.sig_digits
+    assert d(1000, n_runs=1) == 3 and d(1000, n_runs=1, short=True) == 2
+    assert d(1000, 990, 1010, 3) == 3  # 2% between runs
+    assert d(1000, 900, 1100, 3) == 2  # 20%
+    assert d(1000, 998, 1003, 3) == 4  # 0.5%
+    assert d(1000, 1000, 1000, 2) == 4  # identical runs
+    assert d(1000, 998, 1003, 3, short=True) == 3  # a short window caps it
+    assert d(1000, float("nan"), float("nan"), 1) == 3
+    assert fmt.rounded(209358.0, 2) == "210,000" and fmt.rounded(209358.0, 3) == "209,000"
+    assert fmt.rounded(9.96, 2) == "10" and fmt.rounded(0.0030461, 2) == "0.0030" and fmt.rounded(50.877, 3) == "50.9"
+    assert fmt.figure_text(209358.0, None, None, 1, 0.718, None) == "210,000 †‡ (1 run, window 0.72 s < 2 s)"
+    assert fmt.figure_text(8519.2, None, None, 1, 7.06, 2.0) == "8,520 † (1 run, 7.1 s)"
+    # 2.2% between runs: 3 digits, half up
+    assert fmt.figure_text(1005.0, 990.0, 1012.0, 4, 3.1, 2.0, "range") == "1,010 [990–1,010] (n=4, range; 3.1 s)"
+    assert fmt.figure_text(1005.0, 1003.0, 1007.0, 6, 3.1, 2.0, "bootstrap") == \
+        "1,005 [1,003–1,007] (n=6, bootstrap 95%; 3.1 s)"
+
+
+def test_one_run_and_a_short_window_are_marked_in_every_table(tmp_path):
+    report.setup_plots()
+    recs = (_runs([1000, 1010, 990])  # CPU: three runs of 3 s: no mark
+            + _runs([4166.67], start=10, **GPU)  # GPU: one run, 3 x 0.24 s = 0.72 s < 2 s (no min_steady_s)
+            + _runs([2000], start=20, params={"min_steady_s": 1.0}, backend="torch"))  # 1.5 s >= its own 1 s
+    ctx = _ctx(tmp_path, recs)
+    summ = ctx.summary
+    gpu, cpu = _row(summ, "gpu"), summ[(summ["device"] == "cpu") & (summ["backend"] == "jax")].iloc[0]
+    torch = summ[summ["backend"] == "torch"].iloc[0]
+    assert bool(gpu["short_window"]) and gpu["min_steady_s"] == 2.0 and gpu["steady_s"] == pytest.approx(0.72)
+    assert not torch["short_window"] and torch["min_steady_s"] == 1.0
+    assert fmt.figure(gpu) == "4,200 †‡ (1 run, window 0.72 s < 2 s)"  # 2 significant digits
+    assert fmt.figure(torch) == "2,000 † (1 run, 1.5 s)"
+    assert fmt.figure(cpu) == "1,000 [990–1,010] (n=3, range; 3 s)"
+    assert "‡ window under 2 s" in aggregate.precision_marks(gpu) and "† one run" in aggregate.precision_marks(gpu)
+    t = timing_table(summ)
+    assert any(v == "4,200 †‡ (1 run, window 0.72 s < 2 s)" for v in t.iloc[:, 5])
+    assert "0.24 †‡" in set(t["s/epoch (median run)"])  # a derived figure keeps the digits and the marks
+    v = verdict_table(ctx.costed).iloc[0]
+    assert v["GPU samples/s"] == "4,200 †‡ (1 run, window 0.72 s < 2 s)"
+    assert v["CPU samples/s"] == "2,000 † (1 run, 1.5 s)"  # the fastest CPU: torch
+    assert v["speedup × (matched)"] == "4.2 †‡ (1 run: no interval)"
+    built = _check_sections(ctx)
+    for name in ("verdict", "throughput", "speedup", "utilisation", "backends", "first_epoch"):
+        page = built[name]._repr_html_()
+        assert ("† (1 run, 1.5 s)" in page or "†‡" in page) and fmt.esc(fmt.MARKS_NOTE) in page, name
+        assert "4,166" not in page and "4,167" not in page, name  # no digits the run does not have
+    # bar charts: the marked bars are hatched, with a legend line; labels say runs and window
+    from helpers.report.charts import bar_facets
+
+    lab = with_marks(aggregate.labels)(summ)
+    assert any(x.endswith("(n=1, 0.72 s) †‡") for x in lab) and any(x.endswith("(n=3, 3 s)") for x in lab)
+    fig = mark_bars(bar_facets(summ, "samples_per_s", with_marks(aggregate.labels), lo="sps_lo", hi="sps_hi"))
+    hatches = [p.get_hatch() or "" for ax in fig.axes for p in ax.patches]
+    assert sum("..." in h for h in hatches) == 2 and sum("xx" in h for h in hatches) == 1
+    assert fig.legends and "one run" in " ".join(t.get_text() for t in fig.legends[0].get_texts())
+
+
+# ------------------------------------------------------------------ the speedup's interval
+
+
+def test_the_speedup_interval_comes_from_the_runs_of_both_sides(tmp_path):
+    cpu, gpu = [1000, 1100, 900], [10000, 12000]
+    p = aggregate.matched_pairs(_ctx(tmp_path / "a", _runs(cpu) + _runs(gpu, start=10, params={"min_steady_s": 0.1},
+                                                                        **GPU)).summary).iloc[0]
+    assert p["speedup"] == pytest.approx(11000 / 1000) and p["interval"] == "range"
+    assert (p["speedup_lo"], p["speedup_hi"]) == (pytest.approx(10000 / 1100), pytest.approx(12000 / 900))
+    assert fmt.speedup_text(p) == "11 [9.1–13] (between runs: range, n=2/3 GPU/CPU)"
+    # both sides with six runs: a bootstrap of the ratio of medians, the same every time
+    cpu6, gpu6 = [1000, 1020, 990, 1050, 1010, 970], [10000, 10300, 9900, 10100, 10600, 9800]
+    recs = _runs(cpu6) + _runs(gpu6, start=10, params={"min_steady_s": 0.1}, **GPU)
+    p6 = aggregate.matched_pairs(_ctx(tmp_path / "b", recs).summary).iloc[0]
+    again = aggregate.matched_pairs(_ctx(tmp_path / "c", recs).summary).iloc[0]
+    ratio = np.median(gpu6) / np.median(cpu6)
+    assert p6["interval"] == "bootstrap" and p6["speedup"] == pytest.approx(ratio)
+    assert p6["speedup_lo"] <= ratio <= p6["speedup_hi"] and (p6["speedup_lo"], p6["speedup_hi"]) == \
+        (again["speedup_lo"], again["speedup_hi"])
+    assert min(gpu6) / max(cpu6) <= p6["speedup_lo"] and p6["speedup_hi"] <= max(gpu6) / min(cpu6)
+    assert "between runs: bootstrap 95%, n=6/6" in fmt.speedup_text(p6)
+    # one side with one run: no interval, never an epoch IQR in its place
+    ctx = _ctx(tmp_path / "d", _runs(cpu) + _runs([10000], start=10, params={"min_steady_s": 0.1}, **GPU))
+    p1 = aggregate.matched_pairs(ctx.summary).iloc[0]
+    assert p1["interval"] == "none" and math.isnan(p1["speedup_lo"]) and math.isnan(p1["speedup_hi"])
+    assert fmt.speedup_text(p1) == "10 † (1 run: no interval)"  # the CPU side's 20% range: 2 digits
+    page = build_speedup(ctx)._repr_html_()
+    assert "1 run: no interval" in page and "IQR (one run)" not in page
+
+
+# ------------------------------------------------------------------ the published reference
+
+
+def test_the_h100_reference_is_marked_and_rounded(tmp_path):
+    ctx = report.build_context([REFERENCE], base_config={"device": "cpu", "backend": "jax"})
+    summ = ctx.summary
+    assert (summ["n_runs"] == 1).all() and (summ["sps_interval"] == "none").all()  # single runs, published
+    r = summ[(summ["workload"] == "cnn_cifar10") & (summ["backend"] == "jax") & (summ["device"] == "gpu")
+             & (summ["batch_size"] == 1000) & (summ["precision"] == "float32")].iloc[0]
+    assert r["samples_per_s"] == pytest.approx(209358, rel=1e-5) and bool(r["short_window"])
+    assert fmt.figure(r) == "210,000 †‡ (1 run, window 0.72 s < 2 s)"
+    assert all(fmt.ONE_RUN in fmt.figure(row) for row in summ.to_dict("records"))
+    pairs = aggregate.matched_pairs(summ)
+    cifar = pairs[(pairs["workload"] == "cnn_cifar10") & (pairs["backend"] == "jax")].iloc[0]
+    assert fmt.speedup_text(cifar) == "51 †‡ (1 run: no interval)"
+    page = sections.build(sections.get("throughput"), ctx)._repr_html_()
+    assert "210,000 †‡ (1 run, window 0.72 s &lt; 2 s)" in page and "209,358" not in page
+
+
+# ------------------------------------------------------------------ benchmarks/reference_spread.py
+
+
+def test_reference_spread_prints_runs_per_lease_and_lease_to_lease(tmp_path):
+    a, b = "a" * 16, "b" * 16
+    recs = (_runs([1000, 1100], boot=[a, a])  # lease a: 1000 and 1100 (median 1050, 9.5%)
+            + _runs([900, 950, 1000], start=10, boot=[b, b, b])  # lease b: median 950, range 900–1000 (10.5%)
+            + _runs([990], start=20))  # an older record: no boot id
+    folder = tmp_path / "records"
+    for i, r in enumerate(recs):
+        write_atomic(folder / f"r{i}.json", r)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    res = subprocess.run([sys.executable, "benchmarks/reference_spread.py", str(folder)], cwd=PROJECT_ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # writes nothing
+    lines = {ln.split()[5]: ln for ln in out.splitlines() if ln.startswith("cnn_cifar10")}
+    assert set(lines) == {a[:12], b[:12], "unknown", "="}
+    la, lb = lines[a[:12]].split(), lines[b[:12]].split()
+    assert la[6:] == ["2", "1,050", "1,000–1,100", "9.5", "2.86"]  # runs, median, range, %, window s
+    assert lb[6:10] == ["3", "950", "900–1,000", "10.5"]
+    assert "(1 run)" in lines["unknown"]
+    # six runs (median 995); the leases' medians 1050, 950 and 990: range 950–1,050, 10.1% of their median
+    assert lines["="].split()[5:] == ["=", "3", "leases", "(lease", "to", "lease)", "6", "995", "950–1,050", "10.1",
+                                       "3.02"]
+    assert "leases (boot ids): 2; 1 record(s) without a boot id" in out
+    bad = subprocess.run([sys.executable, "benchmarks/reference_spread.py", str(tmp_path / "none")],
+                         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "not a folder" in bad.stderr
