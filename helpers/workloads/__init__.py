@@ -10,7 +10,7 @@ imports no framework (the device must be forced first).
 One module per workload in this package registers its entry with ``register`` (from
 ``.registry``, re-exported here); ``_MODULES`` lists them. To add a workload: a module here, its
 line in ``_MODULES``, its notebook in ``notebooks/``. Helper modules that register nothing
-(``registry``, ``lstm``, ``shift``, ``custom_files``, ``custom_checks``, ``custom_data``) are not listed.
+(``registry``, ``lstm``, ``imdb``, ``shift``, ``custom_files``, ``custom_checks``, ``custom_data``) are not listed.
 """
 
 from __future__ import annotations

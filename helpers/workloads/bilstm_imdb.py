@@ -16,6 +16,7 @@ import numpy as np
 from .. import data as _data
 from ..datasets_text import _imdb, _imdb_val, _pad
 from ..params import Param
+from .imdb import IMDB_KNOBS, adam_bce
 from .lstm import _LSTM_KNOB, _lstm, describe_lstm
 from .registry import Workload, register
 
@@ -52,17 +53,7 @@ def _bilstm(params: dict):
     ], name="bilstm_imdb")
 
 
-def _adam_bce(params: dict) -> dict:
-    # the source: compile('adam', 'binary_crossentropy', metrics=['accuracy']) (Keras defaults)
-    return {"optimizer": "adam", "loss": "binary_crossentropy", "metrics": ["accuracy"]}
-
-
 # ---------------------------------------------------------------- registry
-
-_IMDB_KNOBS = {
-    "max_features": Param("max_features", int, "vocabulary: the most frequent words kept (source: 20000)",
-                          minimum=4),
-}
 
 register(Workload(
     name="bilstm_imdb",
@@ -74,11 +65,11 @@ register(Workload(
     defaults={"batch_size": 32, "epochs": 3, "n_train": 1000, "n_val": 0, "max_features": 20000,
               "maxlen": 100, "lstm_impl": "auto"},
     build=_bilstm,
-    compile_args=_adam_bce,
+    compile_args=adam_bce,
     load=_bilstm_loader,
     expected_params=2658945,  # 20000*128 + 2*4*(64*(128+64)+64) + 129 (CuDNNLSTM in Keras 2: 2,659,457)
     extra_params={
-        **_IMDB_KNOBS,
+        **IMDB_KNOBS,
         "maxlen": Param("maxlen", int, "words per review after padding/truncation (source: 100)", minimum=1),
         "lstm_impl": _LSTM_KNOB,
     },

@@ -19,6 +19,7 @@ import numpy as np
 from .. import data as _data
 from ..datasets_text import IMDB_TRAIN, _imdb, _imdb_split, _imdb_val, _pad
 from ..params import Param
+from .imdb import IMDB_KNOBS, adam_bce
 from .registry import Workload, register
 
 SOURCE = "002_51261036f2f3f066.txt"
@@ -133,17 +134,7 @@ def _fasttext(params: dict):
     ], name="fasttext_imdb")
 
 
-def _adam_bce(params: dict) -> dict:
-    # the source: compile('adam', 'binary_crossentropy', metrics=['accuracy']) (Keras defaults)
-    return {"optimizer": "adam", "loss": "binary_crossentropy", "metrics": ["accuracy"]}
-
-
 # ---------------------------------------------------------------- registry
-
-_IMDB_KNOBS = {
-    "max_features": Param("max_features", int, "vocabulary: the most frequent words kept (source: 20000)",
-                          minimum=4),
-}
 
 register(Workload(
     name="fasttext_imdb",
@@ -155,11 +146,11 @@ register(Workload(
     defaults={"batch_size": 32, "epochs": 3, "n_train": 2000, "n_val": 0, "max_features": 20000,
               "maxlen": 400, "ngram_range": 2},
     build=_fasttext,
-    compile_args=_adam_bce,
+    compile_args=adam_bce,
     load=_fasttext_loader,
     expected_params=None,  # embedding rows come from the bigram table: embedding_rows * 50 + 51
     extra_params={
-        **_IMDB_KNOBS,
+        **IMDB_KNOBS,
         "maxlen": Param("maxlen", int, "tokens per review after padding/truncation (source: 400)", minimum=1),
         "ngram_range": Param("ngram_range", int, "n-gram features: 1 none, 2 bigrams (source), 3 trigrams",
                              choices=(1, 2, 3)),

@@ -1,0 +1,17 @@
+"""What the two IMDb workloads of seed 002 share (``bilstm_imdb``, ``fasttext_imdb``): the source scripts'
+compile call and the vocabulary knob. The corpus itself is ``helpers.datasets_text``'s."""
+
+from __future__ import annotations
+
+from ..params import Param
+
+
+def adam_bce(params: dict) -> dict:
+    # both sources: compile('adam', 'binary_crossentropy', metrics=['accuracy']) (Keras defaults)
+    return {"optimizer": "adam", "loss": "binary_crossentropy", "metrics": ["accuracy"]}
+
+
+IMDB_KNOBS = {
+    "max_features": Param("max_features", int, "vocabulary: the most frequent words kept (source: 20000)",
+                          minimum=4),
+}
