@@ -157,7 +157,7 @@ def test_run_all_smoke_grid_end_to_end_with_report(tmp_path):
 
 
 def test_run_all_skips_gpu_points_without_a_gpu_fast(tmp_path):
-    from helpers.runner import has_nvidia_gpu
+    from helpers.plan import has_nvidia_gpu
 
     if has_nvidia_gpu():
         pytest.skip("this machine has a GPU")
