@@ -186,19 +186,24 @@ def test_the_speedup_interval_comes_from_the_runs_of_both_sides(tmp_path):
 
 
 def test_the_h100_reference_is_marked_and_rounded(tmp_path):
+    """The re-published reference: the README's 20 GPU cells have 2-3 runs over two leases (a range), every
+    other point is one run of the earlier protocol and says so, figures rounded to what the runs support."""
     ctx = report.build_context([REFERENCE], base_config={"device": "cpu", "backend": "jax"})
     summ = ctx.summary
-    assert (summ["n_runs"] == 1).all() and (summ["sps_interval"] == "none").all()  # single runs, published
+    multi, one = summ[summ["n_runs"] > 1], summ[summ["n_runs"] == 1]
+    assert len(multi) == 20 and (multi["device"] == "gpu").all() and (multi["sps_interval"] == "range").all()
+    assert (one["sps_interval"] == "none").all()
+    assert all(fmt.ONE_RUN in fmt.figure(row) for row in one.to_dict("records"))
+    assert not any(fmt.ONE_RUN in fmt.figure(row) for row in multi.to_dict("records"))
     r = summ[(summ["workload"] == "cnn_cifar10") & (summ["backend"] == "jax") & (summ["device"] == "gpu")
              & (summ["batch_size"] == 1000) & (summ["precision"] == "float32")].iloc[0]
-    assert r["samples_per_s"] == pytest.approx(209358, rel=1e-5) and bool(r["short_window"])
-    assert fmt.figure(r) == "210,000 †‡ (1 run, window 0.72 s < 2 s)"
-    assert all(fmt.ONE_RUN in fmt.figure(row) for row in summ.to_dict("records"))
+    assert r["n_runs"] == 3 and r["samples_per_s"] == pytest.approx(266961, rel=1e-5) and not bool(r["short_window"])
+    assert fmt.figure(r) == "270,000 [220,000–320,000] (n=3, range; 3 s)"
     pairs = aggregate.matched_pairs(summ)
     cifar = pairs[(pairs["workload"] == "cnn_cifar10") & (pairs["backend"] == "jax")].iloc[0]
-    assert fmt.speedup_text(cifar) == "51 †‡ (1 run: no interval)"
+    assert fmt.speedup_text(cifar) == "65 † (1 run: no interval)"  # the CPU side is one run of the old protocol
     page = sections.build(sections.get("throughput"), ctx)._repr_html_()
-    assert "210,000 †‡ (1 run, window 0.72 s &lt; 2 s)" in page and "209,358" not in page
+    assert "270,000 [220,000–320,000]" in page and "266,961" not in page
 
 
 # ------------------------------------------------------------------ benchmarks/reference_spread.py
