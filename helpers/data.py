@@ -84,8 +84,10 @@ NOISE_BANK_BYTES = 64 * 2**20  # distinct noise fields of the synthetic images
 
 
 def synthetic_images(n: int, shape: tuple[int, int, int], n_classes: int, seed: int,
-                     noise: float = 0.35, cells: int = 4) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` float32 images in [0, 1] of ``shape`` (H, W, C), labels in [0, n_classes).
+                     noise: float = 0.35, cells: int = 4, dtype: str = "float32") -> tuple[np.ndarray, np.ndarray]:
+    """``n`` float32 images in [0, 1] of ``shape`` (H, W, C), labels in [0, n_classes); with
+    ``dtype='uint8'`` the same images as uint8 in [0, 255] (as decoded files are; made a chunk at a time, so
+    no float32 copy of the whole set is ever held).
 
     Class k's images are a smooth random prototype (a ``cells`` x ``cells`` pattern upsampled to
     H x W), randomly shifted in brightness, plus Gaussian noise. Easy by design: the prototypes are
@@ -108,15 +110,20 @@ def synthetic_images(n: int, shape: tuple[int, int, int], n_classes: int, seed: 
     bank = rng.standard_normal((bank_n, h, w, c), dtype=np.float32)
     bank *= np.float32(noise)
     pick = rng.integers(0, bank_n, size=n) if bank_n < n else rng.permutation(n)
-    x = np.empty((n, h, w, c), dtype=np.float32)
+    x = np.empty((n, h, w, c), dtype=np.dtype(dtype))
     chunk = max(1, 2**24 // per_image)  # 16 MB at a time; prototypes upsampled per chunk (1000 classes
+    buf = None if x.dtype == np.float32 else np.empty((min(n, chunk), h, w, c), dtype=np.float32)
     for start in range(0, n, chunk):    # of 224 x 224 x 3 would take 600 MB as full-size prototypes)
         stop = min(n, start + chunk)
-        img = x[start:stop]
+        img = x[start:stop] if buf is None else buf[:stop - start]
         img[...] = np.repeat(np.repeat(small[y[start:stop]], rep_h, axis=1), rep_w, axis=2)[:, :h, :w, :]
         img *= bright[start:stop, None, None, None]
         img += bank[pick[start:stop]]
         np.clip(img, 0.0, 1.0, out=img)
+        if buf is not None:
+            img *= np.float32(255.0)
+            np.rint(img, out=img)
+            x[start:stop] = img
     return x, y
 
 
@@ -162,8 +169,9 @@ def _read_cifar10_cache(d: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     return x_train, np.concatenate(ys), x_test.transpose(0, 2, 3, 1), y_test
 
 
-def load_cifar10(n_train: int | None, n_val: int, source: str = "auto", seed: int = 0) -> Dataset:
-    """CIFAR-10 as float32 NHWC in [0, 1] and integer labels.
+def load_cifar10(n_train: int | None, n_val: int, source: str = "auto", seed: int = 0,
+                 dtype: str = "float32") -> Dataset:
+    """CIFAR-10 as float32 NHWC in [0, 1] (``dtype='uint8'``: the pixels as stored, 0-255) and integer labels.
 
     ``source``: ``real`` (the Keras cache, else download through ``keras.datasets.cifar10``; error
     if neither works), ``synthetic``, or ``auto`` (real when cached or reachable, else synthetic).
@@ -195,16 +203,17 @@ def load_cifar10(n_train: int | None, n_val: int, source: str = "auto", seed: in
         n = len(x_train) if n_train is None else min(n_train, len(x_train))
         rng = np.random.default_rng(seed)
         idx = np.sort(rng.permutation(len(x_train))[:n])
-        xt = x_train[idx].astype(np.float32) / 255.0
+        scale = (lambda a: a.astype(np.uint8)) if dtype == "uint8" else (lambda a: a.astype(np.float32) / 255.0)
+        xt = scale(x_train[idx])
         yt = y_train[idx].astype(np.int64)
-        xv = x_val[:n_val].astype(np.float32) / 255.0 if n_val else None
+        xv = scale(x_val[:n_val]) if n_val else None
         yv = y_val[:n_val].astype(np.int64) if n_val else None
         return Dataset(xt, yt, xv, yv, "real", detail, 10)
     if source == "synthetic":
         detail = "synthetic images of CIFAR-10's shape (requested)"
     n = 50000 if n_train is None else n_train
-    xt, yt = synthetic_images(n, CIFAR10_SHAPE, 10, seed)
+    xt, yt = synthetic_images(n, CIFAR10_SHAPE, 10, seed, dtype=dtype)
     xv = yv = None
     if n_val:
-        xv, yv = synthetic_images(n_val, CIFAR10_SHAPE, 10, seed + 1)
+        xv, yv = synthetic_images(n_val, CIFAR10_SHAPE, 10, seed + 1, dtype=dtype)
     return Dataset(xt, yt, xv, yv, "synthetic", detail, 10)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import yaml
 
+from . import distribution as _distribution
 from . import params as _params
 from . import workloads as _workloads
 
@@ -177,6 +178,11 @@ def expand(path) -> list[dict]:
             missing = [k for k in spec if k not in full]
             if missing:
                 raise GridError(f"{where}: missing keys {missing}")
+            try:  # keys against each other: several devices or hosts only where they can run
+                _distribution.check(full, where)
+                _params.check_combination(full, where)
+            except _params.ParamError as exc:
+                raise GridError(str(exc)) from None
             key = tuple(sorted((k, repr(v)) for k, v in full.items()))
             if key in points:
                 points[key]["repeats"] = max(points[key]["repeats"], block.repeats)

@@ -4,8 +4,17 @@
 
 One batch = pick the samples of this step, decode and resize them (files, with PIL) or take them
 from the in-memory uint8 pool (synthetic), rescale to [0, 1], augment (numpy). ``fit`` runs it on
-``workers`` threads (or processes with ``use_multiprocessing``), ``max_queue_size`` batches ahead,
-as ``fit_generator`` ran ``flow_from_directory`` in the source documents. Nothing here touches the
+``workers`` threads (or processes with ``use_multiprocessing``), ``max_queue_size`` batches ahead.
+
+Not as ``fit_generator`` ran it in the source documents at ``workers=1``: Keras 2 then started one
+background thread filling a queue of ``max_queue_size`` (10) batches, so the next batches were built while
+the device trained; Keras 3 starts no thread and no queue for ``workers=1``
+(``keras/src/trainers/data_adapters/py_dataset_adapter.py``: an enqueuer only for ``workers > 1`` or
+``use_multiprocessing``): each batch is built inside the training loop, between steps. So seed 004's
+``workers`` 1 -> 4 comparison (47 -> 64 images/s with batch 32 -> 64) is not the same experiment here:
+its ``workers=1`` already overlapped input and training, ours does not; ``workers=2`` is the nearest to
+Keras 2's ``workers=1`` (a pool with a queue), though two threads build batches, not one. Synthetic images
+skip reading and JPEG decoding, which seed 004 names as its bottleneck. Nothing here touches the
 device or hooks a callback: the timed loop is Keras' own. The pipeline (``helpers.images``) never
 imports this module: the dependency goes one way, generator -> pipeline.
 """
@@ -32,7 +41,8 @@ class ImageSequence(keras.utils.PyDataset):
 
     def __init__(self, items, labels: np.ndarray, batch_size: int, image_size: tuple[int, int],
                  augment: Augment | None, seed: int, n_samples: int, shuffle: bool = True,
-                 workers: int = 1, use_multiprocessing: bool = False, max_queue_size: int = 10):
+                 workers: int = 1, use_multiprocessing: bool = False, max_queue_size: int = 10,
+                 rescale: bool = True):
         super().__init__(workers=workers, use_multiprocessing=use_multiprocessing,
                          max_queue_size=max_queue_size)
         self.items = items
@@ -44,6 +54,7 @@ class ImageSequence(keras.utils.PyDataset):
         self.seed = int(seed)
         self.n_samples = int(n_samples)
         self.shuffle = shuffle
+        self.rescale = rescale  # False: uint8 batches (the model rescales them)
         self.epoch = 0
         self.order = self._order(0)
 
@@ -63,7 +74,7 @@ class ImageSequence(keras.utils.PyDataset):
         else:
             raw = self.items[ids]
         rng = np.random.default_rng((self.seed, self.epoch, i)) if self.augment is not None else None
-        return prepare_batch(raw, rng, self.augment), self.labels[ids]
+        return prepare_batch(raw, rng, self.augment, self.rescale), self.labels[ids]
 
     def on_epoch_end(self):
         self.epoch += 1
@@ -76,8 +87,8 @@ def image_dataset(plan: ImagePlan) -> Dataset:
     Training batches are shuffled and augmented (when the plan says so); validation ones are neither.
     """
     train = ImageSequence(plan.train_items, plan.train_labels, plan.batch_size, plan.image_size, plan.augment,
-                          plan.seed, plan.n_train, shuffle=True, **plan.pipe)
+                          plan.seed, plan.n_train, shuffle=True, rescale=plan.rescale, **plan.pipe)
     val = (ImageSequence(plan.val_items, plan.val_labels, plan.batch_size, plan.image_size, None, plan.seed + 1,
-                         plan.n_val, shuffle=False, **plan.pipe) if plan.n_val else None)
+                         plan.n_val, shuffle=False, rescale=plan.rescale, **plan.pipe) if plan.n_val else None)
     return Dataset(None, None, None, None, plan.source, plan.detail, plan.n_classes, plan.info, train=train,
                    val=val, steps_per_epoch=len(train), n_train=plan.n_train, n_val=plan.n_val)

@@ -119,10 +119,14 @@ def apply_affine(x: np.ndarray, mats: np.ndarray) -> np.ndarray:
     return out
 
 
-def prepare_batch(x: np.ndarray, rng: np.random.Generator | None, aug: Augment | None) -> np.ndarray:
-    """A uint8 batch -> float32 in [0, 1] (``rescale=1/255``), augmented when ``aug`` is given."""
+def prepare_batch(x: np.ndarray, rng: np.random.Generator | None, aug: Augment | None,
+                  rescale: bool = True) -> np.ndarray:
+    """A uint8 batch -> float32 in [0, 1] (``rescale=1/255``), augmented when ``aug`` is given; with
+    ``rescale`` False it stays uint8 (``input_dtype='uint8'``: the model rescales it)."""
     if aug is not None and rng is not None:
         x = apply_affine(x, random_affine(rng, len(x), x.shape[1], x.shape[2], aug))
+    if not rescale:
+        return np.ascontiguousarray(x, dtype=np.uint8)
     out = x.astype(np.float32)
     out *= np.float32(1.0 / 255.0)
     return out
@@ -239,6 +243,7 @@ class ImagePlan:
     augment: Augment | None  # None: not augmented (``augment=False``)
     seed: int
     pipe: dict  # workers, use_multiprocessing, max_queue_size (keras.utils.PyDataset's arguments)
+    rescale: bool = True  # batches as float32 in [0, 1]; False: uint8, rescaled inside the model
 
 
 def _subset(rng: np.random.Generator, paths, labels, n: int | None):
@@ -271,11 +276,13 @@ def image_plan(params: dict, *, image_size: tuple[int, int], n_classes: int, aug
     pipe = {"workers": int(params.get("workers", 1)),
             "use_multiprocessing": bool(params.get("use_multiprocessing", False)),
             "max_queue_size": int(params.get("max_queue_size", 10))}
+    rescale = (params.get("input_dtype") or "float32") != "uint8"
     info = {"pipeline": "keras.utils.PyDataset (numpy/PIL on the CPU, per batch)",
             "augment": aug is not None, "augment_params": augment.as_dict() if aug is not None else None,
-            "rescale": "1/255", "image_size": [h, w], **pipe, **(extra or {})}
+            "rescale": "1/255" if rescale else "1/255 inside the model (uint8 batches)",
+            "input_dtype": "float32" if rescale else "uint8", "image_size": [h, w], **pipe, **(extra or {})}
     common = {"n_classes": n_classes, "batch_size": bs, "image_size": (h, w), "augment": aug, "seed": seed,
-              "pipe": pipe}
+              "pipe": pipe, "rescale": rescale}
     rng = np.random.default_rng(seed)
 
     if source == "real" and not data_dir:

@@ -88,16 +88,23 @@ COMMON = _spec(
     Param("threads", int, "CPU threads/cores for the framework (0 = all cores)", minimum=0),
     Param("precision", str, "Keras dtype policy", choices=PRECISIONS),
     Param("jit_compile", (str, bool), "XLA / torch.compile: 'auto', true or false", choices=JIT_CHOICES),
+    Param("steps_per_execution", int, "training steps per compiled call (Keras' compile argument; > 1 not with "
+          "the torch backend)", minimum=1),
     Param("seed", int, "random seed", minimum=0),
     Param("min_steady_s", (int, float), "seconds of steady-state epochs at least: training goes on (same model, "
           "no recompilation) past `epochs` until the steady epochs add up to this", positive=True),
+    Param("gpus", int, "devices per host trained data-parallel (keras.distribution, JAX only; > 1 needs device: "
+          "gpu); the global batch is batch_size x gpus x hosts", minimum=1),
+    Param("hosts", int, "processes, one per host, of one data-parallel point (JAX's distributed runtime; the "
+          "coordinator and process id come from the environment: helpers.distribution)", minimum=1),
     Param("output_dir", str, "folder for the record ('' = outputs/adhoc)"),
     Param("point_id", str, "grid point id ('' = computed from the parameters and the machine)"),
 )
 
 # Defaults of the common knobs (a workload's own defaults override them; a grid overrides both).
 COMMON_DEFAULTS = {"n_val": 0, "data_source": "auto", "threads": 0, "precision": "float32",
-                   "jit_compile": "auto", "seed": 0, "min_steady_s": 2.0, "output_dir": "", "point_id": ""}
+                   "jit_compile": "auto", "steps_per_execution": 1, "seed": 0, "min_steady_s": 2.0, "gpus": 1,
+                   "hosts": 1, "output_dir": "", "point_id": ""}
 
 # Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
 # the per-point limit in seconds and the separate runs of each point (``helpers.grid``).
@@ -125,6 +132,19 @@ def validate(params: dict[str, Any], where: str = "parameters", spec: dict[str, 
             f"{where}: key 'workload' has value {params['workload']!r}; allowed: one of "
             + ", ".join(repr(w) for w in workloads)
         )
+
+
+# Keras' own words when it refuses steps_per_execution > 1 with the torch backend (keras/src/backend/torch/trainer.py)
+TORCH_STEPS_PER_EXECUTION = "`steps_per_execution` must be 1 with the PyTorch backend"
+
+
+def check_combination(params: dict[str, Any], where: str = "parameters") -> None:
+    """Keys against each other, where Keras would refuse the pair only once the model is compiled:
+    ``steps_per_execution`` > 1 with the torch backend."""
+    spe = params.get("steps_per_execution", 1)
+    if params.get("backend") == "torch" and isinstance(spe, int) and spe > 1:
+        raise ParamError(f"{where}: key 'steps_per_execution' has value {spe!r} with backend 'torch'; allowed: 1 "
+                         f"(Keras: \"{TORCH_STEPS_PER_EXECUTION}\")")
 
 
 def _similar(a: str, b: str) -> bool:

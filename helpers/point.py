@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import device as _device
+from . import distribution as _distribution
 from . import params as _params
 from . import record as _record
 from . import workloads as _workloads
@@ -66,6 +67,8 @@ def collect(namespace: dict) -> dict:
     missing = [k for k in spec if k not in params]
     if missing:
         raise _params.ParamError(f"notebook parameters: missing keys {missing}")
+    _distribution.check(params, "notebook parameters", host_devices=_distribution.host_devices_allowed())
+    _params.check_combination(params, "notebook parameters")
     return params
 
 
@@ -86,6 +89,7 @@ class Point:
         self.record.update(started_at=self.started_at, source=self.workload.source,
                            notebook=str(_record_notebook()))
         self.device_info: dict = {}
+        self.dist = _distribution.Plan()  # devices and hosts of this point (``verify`` sets it up)
         self.data = None
         self.model = None
         self.timer = None
@@ -134,6 +138,14 @@ class Point:
         import keras
 
         backend, dev = self.params["backend"], self.params["device"]
+        try:  # several hosts: JAX's distributed runtime first, before any computation
+            self.dist = _distribution.initialize(self.params)
+        except Exception as exc:
+            self.fail(exc)
+            raise
+        self.record["process_id"] = self.dist.process_id
+        if self.dist.process_id:  # a process other than 0 writes its own record apart; process 0 the merged one
+            self.folder = self.folder / _distribution.PROCESS_FOLDER
         _device.apply_threads(backend, self.params.get("threads", 0))
         info = _device.verify(backend, dev)
         self.device_info = info
@@ -141,6 +153,11 @@ class Point:
         self.record["device_detail"] = info["detail"]
         if info["skip_reason"]:
             self.skip(info["skip_reason"])
+        # several devices: DataParallel over the first `gpus` of each host, set before the model is built
+        fields, why = _distribution.use_devices(self.dist, self.params)
+        self.record.update(fields)
+        if why:
+            self.skip(why)
         keras.mixed_precision.set_global_policy(self.params.get("precision", "float32"))
         keras.utils.set_random_seed(self.params.get("seed", 0))
         thr = self.record["threads_in_effect"] = _device.threads_in_effect(backend)
@@ -162,16 +179,39 @@ class Point:
         if on_gpu and not self._gpu_sampler().idle_from_run():
             self.sampler.idle_begin()  # the GPU idles while the host makes the data: its idle power meanwhile
         try:
-            self.data = _workloads.load_data(self.workload.name, self.params)
+            # a generator batches itself: it serves this process's batch (batch_size x gpus), and an epoch of
+            # a multiple of the devices (the last batch, too, must split evenly over them)
+            self.data = _workloads.load_data(self.workload.name, _distribution.data_params(self.params))
+            if self.dist.distributed:
+                self._share_data()
+        except PointSkipped:
+            raise
         except Exception as exc:  # e.g. DataError: real data required but missing
             self.fail(exc)
             raise
         d = self.data
-        self.record.update(data_source=d.source, data_detail=d.detail, n_train=d.samples_per_epoch,
-                           n_val=d.n_val_samples, data_info=d.extra)
+        self.record.update(data_source=d.source, data_detail=d.detail, n_train=d.samples_per_epoch * self.dist.hosts,
+                           n_train_process=d.samples_per_epoch, n_val=d.n_val_samples, data_info=d.extra)
+        if "input_dtype" in self.params:  # image workloads: float32 in [0, 1], or uint8 rescaled in the model
+            self.record["input_dtype"] = self.params["input_dtype"]
         print(f"data: {d.source} ({d.detail}); {d.samples_per_epoch} training samples per epoch, "
               f"{d.n_val_samples} validation samples")
         return self.data
+
+    def _share_data(self):
+        """Several devices: arrays trimmed so every batch splits evenly over them; several hosts: this process's
+        shard of them (a generator cannot be sharded yet: the point is skipped)."""
+        d, plan = self.data, self.dist
+        if d.train is not None:
+            if plan.hosts > 1:
+                self.skip(f"hosts={plan.hosts}: this workload's data is a generator ({type(d.train).__name__}); "
+                          "several hosts feed shards of numpy arrays only")
+            return
+        d.x_train, d.y_train = _distribution.shard(d.x_train, d.y_train, plan)
+        if d.x_val is not None:
+            d.x_val, d.y_val = _distribution.shard(d.x_val, d.y_val, plan)
+            if not len(d.x_val):
+                d.x_val = d.y_val = None
 
     def build_model(self):
         try:
@@ -207,7 +247,7 @@ class Point:
             kwargs.setdefault("validation_data", data.val)
         else:
             args = (data.x_train, data.y_train)
-            kwargs.setdefault("batch_size", self.params["batch_size"])
+            kwargs.setdefault("batch_size", _distribution.per_process_batch(self.params))  # gpus > 1: global
             kwargs.setdefault("shuffle", True)
             kwargs.setdefault("validation_data",
                               (data.x_val, data.y_val) if data.x_val is not None else None)
@@ -232,8 +272,8 @@ class Point:
         if t is None:
             return
         train_s = list(t.train_s)  # each epoch's training part (its validation timed apart)
-        n = rec.get("n_train") or 0
-        bs = self.params["batch_size"]
+        n = rec.get("n_train") or 0  # global samples per epoch (every process's shard)
+        bs = _distribution.global_batch(self.params)
         steps = (self.data.steps_per_epoch if self.data is not None and self.data.steps_per_epoch
                  else (math.ceil(n / bs) if n else None))
         rec["history"] = t.history
@@ -277,6 +317,7 @@ class Point:
             rec["epoch_bounds_s"] = [(a - s.t0, b - s.t0) for a, b in t.bounds]
         rec["utilisation"].update(framework_peak_memory(self.params["backend"],
                                                         rec.get("device_used") or "cpu"))
+        rec["utilisation"].update(_distribution.device_memory(getattr(self, "dist", None)))  # each mesh device's
         if rec.get("device") == "gpu" and "gpu_peak_mb" in rec["utilisation"]:
             rec["utilisation"]["gpu_mem_peak_mb"] = rec["utilisation"]["gpu_peak_mb"]
 
@@ -284,6 +325,9 @@ class Point:
         """Write the ``ok`` record and return it."""
         if self.workload.describe is not None and self.model is not None:
             self.record["workload_info"] = self.workload.describe(self.model, self.params)
+        self.record.update(self._limit())
+        if self.dist.hosts > 1:
+            return self._finish_hosts()
         rec = self._write("ok")
         print(f"record: {self.path}")
         if rec.get("samples_per_s"):
@@ -291,6 +335,60 @@ class Point:
                   f"{rec['median_epoch_s']:.3f} s/epoch (median of {len(rec['epoch_s'])}), "
                   f"{rec['samples_per_s']:.0f} samples/s")
         return rec
+
+    def _finish_hosts(self) -> dict:
+        """Several hosts: each process writes its own record (under ``.processes``), then process 0 gathers
+        them all through JAX's runtime and writes the point's record, merged (``distribution.merge``)."""
+        pid = self.dist.process_id
+        own = self.folder if pid else self.folder / _distribution.PROCESS_FOLDER
+        rec = self.record
+        rec.update(status="ok", reason=None, duration_s=round(time.perf_counter() - self.t_start, 3))
+        name = _record.record_name(rec["params"], rec["point_id"])[:-len(".json")] + f"-p{pid}.json"
+        self.path = _record.write_atomic(own / name, rec)
+        print(f"process {pid} record: {self.path}")
+        if pid:  # where the point's record goes, a pointer (written before the gather, so on a folder the
+            # processes share process 0's merged record, written after it, replaces it)
+            stub = _record.empty_record(self.params, self.point_id)
+            stub.update(status="skipped", process_id=pid, fingerprint=rec.get("fingerprint"),
+                        started_at=self.started_at, duration_s=rec["duration_s"],
+                        reason=f"process {pid} of {self.dist.hosts}: its figures are in process 0's merged record "
+                               f"(its own record: {_distribution.PROCESS_FOLDER}/{name})")
+            _record.write_record(stub, own.parent)
+        records = _distribution.gather(rec)
+        if pid:
+            return rec
+        merged = _distribution.merge(records)
+        merged["duration_s"] = round(time.perf_counter() - self.t_start, 3)
+        merged["process_records"] = [  # on each process's host, beside its point's record
+            f"{_distribution.PROCESS_FOLDER}/{_record.record_name(r['params'], r['point_id'])[:-5]}-p{i}.json"
+            for i, r in enumerate(records)]
+        self.record = merged
+        self.path = _record.write_record(merged, self.folder)
+        print(f"record (merged from {len(records)} processes): {self.path}; "
+              f"{merged.get('samples_per_s') or 0:.0f} samples/s over every process")
+        return merged
+
+    def _limit(self) -> dict:
+        """FLOPs per sample of this model's training step (analytical, ``helpers.flops``), achieved TFLOP/s and
+        MFU against this device's peak; a failure to count is recorded, never fails the point."""
+        from . import flops as _flops
+
+        rec, p = self.record, self.params
+        out = {"steps_per_execution": p.get("steps_per_execution", 1)}
+        try:
+            c = _flops.analytic(self.model)
+            fp = rec.get("fingerprint") or {}
+            names = fp.get("gpu_names") or []
+            out.update(_flops.limit_fields(
+                c.train(p["batch_size"]), rec.get("samples_per_s"), rec.get("device_used"),
+                gpu_name=names[0] if names else None, precision=p.get("precision", "float32"),
+                calibration=fp.get("calibration"), threads=p.get("threads") or None,
+                gpus=int(p.get("gpus", 1) or 1) * int(p.get("hosts", 1) or 1)))
+            out.update(flops_source="analytic, counted on the trained model", flops_forward=c.forward,
+                       flops_notes=c.notes)
+        except Exception as exc:  # a layer the count does not know how to walk
+            out.update(flops_per_sample=None, mfu=None, mfu_reason=f"FLOPs not counted: {type(exc).__name__}: {exc}")
+        return out
 
 
 def _deadline() -> float | None:

@@ -88,6 +88,11 @@ def test_point_id_stable_and_sensitive():
     assert a != record.point_id({**p, "batch_size": 11}, "m1")
     assert a != record.point_id(p, "m2")
     assert len(a) == 12
+    # knobs added later keep the ids of points run before them at the value those ran with, and only then
+    later = {"steps_per_execution": 1, "gpus": 1, "hosts": 1, "input_dtype": "float32"}
+    assert a == record.point_id({**p, **later}, "m1")
+    for k, v in {"steps_per_execution": 8, "gpus": 2, "hosts": 2, "input_dtype": "uint8"}.items():
+        assert a != record.point_id({**p, **later, k: v}, "m1"), k
 
 
 def test_record_has_design_keys_and_writes_atomically(tmp_path):

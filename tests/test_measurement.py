@@ -385,7 +385,7 @@ from helpers.point import begin
 from helpers.workloads import get
 
 prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": BACKEND,
-       "device": "cpu", "batch_size": 64, "n_train": 256, "epochs": 2, "min_steady_s": 0.5,
+       "device": "cpu", "batch_size": 64, "n_train": 256, "epochs": 2, "min_steady_s": 2.0,
        "data_source": "synthetic", "output_dir": OUT}
 pt = begin(prm)
 import keras  # noqa: E402
@@ -401,14 +401,15 @@ print("RESULT" + json.dumps({k: rec[k] for k in ("epochs_run", "steady_s", "epoc
 
 @pytest.mark.parametrize("backend", INSTALLED[-1:])
 def test_a_real_point_trains_on_until_its_window_is_filled(tmp_path, backend):
-    """The same model goes on training past `epochs` (2) until its steady epochs add up to 0.5 s."""
+    """The same model goes on training past `epochs` (2) until its steady epochs add up to 2 s (an epoch of 4
+    small steps takes well under that, also on a loaded 2-core machine)."""
     out = in_fresh_python(f"OUT = {str(tmp_path)!r}\nBACKEND = {backend!r}\n" + _WINDOW, backend)
     rec = json.loads(out.split("RESULT", 1)[1])
-    assert rec["epochs"] == 2 and rec["params"]["min_steady_s"] == 0.5
+    assert rec["epochs"] == 2 and rec["params"]["min_steady_s"] == 2.0
     assert rec["epochs_run"] > 2 and rec["window_stopped_by"] == "window"
     assert len(rec["epoch_s"]) == rec["epochs_run"] - 1  # the compile epoch apart
-    assert rec["steady_s"] == pytest.approx(sum(rec["epoch_s"])) and rec["steady_s"] >= 0.5
-    assert rec["steady_s"] - max(rec["epoch_s"]) < 0.5  # it stopped as soon as the window was filled
+    assert rec["steady_s"] == pytest.approx(sum(rec["epoch_s"])) and rec["steady_s"] >= 2.0
+    assert rec["steady_s"] - rec["epoch_s"][-1] < 2.0  # it stopped as soon as the window was filled
 
 
 @pytest.mark.parametrize("value", [0, -1, 0.0, "2", True, None, float("nan"), float("inf")])

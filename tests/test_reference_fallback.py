@@ -104,3 +104,15 @@ def test_the_default_grid_pairs_its_cpu_rows_with_the_reference():
         if reference._key(one).iloc[0] not in have:
             missing.append((p["workload"], p["backend"], p["batch_size"], json.dumps(one["knobs"].iloc[0])))
     assert {m[0] for m in missing} == {"cnn_256", "resnet50"}, missing
+
+
+def test_a_knob_added_after_the_reference_pairs_at_the_value_the_reference_ran(tmp_path):
+    """Today's records carry `input_dtype` (issue 16); the reference's, written before it, ran float32 inputs."""
+    params = {"threads": 0, "precision": "float32", "jit_compile": "auto", "batch_size": 1000, "min_steady_s": 2.0}
+    _write(tmp_path, [_cpu_rec(0, params={**params, "input_dtype": "float32"}),
+                      _cpu_rec(1, backend="torch", params={**params, "input_dtype": "uint8"})])
+    ctx = report.build_context([tmp_path])
+    pairs = reference.all_pairs(ctx.summary)
+    assert set(zip(pairs["workload"], pairs["backend"])) == {("cnn_cifar10", "jax")}  # uint8: not the reference's
+    gpu = ctx.summary[(ctx.summary["device"] == "gpu") & (ctx.summary["backend"] == "jax")]
+    assert "input_dtype=float32" in gpu["knobs"].iloc[0]

@@ -19,7 +19,7 @@ import csv
 import functools
 
 from ..paths import PROJECT_ROOT
-from . import fmt
+from . import fmt, mfu
 from .fmt import isnull
 from .table import CONFIG_KEYS
 
@@ -41,9 +41,9 @@ SUMMARY_COLUMNS = CONFIG_KEYS + [
     "first_epoch_s", "first_min", "first_max", "val_s", "total_s", "cpu_pct", "proc_cpu_pct", "gpu_pct",
     "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
     "energy_method", "final_accuracy", "threads_eff", "host", "gpu", "cpu_model", "cpus", "machine_cpus", "gpus",
-    "fixture", "epochs", "schema_min", "point_ids"]
+    "fixture", "epochs", "schema_min", "point_ids", *mfu.COLUMNS]
 _TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method",
-                            "sps_interval", "run_sps", "short_window"}
+                            "sps_interval", "run_sps", "short_window", *mfu.TEXT}
 
 
 @functools.lru_cache(maxsize=4)
@@ -159,7 +159,7 @@ def summarise(df):
             energy_above_idle_j_per_epoch=g["energy_above_idle_j_per_epoch"].median(),
             idle_power_w=g["idle_power_w"].median(),
             energy_method=", ".join(sorted(g["energy_method"].dropna().astype(str).unique())) or None,
-            final_accuracy=g["final_accuracy"].median(),
+            final_accuracy=g["final_accuracy"].median(), **mfu.config(g),
             threads_eff=g["threads_eff"].median(), host=g["host"].iloc[0], gpu=g["gpu"].iloc[0],
             cpu_model=g["cpu_model"].iloc[0], cpus=g["cpus"].iloc[0], machine_cpus=g["machine_cpus"].max(),
             gpus=g["gpus"].iloc[0], fixture=bool(g["fixture"].any()), epochs=g["epochs"].median(),
@@ -182,7 +182,7 @@ def per_sample(s):
     s["source_samples"] = full.astype(float)
     s["source_epoch_s"] = s["source_samples"] / s["samples_per_s"]
     s["few_steps"] = s["steps_per_epoch"].map(lambda v: (not isnull(v)) and v < MIN_STEPS)
-    return s
+    return mfu.add(s)  # achieved TFLOP/s and MFU (issue 15)
 
 
 def _knob_items(knobs) -> dict:

@@ -26,11 +26,31 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
            "idle_power_w", "energy_method", "final_loss", "final_accuracy", "keras", "backend_version", "python",
            "git_commit", "schema", "started_at", "point_id", "notebook", "path", "fixture", "epoch_list",
            "boot_id", "cpu_id", "cpu_flags", "gpu_state", "gpu_sm_now", "gpu_mem_now", "cal_when", "cal_dispatch",
-           "cal_matmul", "cal_matmul_1t", "cal_threads", "repeat", "config_id", "min_steady_s"]
+           "cal_matmul", "cal_matmul_1t", "cal_threads", "repeat", "config_id", "min_steady_s",
+           "flops_per_sample", "flops_source", "peak_flops", "peak_source"]
 
 # Parameters every notebook has (their own columns, or not part of a configuration: seed, epochs,
 # output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
 _COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers", "repeat", "min_steady_s"}
+
+# Workload knobs added after records were written, with the value such a record ran at: a record without
+# the key ran so, and is the same configuration as a new record with that value (e.g. the published
+# reference against today's CPU points, issue 17's pairing).
+LATER_KNOBS = {"input_dtype": "float32"}  # issue 16: uint8 inputs normalised in the model; before, float32
+
+
+def _with_later_knobs(workload, params: dict) -> dict:
+    missing = [k for k in LATER_KNOBS if k not in params]
+    if not missing:
+        return params
+    try:
+        from ..workloads import get
+
+        own = get(workload).extra_params or {}
+    except Exception:  # a workload this suite does not know (a colleague's): its knobs as recorded
+        return params
+    return {**{k: LATER_KNOBS[k] for k in missing if k in own}, **params}
+
 
 # What makes two records the same configuration (repeats of it are pooled).
 CONFIG_KEYS = ["machine", "workload", "backend", "device", "precision", "jit_compile", "batch_size",
@@ -41,7 +61,8 @@ NUMERIC = ("first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min
            "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w", "final_loss",
            "final_accuracy", "batch_size", "threads", "threads_eff", "n_train", "cpus", "machine_cpus", "ram_gb",
            "gpus", "steps_per_epoch", "epochs", "n_steady", "steady_s", "workers", "schema", "cal_dispatch",
-           "cal_matmul", "cal_matmul_1t", "cal_threads", "gpu_sm_now", "gpu_mem_now", "repeat", "min_steady_s")
+           "cal_matmul", "cal_matmul_1t", "cal_threads", "gpu_sm_now", "gpu_mem_now", "repeat", "min_steady_s",
+           "flops_per_sample", "peak_flops")
 
 _BACKEND_PKG = {"tensorflow": ("tensorflow", "tensorflow-cpu"), "jax": ("jax",), "torch": ("torch",)}
 
@@ -131,7 +152,12 @@ def _row(r: dict) -> dict:
     augment = _first(params.get("augment"), info.get("augment"))
     # the workload's own knobs (catsdogs' variant, fasttext's ngram_range, vgg's augment_impl, ...):
     # records that differ in one are different configurations, never repeats of one
-    knobs = ", ".join(f"{k}={params[k]}" for k in sorted(params) if k not in _COMMON_PARAMS)
+    params = _with_later_knobs(r.get("workload"), params)
+    knobs = ", ".join([f"{k}={params[k]}" for k in sorted(params) if k not in _COMMON_PARAMS]
+                      # several devices or hosts (issue 16): another configuration, never a repeat of one
+                      + [f"{k}={params[k]}" for k in ("gpus", "hosts") if params.get(k) not in (None, 1)]
+                      # steps per compiled call (issue 15): likewise, shown only where it is not 1
+                      + [f"{k}={params[k]}" for k in ("steps_per_execution",) if params.get(k) not in (None, 1)])
     workers = _first(params.get("workers"), info.get("workers"))
     first = r.get("first_epoch_s")
     if total:
@@ -184,7 +210,24 @@ def _row(r: dict) -> dict:
         # repeats (issue 14; older records: one run, no target window recorded)
         "repeat": _num(_first(r.get("repeat"), params.get("repeat"))), "config_id": r.get("config_id"),
         "min_steady_s": _num(params.get("min_steady_s")),
+        # how far from the limit (issue 15): the record's count, else the committed one (helpers.flops)
+        **_limit(r, gpus[0] if gpus else None, cal, threads),
     }
+
+
+def _limit(r: dict, gpu, cal: dict, threads) -> dict:
+    """``flops_per_sample`` and ``flops_source`` (the record's, else counted at report time from data/flops.csv),
+    ``peak_flops`` (of the devices the point used) and ``peak_source`` (its source, or why there is none)."""
+    from .. import flops
+
+    if r.get("status") != "ok":
+        return {"flops_per_sample": None, "flops_source": None, "peak_flops": None, "peak_source": None}
+    fps, source = flops.for_record(r)
+    p = r.get("params") or {}
+    pk, why = flops.peak(r.get("device_used"), gpu, p.get("precision") or "float32", cal or None, threads or None)
+    if pk is not None and r.get("device_used") == "gpu":
+        pk *= int(_num(p.get("gpus")) or 1) * int(_num(p.get("hosts")) or 1)
+    return {"flops_per_sample": _num(fps), "flops_source": source, "peak_flops": pk, "peak_source": why}
 
 
 def tidy(records: list[dict]):

@@ -3,7 +3,12 @@
 Seed 004 ran the tutorial's network through ``ImageDataGenerator.flow_from_directory`` (64x64,
 rescale 1/255, shear 0.2, zoom 0.2, horizontal flip; batches of 32) on a VirtualBox VM, a dual Xeon
 4110 and a Tesla V100, tuned ``workers`` and ``batch_size``, measured the cost of augmentation
-(425 vs 533 images/s on the V100) and built bigger variants. ``variant`` picks the network:
+(425 vs 533 images/s on the V100) and built bigger variants. It names the input pipeline (reading,
+decompressing and augmenting the JPEGs on the CPU) as the bottleneck: synthetic images skip the reading
+and decoding, so only a run on the JPEG folders (``data_dir``) measures it. Its ``workers=1`` was Keras
+2's (one background thread, a queue of 10 batches); Keras 3's builds batches in the training loop
+(``helpers.image_sequence``): the workers 1 -> 4 comparison is not the same experiment.
+``variant`` picks the network:
 
 - ``original``: the tutorial's network: Conv2D(32, 3x3, relu) on 64x64x3, MaxPool(2), Flatten,
   Dense(128, relu), Dense(1, sigmoid); Adam, binary crossentropy. 3,937,409 parameters.
@@ -23,6 +28,7 @@ Knobs beyond the common ones: ``variant``, ``data_dir`` (the public archive's la
 
 from __future__ import annotations
 
+from .. import datasets_images as _img
 from ..images import Augment, image_plan
 from ..params import Param
 from .registry import Workload, register
@@ -48,6 +54,7 @@ EXTRA = {p.name: p for p in (
     Param("use_multiprocessing", bool, "generator workers are processes instead of threads"),
     Param("max_queue_size", int, "batches prepared ahead by the workers", minimum=1),
     Param("image_size", int, "image side in pixels (0 = the variant's: 64, highres 128)", minimum=0),
+    _img.INPUT_DTYPE,
 )}
 
 
@@ -84,7 +91,9 @@ def _catsdogs(params: dict):
     if variant != "original":
         head.append(layers.Dropout(0.5))
     head.append(layers.Dense(1, activation="sigmoid", dtype="float32"))  # float32 under mixed precision
-    return keras.Sequential([keras.Input((s, s, 3)), *body, *head], name=f"catsdogs_{variant}")
+    # uint8 inputs: Rescaling(1/255) first, no parameters
+    return keras.Sequential([_img.model_input(params, (s, s, 3)), *_img.input_layers(params), *body, *head],
+                            name=f"catsdogs_{variant}")
 
 
 def _compile(params: dict) -> dict:
@@ -121,7 +130,7 @@ register(Workload(
             "vs workers and batch size (47 -> 64 images/s on the VM); augmentation 425 vs 533 images/s",
     defaults={"batch_size": 32, "epochs": 3, "n_train": 2000, "n_val": 0, "variant": "original", "data_dir": "",
               "augment": True, "workers": 1, "use_multiprocessing": False, "max_queue_size": 10,
-              "image_size": 0},
+              "image_size": 0, "input_dtype": "float32"},
     build=_catsdogs,
     compile_args=_compile,
     load=_load,

@@ -2,7 +2,9 @@
 
 TensorFlow 2.0 / Keras on an RTX 2080 (75 s/epoch, 0.5 s/step) versus a Ryzen 2700x (480 s/epoch,
 3 s/step): ~10k 256x256 images of 4 classes read by a generator with augmentation, 153 steps per
-epoch (batches of 64: 153 x 64 = 9,792 images), 10 epochs. The model summary in the source gives
+epoch, 10 epochs, validated every epoch (its log prints val_loss, so its epoch times include
+validation). Inferred, not stated by the source: the batch of 64 (153 x 64 = 9,792 images, "~10k"),
+the optimiser (Adam at 1e-3) and the augmentation settings (below). The model summary in the source gives
 every layer's output shape and 58,091,396 parameters (58,088,516 trainable, 2,880 non-trainable).
 
 Knobs beyond the common ones: ``data_dir`` (a folder of 4 class sub-folders; '' = synthetic),
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from .. import datasets_images as _img
 from ..images import Augment, image_plan
 from ..params import Param
 from .registry import Workload, register
@@ -65,6 +68,7 @@ EXTRA = {p.name: p for p in (
     Param("use_multiprocessing", bool, "generator workers are processes instead of threads"),
     Param("max_queue_size", int, "batches prepared ahead by the workers", minimum=1),
     Param("image_size", int, "image side in pixels (0 = the source's 256; smaller changes the model)", minimum=0),
+    _img.INPUT_DTYPE,
 )}
 
 
@@ -85,7 +89,8 @@ def _cnn_256(params: dict):
     s = image_side(params)
     return keras.Sequential(
         [
-            keras.Input((s, s, 3)),
+            _img.model_input(params, (s, s, 3)),
+            *_img.input_layers(params),  # uint8 inputs: Rescaling(1/255) first, no parameters
             layers.Conv2D(32, 3, padding="same", activation="relu", name="conv2d"),
             layers.BatchNormalization(name="batch_normalization"),
             layers.MaxPooling2D(3, name="max_pooling2d"),
@@ -135,7 +140,8 @@ def trainable_params(model) -> int:
 
 def layer_table(model) -> list[tuple[str, tuple, int]]:
     """(name, output shape without the batch axis, parameters) per layer, as model.summary() lists them."""
-    return [(layer.name, tuple(layer.output.shape[1:]), int(layer.count_params())) for layer in model.layers]
+    return [(layer.name, tuple(layer.output.shape[1:]), int(layer.count_params())) for layer in model.layers
+            if layer.name != _img.RESCALE_LAYER]  # uint8 inputs' rescaling: not the source's network
 
 
 def compare_layers(model) -> list[str]:
@@ -163,7 +169,8 @@ register(Workload(
             "classes through an augmenting generator, batches of 64 (153 steps/epoch), 10 epochs: "
             "RTX 2080 75 s/epoch (0.5 s/step) vs Ryzen 2700x 480 s/epoch (3 s/step)",
     defaults={"batch_size": 64, "epochs": 3, "n_train": 128, "n_val": 0, "data_dir": "", "augment": True,
-              "workers": 1, "use_multiprocessing": False, "max_queue_size": 10, "image_size": 0},
+              "workers": 1, "use_multiprocessing": False, "max_queue_size": 10, "image_size": 0,
+              "input_dtype": "float32"},
     build=_cnn_256,
     compile_args=_compile,
     load=_load,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import data as _data
+from .. import datasets_images as _img
 from .registry import Workload, register
 
 
@@ -18,7 +19,8 @@ def _cnn_cifar10(params: dict):
 
     return keras.Sequential(
         [
-            keras.Input((32, 32, 3)),
+            _img.model_input(params, (32, 32, 3)),
+            *_img.input_layers(params),  # uint8 inputs: Rescaling(1/255) first, no parameters
             layers.Conv2D(16, 5, activation="relu", name="conv1"),
             layers.MaxPooling2D(2, name="pool1"),
             layers.Conv2D(8, 5, activation="relu", name="conv2"),
@@ -42,8 +44,9 @@ def _cnn_cifar10_compile(params: dict) -> dict:
 
 
 def _cifar10_loader(params: dict) -> _data.Dataset:
-    return _data.load_cifar10(params.get("n_train"), params.get("n_val", 0),
-                              params.get("data_source", "auto"), params.get("seed", 0))
+    return _img.as_input(_data.load_cifar10(params.get("n_train"), params.get("n_val", 0),
+                                            params.get("data_source", "auto"), params.get("seed", 0),
+                                            dtype=_img.input_dtype(params)), params)
 
 
 register(Workload(
@@ -51,9 +54,10 @@ register(Workload(
     source="000_5189e7207d77ed5a.txt",
     summary="Flux.jl's small CNN on CIFAR-10, batches of 1000, Momentum(0.01): "
             "GTX 1080 0.83 s/epoch vs i7-7500U 82.5 s/epoch (50,000 images)",
-    defaults={"batch_size": 1000, "epochs": 3, "n_train": 5000, "n_val": 0},
+    defaults={"batch_size": 1000, "epochs": 3, "n_train": 5000, "n_val": 0, "input_dtype": "float32"},
     build=_cnn_cifar10,
     compile_args=_cnn_cifar10_compile,
     load=_cifar10_loader,
     expected_params=39558,
+    extra_params={"input_dtype": _img.INPUT_DTYPE},
 ))

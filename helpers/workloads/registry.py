@@ -53,11 +53,13 @@ def get(name: str) -> Workload:
 
 
 def build_model(name: str, params: dict):
-    """The workload's model, compiled with its optimiser, loss, metrics and ``jit_compile``."""
+    """The workload's model, compiled with its optimiser, loss, metrics, ``jit_compile`` and
+    ``steps_per_execution``."""
     w = get(name)
     model = w.build(params)
     jit = params.get("jit_compile", "auto")
-    model.compile(**w.compile_args(params), jit_compile=jit)
+    model.compile(**w.compile_args(params), jit_compile=jit,
+                  steps_per_execution=int(params.get("steps_per_execution", 1) or 1))
     return model
 
 

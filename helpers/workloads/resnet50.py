@@ -26,6 +26,12 @@ def _resnet50(params: dict):
     import keras
 
     size = params.get("image_size", 224)
+    if _img.input_dtype(params) == "uint8":  # uint8 inputs: Rescaling(1/255) first, then the same network
+        x = _img.model_input(params, (size, size, 3))
+        for layer in _img.input_layers(params):
+            x = layer(x)
+        return keras.applications.ResNet50(weights=None, input_tensor=x, classes=CLASSES,
+                                           classifier_activation="softmax", name="resnet50")
     return keras.applications.ResNet50(weights=None, input_shape=(size, size, 3), classes=CLASSES,
                                        classifier_activation="softmax", name="resnet50")
 
@@ -38,9 +44,11 @@ def _resnet50_compile(params: dict) -> dict:
 
 
 def _resnet50_loader(params: dict) -> _data.Dataset:
-    return _img.load_imagenet_shaped(params.get("n_train"), params.get("n_val", 0),
-                                     params.get("data_source", "auto"), params.get("seed", 0),
-                                     image_size=params.get("image_size", 224), n_classes=CLASSES)
+    ds = _img.load_imagenet_shaped(params.get("n_train"), params.get("n_val", 0),
+                                   params.get("data_source", "auto"), params.get("seed", 0),
+                                   image_size=params.get("image_size", 224), n_classes=CLASSES,
+                                   dtype=_img.input_dtype(params))
+    return _img.as_input(ds, params)
 
 
 register(Workload(
@@ -48,11 +56,12 @@ register(Workload(
     source="none: published anchor (no seed trains ResNet-50)",
     summary="ResNet-50 from scratch, 1000 classes, 224 x 224, SGD momentum 0.9, batch 64; published "
             "anchor about 2,790 images/s on one H100 SXM with PyTorch AMP",
-    defaults={"batch_size": 64, "epochs": 2, "n_train": 64, "n_val": 0, "image_size": 224},
+    defaults={"batch_size": 64, "epochs": 2, "n_train": 64, "n_val": 0, "image_size": 224, "input_dtype": "float32"},
     build=_resnet50,
     compile_args=_resnet50_compile,
     load=_resnet50_loader,
     expected_params=25636712,
     extra_params={"image_size": Param("image_size", int, "image height and width in pixels (the source: "
-                                      "224; smaller for smoke tests; ResNet50 needs >= 32)", minimum=32)},
+                                      "224; smaller for smoke tests; ResNet50 needs >= 32)", minimum=32),
+                  "input_dtype": _img.INPUT_DTYPE},
 ))

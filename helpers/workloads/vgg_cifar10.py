@@ -14,7 +14,8 @@ its batch-size axis (128 -> 512) and its augmentation-cost question, not its abs
 
 Augmentation (the ``augment`` knob, on by default as in the source) is done by layers inside the
 model: random shifts of up to 10% with 'nearest' fill and bilinear interpolation, and horizontal flips
-(ImageDataGenerator's shifts, flips and fill; its order-1 spline is bilinear). They run on the
+(ImageDataGenerator's shifts, flips and fill; not its interpolation: the Keras 2.0/2.1 that seed 002 ran
+called ``affine_transform(..., order=0)``, nearest-neighbour; order 1, bilinear, came later). They run on the
 training device, on every backend, only in training, with no host-side per-batch Python work and no
 device sync. They add no parameters. ``augment_impl`` picks the shift layer: ``matmul`` (default) is
 ``helpers.workloads.shift.RandomShift``, the same transformation (checked against Keras' own
@@ -28,6 +29,7 @@ the device instead (the record's ``data_info.augmentation`` says where).
 from __future__ import annotations
 
 from .. import data as _data
+from .. import datasets_images as _img
 from ..params import Param
 from .registry import Workload, register
 
@@ -53,7 +55,8 @@ def _vgg_cifar10(params: dict):
         aug = [shift, layers.RandomFlip("horizontal", name="random_flip")]
     return keras.Sequential(
         [
-            keras.Input(_data.CIFAR10_SHAPE),
+            _img.model_input(params, _data.CIFAR10_SHAPE),
+            *_img.input_layers(params),  # uint8 inputs: Rescaling(1/255) first (before the augmentation)
             *aug,
             layers.Conv2D(32, 3, padding="same", name="conv1"),  # 32 x 32 x 32
             layers.Activation("relu", name="relu1"),
@@ -90,8 +93,9 @@ def _vgg_compile(params: dict) -> dict:
 
 
 def _vgg_loader(params: dict) -> _data.Dataset:
-    ds = _data.load_cifar10(params.get("n_train"), params.get("n_val", 0),
-                            params.get("data_source", "auto"), params.get("seed", 0))
+    ds = _img.as_input(_data.load_cifar10(params.get("n_train"), params.get("n_val", 0),
+                                          params.get("data_source", "auto"), params.get("seed", 0),
+                                          dtype=_img.input_dtype(params)), params)
     ds.extra["augmentation"] = (AUGMENTATION[params.get("augment_impl", "matmul")]
                                 if params.get("augment", True) else "off")
     return ds
@@ -105,7 +109,7 @@ register(Workload(
             "relative to a K80 + TensorFlow base. Seed 004: CIFAR-10 at batch 128 to 512, 15-17k "
             "examples/s on a V100 vs about 210 images/s on a dual Xeon (a different network)",
     defaults={"batch_size": 32, "epochs": 3, "n_train": 2000, "n_val": 0, "augment": True,
-              "augment_impl": "matmul"},
+              "augment_impl": "matmul", "input_dtype": "float32"},
     build=_vgg_cifar10,
     compile_args=_vgg_compile,
     load=_vgg_loader,
@@ -114,5 +118,6 @@ register(Workload(
                                    "horizontal flips, in the model, training only (the source: on)"),
                   "augment_impl": Param("augment_impl", str, "the shift layer: 'matmul' (two batched "
                                         "matmuls, fast everywhere) or 'keras' (Keras' RandomTranslation)",
-                                        choices=("matmul", "keras"))},
+                                        choices=("matmul", "keras")),
+                  "input_dtype": _img.INPUT_DTYPE},
 ))

@@ -29,6 +29,7 @@ ORDER = [
     "first_epoch",
     "scaling",
     "utilisation",
+    "limit",
     "energy",
     "history",
     "backends",

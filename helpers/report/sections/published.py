@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..charts import PALETTE, colour, grid, plain_log
 from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, marks, rounded
-from ..published import versus_published
+from ..published import INFERRED, SYNTHETIC_IMAGES, coverage
+from ..published_match import other_figures, versus_published
 from .base import Section, mark_bars
 
 TITLE = "Your machine against the published figures"
 LEAD = ("The figures the source documents published (data/published_figures.csv, each with its document and "
-        "file/line), beside your runs of the same workload, in samples/s (seconds per epoch depends on how many "
-        "samples an epoch holds). The published hardware, framework version and batch size differ from yours: "
-        "read it as an order of magnitude, not a race. Your figures: the median over runs, whiskers between runs, "
-        "marked and rounded as everywhere in this report.")
+        "file/line, or file and commit of the source's own logs), beside your runs of the same workload, device and "
+        "variant, in samples/s (seconds per epoch depends on how many samples an epoch holds), measured the same "
+        "way: where the source's epoch includes validation, yours is shown with its validation too. Every row says "
+        "its workload, variant and what its epoch includes, and whether the pair is like with like. The published "
+        "hardware, framework version and batch size differ from yours: read it as an order of magnitude, not a race. "
+        "Your figures: the median over runs, whiskers between runs, marked and rounded as everywhere in this report.")
 
 
 def yours(vs, summ) -> list:
@@ -61,6 +66,9 @@ def plot_vs_published(vs):
         sub = v[v["workload"] == wl]
         you = sub[sub["who"].str.startswith("you")].nlargest(15, "samples/s")
         pub = sub[sub["who"] == "published"]
+        if len(you):  # the chart pairs: published figures your runs meet (same comparison and device); the table
+            pairs = set(zip(you["comparison"], you["device"]))  # has them all
+            pub = pub[[(c, d) in pairs for c, d in zip(pub["comparison"], pub["device"])]]
         panels.append((wl, np.concatenate([pub.index.to_numpy(), you.index.to_numpy()])))
     if not panels:
         return None
@@ -74,18 +82,21 @@ def plot_vs_published(vs):
         colours = [PALETTE["published"] if w == "published" else colour(d) for w, d in zip(sub["who"], sub["device"])]
         ax.barh(y, val, xerr=[lo, hi], color=colours, capsize=2)
         labs = []
-        for w, h, s, b, k in zip(sub["who"], sub["hardware / configuration"], sub["source"], sub["batch"],
-                                 sub.get("marks", [""] * len(sub))):
-            lab = f"[{s.split('_')[0]}] {h}" if w == "published" else f"you: {h}"
+        for w, h, s, b, k, c in zip(sub["who"], sub["hardware / configuration"], sub["source"], sub["batch"],
+                                    sub.get("marks", [""] * len(sub)), sub["comparison"]):
+            var = " · ".join(c.split(" · ")[1:-1])  # variant (and augmentation), between workload and epoch
+            lab = f"[{s.split('_')[0]}] {h} · {var}" if w == "published" else f"you: {h}"
             labs.append(lab + (f" · bs={b:g}" if not isnull(b) else "") + (f" {k}" if k else ""))
         ax.set_yticks(y, labs, fontsize=6.5)
         ax.invert_yaxis()
         plain_log(ax)
         for yi, m, t in zip(y, val, sub.get("shown", [None] * len(sub))):
             ax.text(m, yi, f" {t if t else f'{m:,.0f}'}", va="center", fontsize=6.5)
-        ax.set_title(f"{wl} (grey: published, [seed]; colour: your runs)")
+        ax.set_title(f"{wl} (grey: published, [seed]; colour: your runs; epochs as labelled)")
         ax.set_xlabel("samples per second (log scale; whiskers: yours between runs, or the stated range)", fontsize=8)
-    fig.tight_layout()
+    with warnings.catch_warnings():  # long labels: matplotlib warns when it cannot fit them, the chart still reads
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
     return fig
 
 
@@ -98,12 +109,32 @@ def build(ctx) -> Section:
     missing = sorted(set(pub["workload"]) - set(summ["workload"])) if len(summ) else sorted(set(pub["workload"]))
     if missing:
         s.note("Published figures exist for workloads you have not run: {}.", ", ".join(missing))
+    cov = coverage(pub)
+    cant = cov[cov["reason"] != ""]
+    s.note("{} published figures: {} reach the throughput comparison, {} the other figures; {} cannot be compared "
+           "(listed below with the reason).", len(cov), int(cov["shown"].str.startswith("throughput").sum()),
+           int((cov["shown"] == "other figures").sum()), len(cant))
     vs = versus_published(summ, pub)
     if len(vs):
         src = yours(vs, summ)
         vs = with_runs(vs, src)
         s.figure(mark_bars(plot_vs_published(vs)))
-        s.table(shown_table(vs, src))
+        s.table(shown_table(vs, src), caption="published throughput beside yours, like with like")
         s.note("{}", MARKS_NOTE)
-    s.details("Every published figure (all metrics, with sources)", html_table(pub, max_rows=None))
+        s.note("Epochs: 'training + validation' is the whole epoch with its validation pass (seed 002's logged "
+               "'elapsed' times on_epoch_begin → on_epoch_end; seed 001's progress line); yours then is n_train / "
+               "(training part + your validation), and your validation set may be smaller than the source's (the "
+               "source's full run: params/seeds.yaml). 'training only' leaves validation out on both sides.")
+    oth = other_figures(summ, pub)
+    if len(oth):
+        s.heading("Other published figures: first epoch, whole run, utilisation (peaks beside means), ratios")
+        s.table(oth, caption="other published figures beside yours")
+    s.note("Inferred, not stated by the sources: {}.", "; ".join(INFERRED))
+    if (pub["workload"].isin(["catsdogs", "cnn_256"])).any():
+        s.note("{}", SYNTHETIC_IMAGES)
+    if len(cant):
+        s.heading("Published figures that cannot be compared, and why")
+        s.table(cant, caption="figures not compared")
+    s.details("Every published figure (all metrics, with sources) and where this section shows it",
+              html_table(pub.merge(cov[["row", "shown", "reason"]], on="row"), max_rows=None))
     return s

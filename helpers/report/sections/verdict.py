@@ -22,6 +22,9 @@ def _side(row: dict, dev: str, b, knobs: set) -> None:
     d = dev.upper()
     row[f"best {d}"] = describe(b, knobs)
     row[f"{d} samples/s"] = figure(b)
+    mfu = b.get("mfu")  # how far from the limit (issue 15): achieved ÷ peak, the limit section says why when empty
+    row[f"{d} MFU"] = (f"{mfu * 100:.2g}%" if not isnull(mfu) else
+                       "peak unknown" if not isnull(b.get("achieved_tflops")) else "not counted")
     row[f"{d} s/source epoch"] = shown(b["source_epoch_s"], b)
     od, pre = b.get("on_demand_per_source_epoch"), b.get("preemptible_per_source_epoch")
     row[f"{d} $/source epoch (on-demand · spot)"] = "no price" if isnull(od) and isnull(pre) else \
@@ -61,7 +64,8 @@ def verdict_table(c):
             row["best GPU ÷ best CPU (not matched)"] = rounded(ratio, min(digits(best["gpu"]), digits(best["cpu"])))
         row["data"] = ", ".join(sorted(g["data_source"].dropna().astype(str).unique()))
         rows.append(row)
-    cols = ["workload", "best CPU", "CPU samples/s", "best GPU", "GPU samples/s", "speedup × (matched)",
+    cols = ["workload", "best CPU", "CPU samples/s", "CPU MFU", "best GPU", "GPU samples/s", "GPU MFU",
+            "speedup × (matched)",
             "matched pair (GPU side; CPU: same on its CPU)", "best GPU ÷ best CPU (not matched)", "CPU s/source epoch",
             "GPU s/source epoch", "CPU $/source epoch (on-demand · spot)", "GPU $/source epoch (on-demand · spot)",
             "GPU energy/source epoch", "data"]
@@ -77,8 +81,9 @@ def build(ctx) -> Section:
     s.note("samples/s: the median over a configuration's runs of each run's steady-state samples/s, with its "
            "between-run interval in brackets; {} A source epoch is one pass over the source's full dataset (sizes "
            "under the throughput section), derived from samples/s, so points that trained on fewer samples compare. "
-           "Cost: the whole machine's price per hour (params/prices.yaml). Energy: GPU board energy; the CPU's is "
-           "not measured.", MARKS_NOTE)
+           "MFU: achieved TFLOP/s ÷ the device's peak for the precision used (\"How far from the limit\" says how, "
+           "and why one is empty). Cost: the whole machine's price per hour (params/prices.yaml). Energy: GPU board "
+           "energy; the CPU's is not measured.", MARKS_NOTE)
     if "gpu" not in set(c["device"].dropna()):
         s.note("No GPU configuration ran successfully here: the GPU columns are empty.", kind="warn")
     elif all(is_reference(m) for m in c[c["device"] == "gpu"]["machine"]):

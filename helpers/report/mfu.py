@@ -1,0 +1,34 @@
+"""How far from the limit, per configuration (issue 15): FLOPs per sample, peak, achieved TFLOP/s and MFU.
+
+    row.update(**config(g))     # in aggregate.summarise: a configuration's runs -> its count and peak
+    s = add(s)                  # in aggregate.per_sample: achieved TFLOP/s and MFU from its samples/s
+
+The tidy table carries each record's ``flops_per_sample`` (its own, else counted at report time from
+data/flops.csv: ``flops_source`` says which) and ``peak_flops`` of the devices it used (``peak_source``: the
+datasheet, the measured matmul peak, or why there is none); see ``helpers.flops``.
+"""
+
+from __future__ import annotations
+
+COLUMNS = ["flops_per_sample", "flops_source", "peak_flops", "peak_source", "achieved_tflops", "mfu"]
+TEXT = {"flops_source", "peak_source"}
+
+
+def _joined(col) -> str | None:
+    return "; ".join(sorted(col.dropna().astype(str).unique())) or None
+
+
+def config(g) -> dict:
+    """A configuration's FLOPs per sample (median of its runs), where the count comes from, and the peak of its
+    devices (median over runs: a CPU's measured peak differs per run) with its source or why there is none."""
+    if "flops_per_sample" not in g:
+        return {}
+    return {"flops_per_sample": g["flops_per_sample"].median(), "flops_source": _joined(g["flops_source"]),
+            "peak_flops": g["peak_flops"].median(), "peak_source": _joined(g["peak_source"])}
+
+
+def add(s):
+    """``achieved_tflops`` (FLOPs per sample × the configuration's samples/s) and ``mfu`` (÷ its peak)."""
+    s["achieved_tflops"] = s["flops_per_sample"] * s["samples_per_s"] / 1e12
+    s["mfu"] = s["achieved_tflops"] * 1e12 / s["peak_flops"]
+    return s

@@ -1,0 +1,208 @@
+"""How far from the limit: FLOPs per sample, achieved TFLOP/s and MFU per configuration, the tuning ladder, a
+roofline-style chart (issue 15)."""
+
+from __future__ import annotations
+
+import functools
+
+from ...paths import PROJECT_ROOT
+from ..aggregate import _knob_items, describe
+from ..fmt import isnull, num, rounded, shown
+from .base import Section
+
+TITLE = "How far from the limit"
+LEAD = ("How much of the machine each configuration uses: FLOPs per training sample (forward, backward and update), "
+        "achieved TFLOP/s (FLOPs per sample × samples/s) and MFU, the share of the device's peak arithmetic it "
+        "achieved; then the tuning ladder, one knob at a time, and which rung went furthest.")
+
+LADDER = PROJECT_ROOT / "params" / "ladder.yaml"
+# what tells the ladder's rungs apart (the rest of a configuration: the workload's source values)
+RUNG_KEYS = ("batch_size", "steps_per_execution", "precision", "input_dtype", "jit_compile")
+MAX_PANELS = 12
+NVML_VS_MFU = ("NVML's GPU utilisation (the utilisation section) is busy time: the share of time any kernel runs, "
+               "however little of the chip it keeps busy; MFU is work done: the share of the peak arithmetic "
+               "the model's FLOPs needed. A GPU can read 100% busy at 10% MFU.")
+
+
+def _pct(v) -> str:
+    return "" if isnull(v) else f"{v * 100:.3g}%"
+
+
+@functools.lru_cache(maxsize=2)
+def rungs(path: str | None = None) -> dict:
+    """(workload, backend) -> [(label, {rung key: value})], in the ladder's order (params/ladder.yaml)."""
+    from ... import grid
+
+    out: dict = {}
+    try:
+        points = grid.expand(path or LADDER)
+    except (grid.GridError, OSError):
+        return {}
+    for p in points:
+        key = {k: str(p.get(k, {"steps_per_execution": 1, "input_dtype": "float32"}.get(k))) for k in RUNG_KEYS}
+        lst = out.setdefault((p["workload"], p["backend"]), [])
+        if key not in [k for _, k in lst]:
+            lst.append(("", key))
+    for chain in out.values():
+        prev = None
+        for i, (_, key) in enumerate(chain):
+            if prev is None:
+                label = f"source b{key['batch_size']}"
+            else:
+                changed = [k for k in RUNG_KEYS if key[k] != prev[k]]
+                label = " + ".join(_short(k, key[k]) for k in changed) or "same"
+            chain[i] = (label, key)
+            prev = key
+    return out
+
+
+def _short(k: str, v: str) -> str:
+    return {"batch_size": f"b{v}", "steps_per_execution": f"steps/exec {v}", "input_dtype": f"{v} inputs",
+            "jit_compile": f"jit={v}", "precision": {"mixed_bfloat16": "bf16", "mixed_float16": "fp16"}.get(v, v)}[k]
+
+
+def _rung_key(r) -> dict:
+    items = _knob_items(r.get("knobs"))
+    return {"batch_size": str(int(r["batch_size"])) if not isnull(r.get("batch_size")) else "",
+            "steps_per_execution": items.get("steps_per_execution", "1"), "precision": str(r.get("precision")),
+            "input_dtype": items.get("input_dtype", "float32"), "jit_compile": str(r.get("jit_compile"))}
+
+
+def ladder_rows(summ):
+    """The summary's GPU configurations that are rungs of the ladder: one row per (machine, workload, backend,
+    rung) with ``rung`` (its position) and ``rung_label``; the fastest where two configurations match a rung."""
+    import pandas as pd
+
+    chains = rungs()
+    out = []
+    gpu = summ[(summ["device"] == "gpu") & summ["samples_per_s"].notna()] if len(summ) else summ
+    for r in gpu.to_dict("records"):
+        chain = chains.get((r["workload"], r["backend"]))
+        if not chain:
+            continue
+        key = _rung_key(r)
+        for i, (label, rk) in enumerate(chain):
+            if rk == key:
+                out.append({**r, "rung": i, "rung_label": f"{i}: {label}"})
+    if not out:
+        return pd.DataFrame()
+    df = pd.DataFrame(out).sort_values("samples_per_s", ascending=False)
+    return df.drop_duplicates(["machine", "workload", "backend", "rung"]).sort_values(
+        ["workload", "backend", "machine", "rung"]).reset_index(drop=True)
+
+
+def limit_table(summ):
+    import pandas as pd
+
+    s = summ[summ["samples_per_s"].notna()].sort_values(["workload", "machine", "device", "backend", "batch_size"])
+    rows = []
+    for r in s.to_dict("records"):
+        reason = "" if not isnull(r.get("mfu")) else (r.get("peak_source") if not isnull(r.get("flops_per_sample"))
+                                                      else r.get("flops_source"))
+        rows.append({
+            "workload": r["workload"], "configuration": describe(r), "samples/s": shown(r["samples_per_s"], r),
+            "GFLOP per sample (train step)": num(r["flops_per_sample"] / 1e9) if not isnull(r["flops_per_sample"])
+            else "", "achieved TFLOP/s": num(r["achieved_tflops"]) if not isnull(r["achieved_tflops"]) else "",
+            "peak TFLOP/s": num(r["peak_flops"] / 1e12) if not isnull(r["peak_flops"]) else "",
+            "MFU": _pct(r["mfu"]), "why no MFU / peak source": reason or r.get("peak_source") or "",
+            "FLOPs from": (r.get("flops_source") or "") if not isnull(r["flops_per_sample"]) else ""})
+    return pd.DataFrame(rows)
+
+
+def roofline(summ):
+    """Achieved TFLOP/s of every configuration against FLOPs per sample, each device's peak a ceiling."""
+    from ..charts import colour, plain_log, setup_plots
+
+    s = summ[summ["achieved_tflops"].notna() & (summ["achieved_tflops"] > 0)] if len(summ) else summ
+    if not len(s):
+        return None
+    plt = setup_plots()
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for dev, g in s.groupby("device"):
+        ax.scatter(g["flops_per_sample"], g["achieved_tflops"], s=18, color=colour(dev), label=dev.upper(), alpha=0.8)
+    peaks = s[s["peak_flops"].notna()].groupby(["machine", "device", "precision"])["peak_flops"].median()
+    for (machine, dev, prec), pk in peaks.items():
+        ax.axhline(pk / 1e12, ls="--", lw=0.8, color=colour(dev))
+        ax.text(s["flops_per_sample"].min(), pk / 1e12, f" {str(machine).split(' (')[0][:40]} · {prec} peak",
+                fontsize=6.5, va="bottom", color=colour(dev))
+    plain_log(ax, "x")
+    plain_log(ax, "y")
+    ax.set_xlabel("FLOPs per training sample (log)")
+    ax.set_ylabel("achieved TFLOP/s (log)")
+    ax.set_title("achieved TFLOP/s against the peak (dashed: each machine's peak per precision)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def ladder_chart(lad):
+    """One panel per (workload, backend, machine): samples/s per rung (bars) and MFU (line, right axis)."""
+    from ..charts import colour, grid, setup_plots
+
+    groups = [g for _, g in lad.groupby(["workload", "backend", "machine"], sort=True) if len(g) > 1][:MAX_PANELS]
+    if not groups:
+        return None
+    setup_plots()
+    fig, axes = grid(len(groups), [2.4] * len(groups), ncols=2)
+    for ax, g in zip(axes, groups):
+        x = list(range(len(g)))
+        ax.bar(x, g["samples_per_s"], color=colour("gpu"), alpha=0.8)
+        ax.set_xticks(x, g["rung_label"], rotation=20, ha="right", fontsize=6.5)
+        ax.set_ylabel("samples/s", fontsize=7)
+        r0 = g.iloc[0]
+        ax.set_title(f"{r0['workload']} · {r0['backend']} · {str(r0['machine']).split(' (')[0][:30]}")
+        if g["mfu"].notna().any():
+            ax2 = ax.twinx()
+            ax2.plot(x, g["mfu"] * 100, "o-", color="k", lw=1, ms=3)
+            ax2.set_ylabel("MFU %", fontsize=7)
+            ax2.grid(False)
+    fig.tight_layout()
+    return fig
+
+
+def build(ctx) -> Section:
+    summ = ctx.summary
+    if summ.empty or not summ["samples_per_s"].notna().any():
+        return Section.absent(__name__, "no successful run in these records.")
+    s = Section.of(__name__)
+    counted = summ["flops_per_sample"].notna()
+    s.note("FLOPs per sample of one training step, counted once per model by walking its layers (helpers/flops.py): "
+           "2 FLOPs per multiply-add, backward = 2 × forward, plus the optimiser's update per step over the batch; "
+           "cross-checked against XLA's cost analysis of the compiled JAX train step (benchmarks/flops.py). "
+           "{} of {} configurations have a count; {} of them were counted at report time (records that predate "
+           "the count).", int(counted.sum()), len(summ),
+           int(summ["flops_source"].fillna("").str.contains("report time").sum()))
+    s.note("Peaks: GPUs from NVIDIA's datasheets, dense, for the precision used (params/peaks.yaml: float32 is "
+           "the plain FP32 figure; TF32 tensor cores, on by default for JAX's float32 matmuls, can pass it); CPUs: "
+           "the measured matmul peak of the run's host calibration (numpy float32 matmul on the threads used), "
+           "not a datasheet figure. Without a known peak MFU is left empty and the table says why.")
+    s.note("{}", NVML_VS_MFU)
+    s.table(limit_table(summ), caption="FLOPs, achieved TFLOP/s and MFU per configuration")
+    s.figure(roofline(summ), "achieved TFLOP/s against the peak")
+    s.heading("The tuning ladder (params/ladder.yaml)")
+    lad = ladder_rows(summ)
+    if lad.empty:
+        return s.note("The ladder has not been run yet: no GPU configuration in these records is one of its rungs "
+                      "(python -m helpers.runner params/ladder.yaml on a GPU machine).")
+    s.figure(ladder_chart(lad), "the tuning ladder: samples/s and MFU per rung")
+    best = []
+    for (wl, be, machine), g in lad.groupby(["workload", "backend", "machine"], sort=True):
+        top = g.loc[g["samples_per_s"].idxmax()]
+        first = g[g["rung"] == 0]
+        gain = (f"× {rounded(top['samples_per_s'] / first.iloc[0]['samples_per_s'], 3)} over the source's rung"
+                if len(first) else "source's rung not run")
+        chain = rungs().get((wl, be), [])
+        best.append({"workload": wl, "backend": be, "machine": machine,
+                     "rungs run": f"{len(g)} of {len(chain)}", "best rung": top["rung_label"],
+                     "samples/s": shown(top["samples_per_s"], top), "MFU": _pct(top["mfu"]), "gain": gain})
+    import pandas as pd
+
+    s.table(pd.DataFrame(best), caption="the best rung per workload and backend")
+    done = set(zip(lad["workload"], lad["backend"]))
+    todo = sorted(f"{wl} · {be}" for wl, be in rungs() if (wl, be) not in done)
+    if todo:
+        s.note("Not run yet (no rung in these records): {}.", ", ".join(todo))
+    s.note("Rungs are found by configuration (batch, steps per execution, precision, input dtype, jit_compile), "
+           "whichever grid ran them; a rung no record has is left out of its chart. A rung's label says what it "
+           "adds to the one before; every rung keeps the knobs below it.")
+    return s

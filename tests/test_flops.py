@@ -1,0 +1,264 @@
+"""FLOPs per sample, peaks and MFU, steps_per_execution, the ladder and the report's limit section (issue 15)."""
+
+import json
+import textwrap
+
+import pytest
+import yaml
+from _util import in_fresh_python
+
+from helpers import device, flops, grid, params
+from helpers.paths import PROJECT_ROOT
+
+HAS_JAX = device.backend_installed("jax")
+REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
+
+
+# ---------------------------------------------------------------- the count against XLA's (JAX, fresh process)
+
+_SMALL = textwrap.dedent("""
+    import json, numpy as np, keras
+    from keras import layers
+    from helpers import flops
+
+    def mlp():
+        return keras.Sequential([keras.Input((64,)), layers.Dense(256, activation="relu"), layers.Dense(256),
+                                 layers.Dense(10, activation="softmax")])
+
+    def cnn():
+        return keras.Sequential([keras.Input((16, 16, 3)), layers.Conv2D(32, 3, activation="relu"),
+                                 layers.BatchNormalization(), layers.MaxPooling2D(2), layers.Conv2D(64, 3),
+                                 layers.GlobalAveragePooling2D(), layers.Dense(10, activation="softmax")])
+
+    def lstm():
+        return keras.Sequential([keras.Input((12, 16)), layers.LSTM(64), layers.Dense(10, activation="softmax")])
+
+    def bilstm():
+        return keras.Sequential([keras.Input((10,), dtype="int32"), layers.Embedding(500, 32),
+                                 layers.Bidirectional(layers.LSTM(32)), layers.Dense(10, activation="softmax")])
+
+    out = {}
+    for name, make in (("mlp", mlp), ("cnn", cnn), ("lstm", lstm), ("bilstm", bilstm)):
+        m = make()
+        m.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9), loss="sparse_categorical_crossentropy")
+        c = flops.analytic(m)
+        b = 32
+        x = np.zeros((b, *m.input_shape[1:]), dtype="int32" if name == "bilstm" else "float32")
+        y = np.zeros((b,), dtype="int32")
+        xla = flops.xla_train_step(m, x, y, stage="lowered")
+        out[name] = {"exact": c.exact(b), "train": c.train(b), "xla": xla["per_sample"], "notes": c.notes}
+    print("SMALL " + json.dumps(out))
+""")
+
+
+@pytest.mark.skipif(not HAS_JAX, reason="JAX not installed")
+def test_analytic_count_agrees_with_xla_on_small_models(jax_counts):
+    """Dense, Conv2D + BatchNorm + pooling, LSTM and Embedding + Bidirectional LSTM: the convention less the input
+    gradient nobody computes is within 15% of XLA's count of the whole train step (loss and update included).
+    'valid' convolutions: XLA leaves out the products with padding, the convention counts them (ResNet-50's)."""
+    res = jax_counts["small"]
+    for name, r in res.items():
+        assert r["notes"] == [], (name, r["notes"])
+        assert r["xla"] > 0 and abs(r["xla"] / r["exact"] - 1) <= 0.15, (name, r)
+        assert r["train"] >= r["exact"]
+
+
+_ANCHORS = textwrap.dedent("""
+    import json
+    from helpers import flops, params, workloads as W
+
+    def macs(name, extra=None):
+        w = W.get(name)
+        p = {**params.COMMON_DEFAULTS, **w.defaults, "workload": name, "backend": "jax", "device": "cpu",
+             **(extra or {})}
+        m = W.build_model(name, p)
+        c = flops.analytic(m)
+        # multiply-adds of the matmuls and convolutions only (bias and activation out)
+        mac = 0
+        for layer in m.layers:
+            if type(layer).__name__ in ("Conv2D", "Dense"):
+                k = layer.kernel.shape
+                pos = 1
+                for d in layer.output.shape[1:-1]:
+                    pos *= d
+                mac += pos * k[0] * (k[1] * k[2] * k[3] if len(k) == 4 else k[1])
+        return {"macs": mac, "forward": c.forward, "train": c.train(p["batch_size"]), "notes": c.notes}
+
+    res = {"cnn_cifar10": macs("cnn_cifar10"), "resnet50": macs("resnet50", {"image_size": 224})}
+    print("ANCHORS " + json.dumps(res))
+""")
+
+
+@pytest.fixture(scope="module")
+def jax_counts():
+    """Both scripts in one fresh JAX process (one Keras import): {'small': ..., 'anchors': ...}."""
+    if not HAS_JAX:
+        pytest.skip("JAX not installed")
+    out = in_fresh_python(_SMALL + _ANCHORS, "jax")
+    return {"small": json.loads(out.split("SMALL ", 1)[1].splitlines()[0]),
+            "anchors": json.loads(out.split("ANCHORS ", 1)[1].splitlines()[0])}
+
+
+@pytest.mark.skipif(not HAS_JAX, reason="JAX not installed")
+def test_anchors_resnet50_and_seed_000_cnn(jax_counts):
+    """ResNet-50 at 224 x 224: about 4.1 G multiply-adds forward (Keras' ResNet50 is v1: 3.86 G multiply-adds in
+    its convolutions and classifier, v1.5's stride-2 3 x 3 convolutions make the 4.1 G often quoted); seed 000's
+    CNN: about 1.3 M."""
+    res = jax_counts["anchors"]
+    cnn, rn = res["cnn_cifar10"], res["resnet50"]
+    assert cnn["macs"] == 1_295_720  # conv1 940,800 + conv2 320,000 + dense 34,920
+    assert abs(cnn["forward"] / 2 / 1.3e6 - 1) < 0.05
+    assert 3.85e9 < rn["macs"] < 4.2e9, rn
+    assert abs(rn["forward"] / 2 / 4.1e9 - 1) < 0.05, rn
+    assert 3 * rn["forward"] <= rn["train"] < 3.01 * rn["forward"]  # the update per sample is small at batch 64
+    assert cnn["notes"] == [] and rn["notes"] == []
+
+
+# ---------------------------------------------------------------- peaks and MFU
+
+
+def test_gpu_peaks_by_name_and_precision():
+    pk, src = flops.gpu_peak("NVIDIA H100 80GB HBM3", "mixed_bfloat16")
+    assert pk == pytest.approx(989.5e12) and "H100 SXM" in src and "https://" in src
+    assert flops.gpu_peak("NVIDIA H100 PCIe", "float32")[0] == pytest.approx(51e12)
+    assert flops.gpu_peak("NVIDIA H200", "mixed_float16")[0] == pytest.approx(989.5e12)
+    assert flops.gpu_peak("NVIDIA A100-SXM4-80GB", "float32")[0] == pytest.approx(19.5e12)
+    assert flops.gpu_peak("NVIDIA L4", "mixed_bfloat16")[0] == pytest.approx(121e12)
+    assert flops.gpu_peak("Tesla P100-PCIE-16GB", "mixed_float16")[0] == pytest.approx(18.7e12)
+    assert flops.gpu_peak("Tesla K80", "float32")[0] == pytest.approx(4.37e12)
+    pk, why = flops.gpu_peak("Tesla T4", "mixed_bfloat16")
+    assert pk is None and "no dense bfloat16" in why
+    pk, why = flops.gpu_peak("Imaginary GPU 9000", "float32")
+    assert pk is None and "unknown GPU" in why
+
+
+def test_every_peak_cites_a_datasheet():
+    doc = yaml.safe_load((PROJECT_ROOT / "params" / "peaks.yaml").read_text())
+    names = {e["name"].split(" (")[0] for e in doc["gpus"]}
+    assert {"H100 SXM", "H100 PCIe", "H200 SXM", "A100", "L4", "T4", "K80 ", "P100 PCIe"} - names <= {"K80 "}
+    for e in doc["gpus"]:
+        assert e["source"].startswith("https://") and e["match"] and e["tflops"]["float32"] > 0, e
+
+
+def test_cpu_peak_from_the_calibration_and_unknown_device_gives_null_mfu_with_reason():
+    cal = {"matmul_gflops_all": 200.0, "matmul_gflops_1thread": 40.0}
+    assert flops.cpu_peak(cal)[0] == pytest.approx(200e9)
+    assert flops.cpu_peak({"matmul_gflops_all": 36.0, "matmul_gflops_1thread": 77.0})[0] == pytest.approx(77e9)
+    pk, how = flops.cpu_peak(cal, threads=2)
+    assert pk == pytest.approx(80e9) and "measured matmul peak" in how
+    out = flops.limit_fields(1e9, 1000.0, "cpu", calibration=cal)
+    assert out["achieved_tflops"] == pytest.approx(1.0) and out["mfu"] == pytest.approx(1e12 / 200e9)
+    out = flops.limit_fields(1e9, 1000.0, "cpu", calibration=None)
+    assert out["mfu"] is None and "calibration" in out["mfu_reason"] and out["achieved_tflops"] == pytest.approx(1.0)
+    out = flops.limit_fields(1e9, 1000.0, "gpu", gpu_name="Imaginary GPU 9000")
+    assert out["mfu"] is None and "unknown GPU" in out["mfu_reason"]
+    out = flops.limit_fields(1e9, 1e4, "gpu", gpu_name="NVIDIA H100 80GB HBM3", precision="mixed_bfloat16", gpus=2)
+    assert out["mfu"] == pytest.approx(1e13 / (2 * 989.5e12)) and out["mfu_reason"] is None
+
+
+def test_count_convention_and_table_key():
+    c = flops.Count(forward=1e6, input_grad=2e5, trainable_params=1000, update_per_param=4)
+    assert c.train(100) == pytest.approx(3e6 + 40) and c.exact(100) == pytest.approx(3e6 + 40 - 2e5)
+    a = flops.model_key({"workload": "resnet50", "batch_size": 64, "image_size": 224, "precision": "float32"})
+    b = flops.model_key({"workload": "resnet50", "batch_size": 512, "image_size": 224, "precision": "mixed_bfloat16"})
+    assert a == b != flops.model_key({"workload": "resnet50", "image_size": 32})
+
+
+# ---------------------------------------------------------------- steps_per_execution
+
+
+def _grid(tmp_path, **block):
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump({"points": [{"workload": "mlp_mnist", "device": "gpu", **block}]}))
+    return path
+
+
+def test_steps_per_execution_is_a_common_knob_default_1(tmp_path):
+    assert params.COMMON_DEFAULTS["steps_per_execution"] == 1
+    pts = grid.expand(_grid(tmp_path, backend=["jax", "tensorflow"], steps_per_execution=8))
+    assert {p["steps_per_execution"] for p in pts} == {8}
+    assert grid.expand(_grid(tmp_path, backend="torch"))[0]["steps_per_execution"] == 1
+    for bad in (0, "8", 2.0, True):
+        with pytest.raises(grid.GridError, match="steps_per_execution"):
+            grid.expand(_grid(tmp_path, backend="jax", steps_per_execution=bad))
+
+
+def test_steps_per_execution_above_1_with_torch_is_refused_with_keras_reason(tmp_path):
+    with pytest.raises(grid.GridError) as exc:
+        grid.expand(_grid(tmp_path, backend=["jax", "torch"], steps_per_execution=4))
+    msg = str(exc.value)
+    assert "points[1]" in msg and "'torch'" in msg and "`steps_per_execution` must be 1 with the PyTorch backend" in msg
+    with pytest.raises(params.ParamError, match="PyTorch backend"):
+        params.check_combination({"backend": "torch", "steps_per_execution": 2}, "notebook parameters")
+    params.check_combination({"backend": "torch", "steps_per_execution": 1})
+
+
+def test_the_ladder_validates_and_climbs_one_knob_at_a_time():
+    from helpers.report.sections import limit
+
+    pts = grid.expand(PROJECT_ROOT / "params" / "ladder.yaml")
+    assert {p["device"] for p in pts} == {"gpu"} and {p["backend"] for p in pts} == {"jax", "torch"}
+    assert not [p for p in pts if p["backend"] == "torch" and p["steps_per_execution"] > 1]
+    chains = limit.rungs()
+    assert {w for w, _ in chains} == set(flops_workloads())
+    for (wl, be), chain in chains.items():
+        assert chain[0][0].startswith("source b"), (wl, be)
+        assert all(" + " not in label for label, _ in chain), (wl, be, chain)  # one knob per rung
+        labels = " ".join(label for label, _ in chain)
+        assert ("steps/exec" in labels) == (be == "jax") and "bf16" in labels, (wl, be, labels)
+    assert "uint8 inputs" in " ".join(lab for lab, _ in chains[("resnet50", "torch")])
+
+
+def flops_workloads():
+    from helpers import workloads
+
+    return [n for n in workloads.names() if n != "custom"]
+
+
+# ---------------------------------------------------------------- the report
+
+
+@pytest.fixture(scope="module")
+def ref_ctx():
+    from helpers.report.context import build_context
+
+    return build_context([REFERENCE], use_reference=False)
+
+
+def test_every_ok_reference_record_gets_flops_per_sample_at_report_time(ref_ctx):
+    ok = ref_ctx.df[ref_ctx.df["status"] == "ok"]
+    assert len(ok) > 100
+    missing = ok[ok["flops_per_sample"].isna()]
+    assert missing.empty, missing[["workload", "backend", "batch_size", "flops_source"]].to_string()
+    assert (ok["flops_source"] == flops.REPORT_SOURCE).all()
+    gpu = ref_ctx.summary[ref_ctx.summary["device"] == "gpu"]
+    assert gpu["mfu"].notna().all() and (gpu["mfu"] > 0).all() and (gpu["mfu"] < 2).all()
+    cpu = ref_ctx.summary[ref_ctx.summary["device"] == "cpu"]
+    assert cpu["achieved_tflops"].notna().all()  # no calibration in these records: no CPU peak, so no MFU
+    assert cpu["mfu"].isna().all() and cpu["peak_source"].str.contains("calibration").all()
+
+
+def test_limit_section_builds_over_the_reference_and_the_glance_table_gains_mfu(ref_ctx):
+    from helpers.report import sections
+    from helpers.report.sections.verdict import verdict_table
+
+    s = sections.build(sections.get("limit"), ref_ctx)
+    html = s._repr_html_()
+    assert s.present and "failed to build" not in html
+    assert "MFU" in html and "busy time" in html and "tuning ladder" in html and "<img" in html
+    t = verdict_table(ref_ctx.costed)
+    assert {"GPU MFU", "CPU MFU"} <= set(t.columns)
+    assert t["GPU MFU"].str.endswith("%").all()
+
+
+def test_limit_section_ladder_from_fixture_records(ref_ctx):
+    """Ladder rungs are found by configuration; with none run the section says 'not run yet'."""
+    import dataclasses
+
+    from helpers.report import sections
+
+    s = sections.build(sections.get("limit"), dataclasses.replace(
+        ref_ctx, summary=ref_ctx.summary[ref_ctx.summary["device"] == "cpu"]))
+    assert "has not been run yet" in s._repr_html_()
+    lad = sections.get("limit").ladder_rows(ref_ctx.summary)
+    assert set(lad["rung"]) >= {0}  # the reference's source configurations are the ladder's rung 0
