@@ -151,6 +151,18 @@ def test_variant_and_augmentation_pick_the_matching_configuration():
     assert M._like(p3, None, False, None).startswith("no: a different network")
 
 
+def test_the_sources_float32_is_preferred_and_other_precisions_are_named():
+    """The sources trained in float32: a faster bfloat16 run of yours is not what a published figure meets."""
+    summ = pd.DataFrame([summ_row(precision="mixed_bfloat16", samples_per_s=5000.0),
+                         summ_row(precision="float32", samples_per_s=1000.0, batch_size=256.0),
+                         summ_row(precision="float32", samples_per_s=900.0)])
+    p = pd.Series(pub_row())
+    c = M.candidates(summ, p)
+    assert list(c["samples_per_s"]) == [900.0, 1000.0, 5000.0]  # float32 at the source's batch first
+    bf16 = pd.Series(summ_row(precision="mixed_bfloat16", samples_per_s=5000.0))
+    assert "mixed_bfloat16 vs the source's float32" in M._like(p, bf16, False, 5000.0)
+
+
 def test_utilisation_peaks_stand_beside_means():
     pub = pd.DataFrame([pub_row(metric="gpu_pct_max", value=26.0, device="gpu", validation="n/a")])
     summ = pd.DataFrame([summ_row(device="gpu", gpu_pct=12.0, gpu_pct_max=41.0)])

@@ -50,8 +50,11 @@ def candidates(summ, p):
         c = c[c["augment"].isna() | (c["augment"].astype(str) == aug)]
     if c.empty:
         return c
+    # the sources trained in float32: that first, then the source's batch size, then the fastest
+    f32 = (c["precision"].fillna("float32") == "float32").astype(int) if "precision" in c else 1
     same = (c["batch_size"] == p["batch_size"]).astype(int)
-    return c.assign(_same=same).sort_values(["_same", "samples_per_s"], ascending=False).drop(columns="_same")
+    return (c.assign(_f32=f32, _same=same).sort_values(["_f32", "_same", "samples_per_s"], ascending=False)
+            .drop(columns=["_f32", "_same"]))
 
 
 def your_throughput(s, with_validation: bool):
@@ -76,6 +79,8 @@ def _like(p, s, with_val: bool, got) -> str:
     diff = []
     if p["batch_size"] == p["batch_size"] and s["batch_size"] != p["batch_size"]:
         diff.append(f"batch {s['batch_size']:g} vs {p['batch_size']:g}")
+    if str(s.get("precision") or "float32") != "float32":
+        diff.append(f"{s['precision']} vs the source's float32")
     if p.get("validation") == "not stated":
         diff.append("the source does not say whether its epoch includes validation")
     if p.get("inferred"):
