@@ -157,7 +157,11 @@ points:
 
 def test_backend_not_installed_is_skipped_with_reason(tmp_path, monkeypatch):
     monkeypatch.setattr(point._device, "backend_installed", lambda b: False)
-    params = {"workload": "cnn_cifar10", "backend": "tensorflow", "device": "cpu", "batch_size": 10,
+    from helpers.params import COMMON_DEFAULTS
+    from helpers.workloads import get
+
+    params = {**COMMON_DEFAULTS, **get("cnn_cifar10").defaults,  # every knob a notebook has
+              "workload": "cnn_cifar10", "backend": "tensorflow", "device": "cpu", "batch_size": 10,
               "epochs": 2, "n_train": 10, "n_val": 0, "data_source": "synthetic", "threads": 0, "min_steady_s": 0.01,
               "precision": "float32", "jit_compile": "auto", "seed": 0, "output_dir": str(tmp_path),
               "point_id": ""}
