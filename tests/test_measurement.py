@@ -54,7 +54,7 @@ out, model = {}, None
 for n_val in (0, 128, 0):
     prm = {**COMMON_DEFAULTS, **get("cnn_mnist").defaults, "workload": "cnn_mnist", "backend": "jax",
            "device": "cpu", "batch_size": 64, "n_train": 256, "n_val": n_val, "epochs": 4,
-           "min_steady_s": 0.001, "data_source": "synthetic", "output_dir": OUT}
+           "min_steady_s": 1e-6, "data_source": "synthetic", "output_dir": OUT}
     pt = begin(prm)
     import keras  # noqa: E402
     pt.verify()
@@ -243,7 +243,7 @@ from helpers.point import begin
 from helpers.workloads import get
 
 prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": BACKEND,
-       "device": "cpu", "threads": 1, "epochs": 2, "min_steady_s": 0.001, "output_dir": OUT}
+       "device": "cpu", "threads": 1, "epochs": 2, "min_steady_s": 1e-6, "output_dir": OUT}
 pt = begin(prm)
 import keras  # noqa: E402
 pt.verify()
