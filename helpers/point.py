@@ -190,6 +190,11 @@ class Point:
             self.fail(exc)
             raise
         d = self.data
+        placement = self.params.get("data_placement", "host")
+        if placement == "device" and d.train is not None:
+            self.skip(f"data_placement 'device': this workload's data is a generator ({type(d.train).__name__}, "
+                      "batched on the host as it reads); the data goes on the device only from arrays")
+        self.record["data_placement"] = placement
         self.record.update(data_source=d.source, data_detail=d.detail, n_train=d.samples_per_epoch * self.dist.hosts,
                            n_train_process=d.samples_per_epoch, n_val=d.n_val_samples, data_info=d.extra)
         if "input_dtype" in self.params:  # image workloads: float32 in [0, 1], or uint8 rescaled in the model
@@ -237,6 +242,7 @@ class Point:
             # data was made
             sampler.idle_from_run() or sampler.idle_end(1.0)
         epochs = self.params["epochs"]
+        placed = self._placed(data)  # data_placement 'device': the training set put there now, before the clock
         self.timer = make_epoch_timer(probe=sampler.energy_mj if sampler.energy_counter else None,
                                       min_epochs=epochs, min_steady_s=float(self.params.get("min_steady_s") or 0),
                                       deadline=_deadline())
@@ -246,8 +252,9 @@ class Point:
             kwargs.setdefault("steps_per_epoch", data.steps_per_epoch)
             kwargs.setdefault("validation_data", data.val)
         else:
-            args = (data.x_train, data.y_train)
-            kwargs.setdefault("batch_size", _distribution.per_process_batch(self.params))  # gpus > 1: global
+            args = (data.x_train, data.y_train) if placed is None else (placed,)
+            if placed is None:  # on the device, the batches are made (helpers.placement)
+                kwargs.setdefault("batch_size", _distribution.per_process_batch(self.params))  # gpus > 1: global
             kwargs.setdefault("shuffle", True)
             kwargs.setdefault("validation_data",
                               (data.x_val, data.y_val) if data.x_val is not None else None)
@@ -262,7 +269,47 @@ class Point:
             self.fail(exc)
             raise
         self._collect()
+        self._host_copy(data)
         return self.timer.history
+
+    def _placed(self, data):
+        """``data_placement: device``: the training arrays as batches on the device (``helpers.placement``);
+        None on the host path."""
+        if self.params.get("data_placement", "host") != "device" or data.train is not None:
+            return None
+        from . import placement
+
+        t0 = time.perf_counter()
+        try:
+            placed = placement.device_dataset(data.x_train, data.y_train, _distribution.per_process_batch(self.params),
+                                              self.params["backend"], seed=self.params.get("seed", 0))
+        except Exception as exc:  # e.g. the training set does not fit in the device's memory
+            self.fail(exc)
+            raise
+        self.record["data_on_device"] = {"bytes": placed.bytes, "batches": len(placed),
+                                         "put_s": round(time.perf_counter() - t0, 4),
+                                         "shuffle": "once into batches; the batch order every epoch"}
+        print(f"data on the device: {len(placed)} batches, {placed.bytes / 1e6:.1f} MB, put there in "
+              f"{self.record['data_on_device']['put_s']:.2f} s (not timed)")
+        return placed
+
+    def _host_copy(self, data):
+        """A GPU point fed from arrays: the measured copy of one batch from the host, after training (outside the
+        timed window), and its share of a step; where it is not measured, why."""
+        rec = self.record
+        if rec.get("device_used") != "gpu":
+            rec["host_copy_reason"] = "not measured: a CPU point trains where its data is"
+            return
+        if data.train is not None:
+            rec["host_copy_reason"] = "not measured: the data is a generator (it batches and copies on its own)"
+            return
+        from . import placement
+
+        try:
+            rec.update(placement.host_copy(data.x_train, data.y_train, _distribution.per_process_batch(self.params),
+                                           self.params["backend"], step_s=rec.get("step_s")))
+        except Exception as exc:  # a measurement beside the point's figures: never fails the point
+            rec["host_copy_reason"] = f"not measured: {type(exc).__name__}: {exc}"[:500]
 
     def _collect(self):
         from .sampler import energy_figures, framework_peak_memory

@@ -28,6 +28,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from .params import LATER_DEFAULTS
 from .record_check import problem as _problem
 
 SCHEMA = 2
@@ -40,9 +41,6 @@ REQUIRED_KEYS = ("schema", "point_id", "workload", "backend", "device", "device_
                  "notebook")
 # Parameters that do not change what is measured (where it is written, its id).
 _ID_EXCLUDED = ("output_dir", "point_id")
-# Knobs added after points were first run, at the value those points ran with: left out of the id, so a
-# point keeps its id (and resume its records) across the upgrade; any other value makes another point.
-_ID_LATER_DEFAULTS = {"steps_per_execution": 1, "gpus": 1, "hosts": 1, "input_dtype": "float32"}
 MAX_RECORD_BYTES = 20 * 2**20  # a record is a few kB (a GPU timeline: tens of kB); more is not a record
 DUPLICATE = "duplicate of "  # how ``read_records`` names a dropped copy of a run it already read
 
@@ -50,7 +48,7 @@ DUPLICATE = "duplicate of "  # how ``read_records`` names a dropped copy of a ru
 def point_id(params: dict, machine_key: str) -> str:
     """Stable id of a grid point: same parameters on the same machine -> same id."""
     core = {k: v for k, v in sorted(params.items())
-            if k not in _ID_EXCLUDED and not (k in _ID_LATER_DEFAULTS and v == _ID_LATER_DEFAULTS[k])}
+            if k not in _ID_EXCLUDED and not (k in LATER_DEFAULTS and v == LATER_DEFAULTS[k])}
     blob = json.dumps({"params": core, "machine": machine_key}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

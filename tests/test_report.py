@@ -485,7 +485,7 @@ def test_a_workloads_own_knobs_make_different_configurations_and_labels_say_only
             _rec(2, workload="catsdogs", params={**p, "variant": "deep", "seed": 2}, median_epoch_s=3.2,
                  samples_per_s=312.0)]
     summ = _ctx(tmp_path, recs).summary.set_index("knobs")
-    # records written before `input_dtype` existed ran float32 inputs (table.LATER_KNOBS)
+    # records written before `input_dtype` existed ran float32 inputs (params.LATER_DEFAULTS)
     deep, original = "data_dir=, input_dtype=float32, variant=deep", "data_dir=, input_dtype=float32, variant=original"
     assert sorted(summ.index) == [deep, original]
     assert summ.loc[original, "n_runs"] == 1

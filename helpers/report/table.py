@@ -33,14 +33,15 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
 # output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
 _COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers", "repeat", "min_steady_s"}
 
-# Workload knobs added after records were written, with the value such a record ran at: a record without
-# the key ran so, and is the same configuration as a new record with that value (e.g. the published
-# reference against today's CPU points, issue 17's pairing).
-LATER_KNOBS = {"input_dtype": "float32"}  # issue 16: uint8 inputs normalised in the model; before, float32
+# Knobs added after records were written (params.LATER_DEFAULTS, with the value such a record ran at): a record
+# without a workload knob of them ran so, and is the same configuration as a new record at that value (e.g. the
+# published reference against today's CPU points, issue 17's pairing); the common ones of them are named in a
+# configuration only away from that value.
+LATER_COMMON = tuple(k for k in _params.LATER_DEFAULTS if k in _params.COMMON)
 
 
 def _with_later_knobs(workload, params: dict) -> dict:
-    missing = [k for k in LATER_KNOBS if k not in params]
+    missing = [k for k in _params.LATER_DEFAULTS if k not in params and k not in _params.COMMON]
     if not missing:
         return params
     try:
@@ -49,7 +50,7 @@ def _with_later_knobs(workload, params: dict) -> dict:
         own = get(workload).extra_params or {}
     except Exception:  # a workload this suite does not know (a colleague's): its knobs as recorded
         return params
-    return {**{k: LATER_KNOBS[k] for k in missing if k in own}, **params}
+    return {**{k: _params.LATER_DEFAULTS[k] for k in missing if k in own}, **params}
 
 
 # What makes two records the same configuration (repeats of it are pooled).
@@ -153,11 +154,11 @@ def _row(r: dict) -> dict:
     # the workload's own knobs (catsdogs' variant, fasttext's ngram_range, vgg's augment_impl, ...):
     # records that differ in one are different configurations, never repeats of one
     params = _with_later_knobs(r.get("workload"), params)
-    knobs = ", ".join([f"{k}={params[k]}" for k in sorted(params) if k not in _COMMON_PARAMS]
-                      # several devices or hosts (issue 16): another configuration, never a repeat of one
-                      + [f"{k}={params[k]}" for k in ("gpus", "hosts") if params.get(k) not in (None, 1)]
-                      # steps per compiled call (issue 15): likewise, shown only where it is not 1
-                      + [f"{k}={params[k]}" for k in ("steps_per_execution",) if params.get(k) not in (None, 1)])
+    # and the common knobs added later (several devices or hosts, steps per compiled call, the data on the device)
+    # away from their old value: another configuration, never a repeat of one
+    shown = [k for k in sorted(params) if k not in _COMMON_PARAMS] + [
+        k for k in LATER_COMMON if params.get(k) not in (None, _params.LATER_DEFAULTS[k])]
+    knobs = ", ".join(f"{k}={params[k]}" for k in shown)
     workers = _first(params.get("workers"), info.get("workers"))
     first = r.get("first_epoch_s")
     if total:

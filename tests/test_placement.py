@@ -1,0 +1,164 @@
+"""The data on the device (``data_placement``, issue 16): validated before anything runs, and a point that
+trains from batches already on the device really feeds those very buffers to every step (no copy)."""
+
+import json
+import pytest
+
+from _util import in_fresh_python
+from helpers import grid, params
+from helpers.device import backend_installed
+
+
+def _grid(tmp_path, **point):
+    g = tmp_path / "g.yaml"
+    body = {"workload": "cnn_cifar10", "backend": "jax", "device": "cpu", **point}
+    g.write_text("points:\n  - " + "\n    ".join(f"{k}: {json.dumps(v)}" for k, v in body.items()) + "\n")
+    return g
+
+
+@pytest.mark.parametrize("point, needle", [
+    ({"data_placement": "gpu"}, "key 'data_placement' has value 'gpu'; allowed: one of 'host', 'device'"),
+    ({"data_placement": "device", "backend": "tensorflow"},
+     "key 'data_placement' has value 'device' with backend 'tensorflow'; allowed with backend 'jax' or 'torch'"),
+    ({"data_placement": "device", "hosts": 2}, "with hosts=2; allowed with hosts: 1"),
+])
+def test_grid_refuses_a_placement_that_cannot_hold(tmp_path, point, needle):
+    with pytest.raises(grid.GridError) as err:
+        grid.expand(_grid(tmp_path, **point))
+    assert needle in str(err.value)
+
+
+def test_the_default_placement_keeps_old_point_ids_and_a_device_one_is_another_point():
+    from helpers import record
+
+    p = {**params.COMMON_DEFAULTS, "workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 8}
+    old = {k: v for k, v in p.items() if k != "data_placement"}  # a record written before the knob existed
+    assert record.point_id(p, "m") == record.point_id(old, "m")
+    assert record.point_id({**p, "data_placement": "device"}, "m") != record.point_id(p, "m")
+
+
+_POINT = """
+import json
+from helpers.params import COMMON_DEFAULTS
+from helpers.point import begin
+from helpers.workloads import get
+
+seen = []  # per pass over the data (Keras' build peeks at one batch, then one pass an epoch): the buffer
+           # address of every leaf of each batch fed
+
+
+def spy(cls):
+    orig = cls._get_iterator
+
+    def wrapped(self):
+        seen.append([])
+        for batch in orig(self):
+            seen[-1].append([ADDR(a) for a in keras.tree.flatten(batch)])
+            yield batch
+
+    cls._get_iterator = wrapped
+
+
+out = {}
+for placement in ("device", "host"):
+    prm = {**COMMON_DEFAULTS, **get("cnn_cifar10").defaults, "workload": "cnn_cifar10", "backend": BACKEND,
+           "device": "cpu", "batch_size": 64, "n_train": 300, "epochs": 3, "min_steady_s": 1e-6,
+           "data_source": "synthetic", "data_placement": placement, "output_dir": OUT + "/" + placement}
+    pt = begin(prm)
+    import keras  # noqa: E402
+    if placement == "device":  # once, before the first fit
+        spy(ITERATOR())
+    pt.verify()
+    pt.load_data()
+    pt.build_model()
+    placed = pt._placed(pt.data)
+    if placed is not None:  # the buffers put on the device, to compare with what the steps get
+        out["placed"] = [[ADDR(a) for a in keras.tree.flatten(placed[i])] for i in range(len(placed))]
+        out["placed_types"] = sorted({type(a).__module__.split(".")[0] for a in keras.tree.flatten(placed[0])})
+        pt._placed = lambda data, placed=placed: placed  # the same batches to fit (one put, as in a point)
+    seen.clear()
+    pt.fit()
+    rec = pt.finish()
+    out[placement] = {"rec": {k: rec.get(k) for k in ("status", "data_placement", "data_on_device", "samples_per_s",
+                                                        "epochs_run", "steps_per_epoch", "history", "n_train",
+                                                        "host_copy_reason")},
+                      "seen": list(seen)}
+print("RESULT" + json.dumps(out))
+"""
+
+_HOOKS = {
+    "jax": ("lambda a: a.unsafe_buffer_pointer() if hasattr(a, 'unsafe_buffer_pointer') else id(a)",
+            "lambda: __import__('keras.src.backend.jax.trainer', fromlist=['x']).JAXEpochIterator"),
+    "torch": ("lambda a: a.data_ptr() if hasattr(a, 'data_ptr') else id(a)",
+              "lambda: __import__('keras.src.backend.torch.trainer', fromlist=['x']).TorchEpochIterator"),
+}
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_point_on_the_device_feeds_every_step_the_buffers_put_there(tmp_path, backend):
+    if not backend_installed(backend):
+        pytest.skip(f"{backend} not installed")
+    addr, it = _HOOKS[backend]
+    code = f"OUT = {str(tmp_path)!r}\nBACKEND = {backend!r}\nADDR = {addr}\nITERATOR = {it}\n" + _POINT
+    res = json.loads(in_fresh_python(code, backend).split("RESULT", 1)[1])
+    dev, host = res["device"], res["host"]
+    want_type = "jaxlib" if backend == "jax" else "torch"
+    assert res["placed_types"] == [want_type]  # backend arrays, not numpy
+    placed = {tuple(b) for b in res["placed"]}
+    assert len(placed) == 5  # 300 samples in batches of 64: 4 full and one of 44, as fit batches arrays
+    for r in (dev["rec"], host["rec"]):
+        assert r["status"] == "ok" and r["n_train"] == 300 and r["steps_per_epoch"] == 5 and r["samples_per_s"] > 0
+        assert r["host_copy_reason"].startswith("not measured: a CPU point")
+    assert dev["rec"]["data_placement"] == "device" and host["rec"]["data_placement"] == "host"
+    on = dev["rec"]["data_on_device"]
+    assert on["batches"] == 5 and on["bytes"] == 300 * 32 * 32 * 3 * 4 + 300 * 8  # float32 images, int64 labels
+    # every step of every epoch got one of the placed batches, by address: nothing was copied on the way
+    passes = [[tuple(b) for b in p] for p in dev["seen"]]
+    epochs = [p for p in passes if len(p) == 5]
+    assert len(epochs) == dev["rec"]["epochs_run"] and {b for p in passes for b in p} == placed
+    # each epoch visits all five, in a new order (fit's shuffle of the batches)
+    assert all(set(e) == placed for e in epochs) and len({tuple(e) for e in epochs}) > 1
+    # the host path feeds numpy slices (JAX) or fresh tensors (torch), never those buffers
+    assert not {tuple(b) for p in host["seen"] for b in p} & placed
+    assert len(dev["rec"]["history"]["loss"]) == dev["rec"]["epochs_run"]
+
+
+def test_host_copy_measures_a_batch_and_its_share_of_a_step():
+    """The figure the report's scaling section reads: a copy of one batch, timed after a sync, bytes and share."""
+    code = """
+import json, numpy as np
+from helpers import placement
+x = np.ones((512, 32, 32, 3), np.float32); y = np.zeros((512,), np.int64)
+print("RESULT" + json.dumps(placement.host_copy(x, y, 128, "jax", step_s=0.5, repeats=3)))
+"""
+    if not backend_installed("jax"):
+        pytest.skip("jax not installed")
+    res = json.loads(in_fresh_python(code, "jax").split("RESULT", 1)[1])
+    assert res["input_bytes_per_step"] == 128 * 32 * 32 * 3 * 4 + 128 * 8
+    assert res["host_copy_repeats"] == 3 and res["host_copy_s_per_step"] > 0
+    assert res["host_copy_share"] == pytest.approx(res["host_copy_s_per_step"] / 0.5)
+    assert res["host_copy_gb_per_s"] == pytest.approx(res["input_bytes_per_step"] / res["host_copy_s_per_step"] / 1e9)
+
+
+def test_a_generator_workload_on_the_device_is_skipped_with_the_reason(tmp_path):
+    """catsdogs batches from files through a PyDataset on the host: the point says so, before building."""
+    if not backend_installed("jax"):
+        pytest.skip("jax not installed")
+    code = f"""
+import json
+from helpers.params import COMMON_DEFAULTS
+from helpers.point import PointSkipped, begin
+from helpers.workloads import get
+prm = {{**COMMON_DEFAULTS, **get("catsdogs").defaults, "workload": "catsdogs", "backend": "jax", "device": "cpu",
+        "batch_size": 8, "n_train": 16, "epochs": 2, "data_source": "synthetic", "data_placement": "device",
+        "output_dir": {str(tmp_path)!r}}}
+pt = begin(prm)
+import keras
+pt.verify()
+try:
+    pt.load_data()
+except PointSkipped:
+    print("RESULT" + json.dumps(pt.record))
+"""
+    rec = json.loads(in_fresh_python(code, "jax").split("RESULT", 1)[1])
+    assert rec["status"] == "skipped" and "data_placement 'device'" in rec["reason"] and "generator" in rec["reason"]
