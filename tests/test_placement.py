@@ -2,9 +2,10 @@
 trains from batches already on the device really feeds those very buffers to every step (no copy)."""
 
 import json
-import pytest
 
+import pytest
 from _util import in_fresh_python
+
 from helpers import grid, params
 from helpers.device import backend_installed
 
@@ -162,3 +163,51 @@ except PointSkipped:
 """
     rec = json.loads(in_fresh_python(code, "jax").split("RESULT", 1)[1])
     assert rec["status"] == "skipped" and "data_placement 'device'" in rec["reason"] and "generator" in rec["reason"]
+
+
+def _records(folder, rows):
+    from helpers.record import write_atomic
+
+    for i, (gpus, placement, sps, copy_s) in enumerate(rows):
+        n = 2560
+        rec = {"schema": 2, "point_id": f"p{i}", "workload": "resnet50", "backend": "jax", "device": "gpu",
+               "device_used": "gpu", "status": "ok", "reason": None, "data_source": "synthetic",
+               "params": {"threads": 0, "precision": "mixed_bfloat16", "gpus": gpus, "hosts": 1,
+                          "input_dtype": "float32", "image_size": 224, "data_placement": placement},
+               "n_train": n, "batch_size": 256, "epochs": 4, "first_epoch_s": 9.0, "epoch_s": [n / sps] * 3,
+               "median_epoch_s": n / sps, "step_s": n / sps / 10, "samples_per_s": sps, "steps_per_epoch": 10,
+               "history": {"loss": [7, 6]}, "utilisation": {}, "energy_j_per_epoch": 100.0 * gpus,
+               "started_at": f"2026-01-01T00:00:0{i}", "host_copy_s_per_step": copy_s,
+               "input_bytes_per_step": 256 * gpus * 224 * 224 * 3 * 4 + 256 * gpus * 8,
+               "fingerprint": {"host": "h", "cpu_model": "c", "cpu_logical": 32,
+                               "gpu_names": ["NVIDIA H100 80GB HBM3"]},
+               "duration_s": 5.0, "notebook": None}
+        write_atomic(folder / f"r{i}.json", rec)
+
+
+def test_scaling_section_says_where_the_time_goes_and_what_n_gpus_cost(tmp_path):
+    """The input path: the copy's share of the host row's step, the device row's gain over its host twin; the
+    scaling table: the data's placement and the machine's price per 1,000 samples and per epoch."""
+    from helpers import report
+    from helpers.report import sections
+    from helpers.report.sections import scaling
+
+    # 1 GPU from the host: 2,560 samples/s -> a step of 0.1 s, of which one batch's copy takes 0.04 s (40%);
+    # with the data on the device 3,840 samples/s (1.5x); 2 GPUs from the host 4,096 (efficiency 0.8)
+    _records(tmp_path, [(1, "host", 2560.0, 0.04), (1, "device", 3840.0, 0.04), (2, "host", 4096.0, 0.07)])
+    report.setup_plots()
+    ctx = report.build_context([tmp_path])
+    path = scaling.input_path(ctx.summary)
+    assert len(path) == 3
+    one = path[path["samples/s"] == 2560.0].iloc[0]
+    assert one["copy / step"] == pytest.approx(0.4) and one["MB per step"] == pytest.approx(154.142, rel=1e-4)
+    dev = path[path["data on"] == "device"].iloc[0]
+    assert dev["gain of data on the device"] == pytest.approx(1.5) and dev["copy / step"] != dev["copy / step"]  # NaN
+    table = scaling.device_scaling(ctx.costed)
+    two = table[(table["devices"] == 2)].iloc[0]
+    assert two["efficiency"] == pytest.approx(4096 / (2 * 2560)) and two["data on"] == "host"
+    # lambda-1x-h100-sxm, $4.29 an hour: 1,000 samples at 4,096/s and one 2,560-sample epoch
+    assert two["$ per 1k samples"] == pytest.approx(4.29 / 3600 * 1000 / 4096)
+    assert two["$ per epoch"] == pytest.approx(4.29 / 3600 * 2560 / 4096)
+    page = sections.build(sections.get("scaling"), ctx)._repr_html_()
+    assert "Where the time goes" in page and "40%" in page and "1.50x" in page and "data on the device" in page

@@ -41,7 +41,7 @@ SUMMARY_COLUMNS = CONFIG_KEYS + [
     "first_epoch_s", "first_min", "first_max", "val_s", "total_s", "cpu_pct", "proc_cpu_pct", "gpu_pct",
     "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
     "energy_method", "final_accuracy", "threads_eff", "host", "gpu", "cpu_model", "cpus", "machine_cpus", "gpus",
-    "fixture", "epochs", "schema_min", "point_ids", *mfu.COLUMNS]
+    "fixture", "epochs", "schema_min", "point_ids", "host_copy_s", "input_mb_per_step", *mfu.COLUMNS]
 _TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method",
                             "sps_interval", "run_sps", "short_window", *mfu.TEXT}
 
@@ -160,6 +160,7 @@ def summarise(df):
             idle_power_w=g["idle_power_w"].median(),
             energy_method=", ".join(sorted(g["energy_method"].dropna().astype(str).unique())) or None,
             final_accuracy=g["final_accuracy"].median(), **mfu.config(g),
+            host_copy_s=g["host_copy_s"].median(), input_mb_per_step=g["input_mb_per_step"].median(),
             threads_eff=g["threads_eff"].median(), host=g["host"].iloc[0], gpu=g["gpu"].iloc[0],
             cpu_model=g["cpu_model"].iloc[0], cpus=g["cpus"].iloc[0], machine_cpus=g["machine_cpus"].max(),
             gpus=g["gpus"].iloc[0], fixture=bool(g["fixture"].any()), epochs=g["epochs"].median(),

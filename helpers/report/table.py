@@ -27,7 +27,7 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
            "git_commit", "schema", "started_at", "point_id", "notebook", "path", "fixture", "epoch_list",
            "boot_id", "cpu_id", "cpu_flags", "gpu_state", "gpu_sm_now", "gpu_mem_now", "cal_when", "cal_dispatch",
            "cal_matmul", "cal_matmul_1t", "cal_threads", "repeat", "config_id", "min_steady_s",
-           "flops_per_sample", "flops_source", "peak_flops", "peak_source"]
+           "flops_per_sample", "flops_source", "peak_flops", "peak_source", "host_copy_s", "input_mb_per_step"]
 
 # Parameters every notebook has (their own columns, or not part of a configuration: seed, epochs,
 # output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
@@ -63,7 +63,7 @@ NUMERIC = ("first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min
            "final_accuracy", "batch_size", "threads", "threads_eff", "n_train", "cpus", "machine_cpus", "ram_gb",
            "gpus", "steps_per_epoch", "epochs", "n_steady", "steady_s", "workers", "schema", "cal_dispatch",
            "cal_matmul", "cal_matmul_1t", "cal_threads", "gpu_sm_now", "gpu_mem_now", "repeat", "min_steady_s",
-           "flops_per_sample", "peak_flops")
+           "flops_per_sample", "peak_flops", "host_copy_s", "input_mb_per_step")
 
 _BACKEND_PKG = {"tensorflow": ("tensorflow", "tensorflow-cpu"), "jax": ("jax",), "torch": ("torch",)}
 
@@ -198,6 +198,9 @@ def _row(r: dict) -> dict:
         "idle_power_w": r.get("idle_power_w"),
         "energy_method": r.get("energy_method") or ("mean_power" if r.get("energy_j_per_epoch") else None),
         "final_loss": loss[-1], "final_accuracy": acc[-1],
+        # the input path (issue 16): one batch's copy from the host, measured after training on GPU points
+        "host_copy_s": r.get("host_copy_s_per_step"),
+        "input_mb_per_step": r["input_bytes_per_step"] / 1e6 if r.get("input_bytes_per_step") else None,
         "keras": versions.get("keras"), "backend_version": bv, "python": fp.get("python"),
         "git_commit": fp.get("git_commit"), "schema": r.get("schema"), "started_at": r.get("started_at"),
         "point_id": r.get("point_id"), "notebook": r.get("notebook"), "path": r.get("_path"),

@@ -2,8 +2,9 @@
 
 The GPU part (issue 16): samples/s of a configuration on N devices (``gpus`` x ``hosts``, from the records'
 knobs) against the same configuration on one, the scaling efficiency (samples/s at N / (N x samples/s at 1)),
-float32 and uint8 inputs side by side, energy per epoch against N, and published multi-GPU figures beside
-where ``data/published_figures.csv`` has them (a GPU count in the row's hardware, e.g. "8x H100").
+float32 and uint8 inputs side by side, the data on the host or on the device, energy and cost per epoch against
+N, and published multi-GPU figures beside where ``data/published_figures.csv`` has them (a GPU count in the row's
+hardware, e.g. "8x H100"). Then where the time goes: one batch's copy from the host against the step.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ def device_scaling(summ):
     s["hosts_n"] = [int(i.get("hosts", 1)) for i in items]
     s["devices"] = s["gpus_n"] * s["hosts_n"]
     s["input_dtype"] = [i.get("input_dtype", "float32") for i in items]
+    s["placement"] = [i.get("data_placement", "host") for i in items]
     s["_base"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k not in DEVICE_KNOBS) for i in items]
     if not (s["devices"] > 1).any():
         return None
@@ -109,16 +111,21 @@ def device_scaling(summ):
         for r in g.sort_values("devices").to_dict("records"):
             eff = r["samples_per_s"] / (r["devices"] * base) if base == base else math.nan
             rows.append({"workload": r["workload"], "backend": r["backend"], "precision": r["precision"],
-                         "batch per device": r["batch_size"], "input": r["input_dtype"],
+                         "batch per device": r["batch_size"], "input": r["input_dtype"], "data on": r["placement"],
                          "GPUs": f"{r['gpus_n']}" + (f" x {r['hosts_n']} hosts" if r["hosts_n"] > 1 else ""),
                          "devices": r["devices"], "samples/s": r["samples_per_s"], "efficiency": eff,
-                         "J per epoch": r.get("energy_j_per_epoch"), "runs": r.get("n_runs"),
+                         "J per epoch": r.get("energy_j_per_epoch"),
+                         "$ per 1k samples": r.get("on_demand_per_1k", math.nan),
+                         "$ per epoch": (r.get("on_demand_per_h", math.nan) / 3600.0 * r["s_per_epoch"]
+                                         if not isnull(r.get("s_per_epoch")) else math.nan),
+                         "runs": r.get("n_runs"),
                          "marks": marks(r.get("n_runs"), bool(r.get("short_window")))})
     if not rows:
         return None
     import pandas as pd
 
-    return pd.DataFrame(rows).sort_values(["workload", "backend", "precision", "devices", "input"], kind="stable")
+    return pd.DataFrame(rows).sort_values(["workload", "backend", "precision", "devices", "input", "data on"],
+                                          kind="stable")
 
 
 def plot_devices(table):
@@ -126,9 +133,10 @@ def plot_devices(table):
     dotted: linear scaling from one device."""
     fig, axes = grid(table["workload"].nunique(), [3.0] * table["workload"].nunique(), ncols=3)
     for ax, (wl, g) in zip(axes, table.groupby("workload", sort=True)):
-        for (be, prec, inp), h in g.groupby(["backend", "precision", "input"], sort=True):
+        for (be, prec, inp, on), h in g.groupby(["backend", "precision", "input", "data on"], sort=True):
             h = h.sort_values("devices")
-            line = ax.plot(h["devices"], h["samples/s"], marker="o", label=f"{be} · {prec} · {inp} inputs")[0]
+            lab = f"{be} · {prec} · {inp} inputs" + (" · data on the device" if on == "device" else "")
+            line = ax.plot(h["devices"], h["samples/s"], marker="o", label=lab)[0]
             one = h[h["devices"] == 1]["samples/s"]
             if len(one):
                 xs = sorted(set(h["devices"]))
@@ -163,7 +171,8 @@ def published_multi_gpu(pub, workloads):
 
 def _devices_part(s: Section, ctx) -> None:
     s.heading("samples/s against the number of GPUs")
-    table = device_scaling(ctx.summary)
+    costed = getattr(ctx, "costed", None)
+    table = device_scaling(costed if costed is not None and len(costed) == len(ctx.summary) else ctx.summary)
     if table is None:
         s.note("Not run yet: no record trained on more than one GPU (the common knob <code>gpus</code>, JAX "
                "only; several hosts: <code>hosts</code>). Scaling efficiency appears here once a grid runs the "
@@ -172,16 +181,81 @@ def _devices_part(s: Section, ctx) -> None:
         s.figure(plot_devices(table))
         shown = table.assign(**{"samples/s": [num(v) for v in table["samples/s"]],
                                 "efficiency": ["" if isnull(v) else f"{v:.2f}" for v in table["efficiency"]],
-                                "J per epoch": [num(v) for v in table["J per epoch"]]})
+                                "J per epoch": [num(v) for v in table["J per epoch"]],
+                                "$ per 1k samples": [_money(v) for v in table["$ per 1k samples"]],
+                                "$ per epoch": [_money(v) for v in table["$ per epoch"]]})
         s.table(shown.drop(columns=["devices"]), caption="the scaling table")
         s.note("Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); "
-               "empty where the one-device run is missing. The global batch is the per-device batch x N.")
+               "empty where the one-device run is missing. The global batch is the per-device batch x N. Cost: the "
+               "machine's on-demand price (params/prices.yaml; empty where it has none) for the time of 1,000 "
+               "samples and of one epoch of the run; the whole machine is paid whether one or all its GPUs train.")
         s.note("{}", INPUT_NOTE)
     pub = published_multi_gpu(getattr(ctx, "published", None), set(ctx.summary["workload"]) if len(ctx.summary)
                               else set())
     if pub is not None:
         s.note("Published multi-GPU figures for these workloads (data/published_figures.csv, with their source):")
         s.table(pub, caption="published multi-GPU figures")
+
+
+def _money(v) -> str:
+    return "" if isnull(v) else (f"{v:.3g}" if v >= 0.01 else f"{v:.2e}")
+
+
+def input_path(summ):
+    """Where the time goes on the GPU (issue 16): per configuration whose copy from the host was measured, bytes a
+    step, the step, one batch's copy and its share of the step, and samples/s; a row with the data on the device
+    beside its host twin (same configuration otherwise) gets the gain. None when nothing was measured."""
+    if summ.empty or "host_copy_s" not in summ.columns or not summ["host_copy_s"].notna().any():
+        return None
+    s = summ[summ["host_copy_s"].notna() & summ["samples_per_s"].notna()].copy()
+    items = [_knob_items(k) for k in s["knobs"]]
+    s["placement"] = [i.get("data_placement", "host") for i in items]
+    s["_twin"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k != "data_placement") for i in items]
+    keys = [k for k in CONFIG_KEYS if k != "knobs"] + ["_twin"]
+    def twin_key(r):  # as text: an empty setting is NaN, and NaN never equals NaN
+        return tuple(str(r[k]) for k in keys)
+
+    host_sps = {twin_key(r): r["samples_per_s"] for r in s.to_dict("records") if r["placement"] == "host"}
+    rows = []
+    for r in s.sort_values(["workload", "backend", "precision", "batch_size"]).to_dict("records"):
+        step = r.get("s_per_step")
+        share = r["host_copy_s"] / step if step and not isnull(step) else math.nan
+        twin = host_sps.get(twin_key(r)) if r["placement"] == "device" else None
+        rows.append({"workload": r["workload"], "config": r["config"], "batch": r["batch_size"],
+                     "data on": r["placement"], "MB per step": r.get("input_mb_per_step"),
+                     "s per step": step, "copy of one batch, s": r["host_copy_s"],
+                     "copy / step": share if r["placement"] == "host" else math.nan,
+                     "samples/s": r["samples_per_s"],
+                     "gain of data on the device": r["samples_per_s"] / twin if twin else math.nan,
+                     "marks": marks(r.get("n_runs"), bool(r.get("short_window")))})
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+COPY_NOTE = ("The copy is timed after training, outside the timed window: one batch (the process's batch, x and "
+             "y) from numpy to the device(s) as Keras feeds arrays, synchronised, median of 5 copies. Against the "
+             "step it is an upper bound of the copy's share (JAX copies one batch ahead while the previous step "
+             "runs; torch copies in the step). A row with <code>data_placement: device</code> copies nothing while "
+             "training: its samples/s against the host row of the same configuration is what the copy costs end "
+             "to end.")
+
+
+def _input_part(s: Section, ctx) -> None:
+    s.heading("Where the time goes: the copy from the host against the step")
+    table = input_path(ctx.summary)
+    if table is None:
+        s.note("Not measured in these records: a GPU point fed from arrays measures one batch's copy from the host "
+               "after training (records written before this measurement, and CPU points, have none).")
+        return
+    shown = table.assign(**{c: [("" if isnull(v) else f"{v:.3g}") for v in table[c]]
+                            for c in ("MB per step", "s per step", "copy of one batch, s")},
+                         **{"copy / step": ["" if isnull(v) else f"{v:.0%}" for v in table["copy / step"]],
+                            "gain of data on the device": ["" if isnull(v) else f"{v:.2f}x"
+                                                           for v in table["gain of data on the device"]],
+                            "samples/s": [num(v) for v in table["samples/s"]]})
+    s.table(shown, caption="the input path")
+    s.note(COPY_NOTE)
 
 
 def build(ctx) -> Section:
@@ -201,4 +275,5 @@ def build(ctx) -> Section:
             drawn += 1
             s.figure(fig)
     _devices_part(s, ctx)
+    _input_part(s, ctx)
     return s.note("{}", MARKS_NOTE) if drawn else s
