@@ -78,8 +78,8 @@ PRECISION_PEAK = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_flo
 NOT_MODEL = frozenset({"workload", "backend", "device", "batch_size", "epochs", "n_train", "n_val", "data_source",
                        "threads", "precision", "jit_compile", "seed", "min_steady_s", "output_dir", "point_id",
                        "steps_per_execution", "workers", "use_multiprocessing", "max_queue_size", "data_dir",
-                       "augment", "augment_impl", "lstm_impl", "gpus", "hosts", "input_dtype", "repeat",
-                       "learning_rate", "import_modules", "timeout_s", "repeats"})
+                       "augment", "augment_impl", "lstm_impl", "gpus", "hosts", "input_dtype", "data_placement",
+                       "repeat", "learning_rate", "import_modules", "timeout_s", "repeats"})
 
 
 @dataclass

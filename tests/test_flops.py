@@ -262,3 +262,29 @@ def test_limit_section_ladder_from_fixture_records(ref_ctx):
     assert "has not been run yet" in s._repr_html_()
     lad = sections.get("limit").ladder_rows(ref_ctx.summary)
     assert set(lad["rung"]) >= {0}  # the reference's source configurations are the ladder's rung 0
+
+
+def test_seed_001_table_and_seed_003_timeline_get_both_answers_busy_time_and_mfu(ref_ctx):
+    """Issue 15, item 5: the comparison summary shows MFU beside NVML's GPU %, the drawn run's line says both,
+    and the published utilisation figures get your MFU beside your busy time; one sentence says why they differ."""
+    from html import escape as html_escape
+
+    from helpers.report import sections
+    from helpers.report.published_match import other_figures
+    from helpers.report.sections import utilisation
+
+    table = utilisation.comparison_summary(ref_ctx.summary)
+    cols = list(table.columns)
+    assert cols.index("MFU") == cols.index("GPU % (peak)") + 1
+    gpu = table[table["device · backend"].str.startswith("gpu") | table["device · backend"].str.contains("GPU")]
+    assert len(gpu) and gpu["MFU"].str.endswith("%").all()
+    # a small model: NVML busy near its mean, the arithmetic a few percent of the card's peak
+    run = utilisation.pick_timeline(ref_ctx.records)
+    line = utilisation.both_answers(run, utilisation._tidy_row(ref_ctx.df, run))
+    assert run["device_used"] == "gpu" and "NVML" in line and "MFU" in line and "TFLOP/s" in line
+    html = sections.build(sections.get("utilisation"), ref_ctx)._repr_html_()
+    assert "counts the time any kernel ran" in html and "counts the arithmetic done" in html
+    assert html_escape(line) in html
+    util = other_figures(ref_ctx.summary, ref_ctx.published)
+    util = util[util["figure"].str.contains("GPU", case=False) & util["your figure is"].str.contains("NVML")]
+    assert len(util) and util["your figure is"].str.contains("MFU").all()

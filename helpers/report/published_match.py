@@ -190,9 +190,12 @@ def _yours_other(summ, p):
     if c is None or c.empty:
         return None, "no run of this workload, device and variant"
     s = c.iloc[0]
-    if m in ("gpu_pct", "gpu_pct_max"):
+    if m in ("gpu_pct", "gpu_pct_max"):  # the second answer beside busy time: the arithmetic done (issue 15)
+        mfu = s.get("mfu")
         return (s["gpu_pct_max"] if m == "gpu_pct_max" else s["gpu_pct"],
-                f"peak {_pct(s['gpu_pct_max'])} beside mean {_pct(s['gpu_pct'])} (NVML busy time)")
+                f"peak {_pct(s['gpu_pct_max'])} beside mean {_pct(s['gpu_pct'])} (NVML busy time); MFU "
+                + (f"{mfu * 100:.2g}% (the arithmetic done over the card's peak)" if mfu is not None and mfu == mfu
+                   else "not known (no peak for this device or no FLOPs count)"))
     if m in ("cpu_pct", "cpu_pct_max"):
         what = "mean (the summary keeps no CPU peak)" if m == "cpu_pct_max" else "mean"
         return s["cpu_pct"], f"CPU % {what}: {_pct(s['cpu_pct'])}"

@@ -9,8 +9,19 @@ from .base import Section
 TITLE = "Comparison summary and utilisation over time"
 LEAD = ("As seed 001 tabulates it: total time of the median run, seconds per epoch (with the samples an epoch "
         "held) and per step, mean and peak GPU utilisation (NVML: the share of time any kernel ran, not how much "
-        "of the GPU's arithmetic was used), mean CPU utilisation and peak GPU memory (the framework's own peak "
-        "counter where it has one: JAX preallocates most of the card, so NVML's figure alone misleads).")
+        "of the GPU's arithmetic was used) beside MFU (the arithmetic done over the device's peak), mean CPU "
+        "utilisation and peak GPU memory (the framework's own peak counter where it has one: JAX preallocates "
+        "most of the card, so NVML's figure alone misleads).")
+# Seed 001's and seed 003's question, "how much of the GPU did it use?", has two answers (issue 15).
+WHY_THEY_DIFFER = ("Two answers to \"how much of the GPU did it use\": NVML's GPU % counts the time any kernel ran, "
+                   "however few of the card's units it kept busy, so a small model that launches one small kernel "
+                   "after another reads near 100%; MFU (model FLOPs utilisation: FLOPs per sample x samples/s over "
+                   "the device's peak for the precision, the section \"How far from the limit\") counts the "
+                   "arithmetic done, so the same run may read a few percent.")
+
+
+def _mfu_text(v) -> str:
+    return "" if v is None or v != v else (f"{v * 100:.2g}%" if v < 0.1 else f"{v * 100:.0f}%")
 
 
 def comparison_summary(summ):
@@ -27,6 +38,7 @@ def comparison_summary(summ):
         "samples/s: median of runs": [figure(r) for r in rows],
         "CPU % (system, 0–100)": s["cpu_pct"], "CPU % (process, 100 per core)": s["proc_cpu_pct"],
         "GPU % (mean)": s["gpu_pct"], "GPU % (peak)": s["gpu_pct_max"],
+        "MFU": [_mfu_text(v) for v in (s["mfu"] if "mfu" in s else [None] * len(s))],
         "GPU memory MiB (peak)": s["gpu_mem_mb"], "data": s["data_source"],
     })
 
@@ -96,6 +108,7 @@ def build(ctx) -> Section:
     s = Section.of(__name__)
     s.table(comparison_summary(ctx.summary))
     s.note("{}", MARKS_NOTE)
+    s.note("{}", WHY_THEY_DIFFER)
     run = pick_timeline(ctx.records, ctx.timeline_run)
     if ctx.timeline_run and (run is None or not str(run.get("point_id", "")).startswith(ctx.timeline_run)):
         s.note("The run {} asked for by <code>timeline_run</code> was not found or has no samples.",
@@ -104,4 +117,41 @@ def build(ctx) -> Section:
         return s.note("No run has utilisation samples.")
     s.note("Utilisation over time of run {} ({}; record {}). Choose another with the <code>timeline_run</code> "
            "parameter.", run.get("point_id"), run.get("data_source"), short_path(run.get("_path")))
+    both = both_answers(run, _tidy_row(ctx.df, run))
+    if both:
+        s.note("{}", both)
     return s.figure(plot_timeline(run))
+
+
+def _tidy_row(df, rec: dict) -> dict:
+    """The tidy table's row of a record (its FLOPs per sample and peak, counted at report time for older records)."""
+    if df is None or "path" not in df or not rec.get("_path"):
+        return {}
+    rows = df[df["path"] == rec["_path"]]
+    return rows.iloc[0].to_dict() if len(rows) else {}
+
+
+def both_answers(rec: dict, tidy: dict | None = None) -> str | None:
+    """Seed 003's graphs asked how busy the GPU was: for the drawn run, NVML's busy time and MFU in one line
+    (MFU from the record, else from its tidy row: FLOPs per sample x its samples/s over the peak)."""
+    util = rec.get("utilisation") or {}
+    busy, mfu = util.get("gpu_pct_mean"), rec.get("mfu")
+    t = tidy or {}
+    if mfu is None and t.get("flops_per_sample") == t.get("flops_per_sample") and t.get("peak_flops") and \
+            rec.get("samples_per_s") and t.get("flops_per_sample"):
+        rec = {**rec, "achieved_tflops": t["flops_per_sample"] * rec["samples_per_s"] / 1e12}
+        mfu = t["flops_per_sample"] * rec["samples_per_s"] / t["peak_flops"]
+        mfu = None if mfu != mfu else mfu
+    if busy is None and mfu is None:
+        return None
+    parts = []
+    if busy is not None:
+        parts.append(f"busy {busy:.0f}% of the time (NVML, mean over {util.get('window') or 'the run'}"
+                     + (f", peak {util['gpu_pct_max']:.0f}%" if util.get("gpu_pct_max") is not None else "") + ")")
+    if mfu is not None:
+        tflops = rec.get("achieved_tflops")
+        parts.append(f"did {_mfu_text(mfu)} of its peak arithmetic (MFU" + (f", {tflops:.3g} TFLOP/s" if tflops else "")
+                     + ")")
+    elif rec.get("mfu_reason"):
+        parts.append(f"MFU not known: {rec['mfu_reason']}")
+    return "This run's device: " + "; ".join(parts) + "."
