@@ -29,7 +29,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -265,6 +267,9 @@ def main(argv=None):
     ap.add_argument("--distinct", type=int, default=4, help="distinct synthetic batches kept on the device")
     ap.add_argument("--device", choices=("any", "cpu", "gpu"), default="any",
                     help="fail unless JAX's default device is this one")
+    ap.add_argument("--record", default="", metavar="FILE",
+                    help="also append the result to FILE, named bare_loops.jsonl, in the run's folder (the report "
+                         "sets it beside the suite's ladder: helpers/report/bare.py)")
     ap.add_argument("--cpu-smoke", action="store_true",
                     help="tiny run on the CPU: images 32 (vgg) / 64 (resnet), batch 8, 2 steps x 2")
     args = ap.parse_args(argv)
@@ -338,13 +343,20 @@ def main(argv=None):
         jax.block_until_ready((params, loss))
         chunk_s.append(time.perf_counter() - t0)
     med = statistics.median(chunk_s)
-    print(json.dumps({"impl": "bare-jax", "workload": args.workload, "precision": args.precision,
-                      "batch": batch, "samples_per_s": batch * args.steps / med,
-                      "step_s": med / args.steps, "chunk_s": chunk_s, "steps_per_chunk": args.steps,
-                      "image_size": size, "classes": classes, "model_params": n_params,
-                      "first_step_s": compile_s, "warmup_s": warm, "final_loss": float(loss),
-                      "device_used": platform, "device": str(dev), "jax": jax.__version__,
-                      "model": "resnet50 v1.5 (torchvision layout)" if big else "cifar10_cnn.py, no augmentation"}))
+    result = {"impl": "bare-jax", "workload": args.workload, "precision": args.precision,
+              "batch": batch, "samples_per_s": batch * args.steps / med,
+              "step_s": med / args.steps, "chunk_s": chunk_s, "steps_per_chunk": args.steps,
+              "image_size": size, "classes": classes, "model_params": n_params,
+              "first_step_s": compile_s, "warmup_s": warm, "final_loss": float(loss),
+              "device_used": platform, "device": str(dev), "jax": jax.__version__,
+              "model": "resnet50 v1.5 (torchvision layout)" if big else "cifar10_cnn.py, no augmentation"}
+    print(json.dumps(result))
+    if args.record:  # beside the run's records: the report's limit section reads it
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from helpers.report.bare import append
+
+        where = append(args.record, result, gpu=dev.device_kind if platform == "gpu" else None)
+        print(f"recorded in {where}", file=sys.stderr)
 
 
 if __name__ == "__main__":

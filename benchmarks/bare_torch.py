@@ -22,7 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 
 def vgg(classes: int, size: int):
@@ -107,6 +109,9 @@ def main(argv=None):
     ap.add_argument("--no-channels-last", action="store_true")
     ap.add_argument("--tf32", action="store_true", help="allow TF32 matmuls too (default: PyTorch's)")
     ap.add_argument("--own-resnet", action="store_true", help="the ResNet-50 written here, not torchvision's")
+    ap.add_argument("--record", default="", metavar="FILE",
+                    help="also append the result to FILE, named bare_loops.jsonl, in the run's folder (the report "
+                         "sets it beside the suite's ladder: helpers/report/bare.py)")
     ap.add_argument("--cpu-smoke", action="store_true",
                     help="tiny run on the CPU: images 32 (vgg) / 64 (resnet), batch 8, 2 steps x 2, eager")
     args = ap.parse_args(argv)
@@ -183,14 +188,21 @@ def main(argv=None):
         sync()
         chunk_s.append(time.perf_counter() - t0)
     med = statistics.median(chunk_s)
-    print(json.dumps({"impl": "bare-torch", "workload": args.workload, "precision": args.precision,
-                      "batch": batch, "samples_per_s": batch * args.steps / med, "step_s": med / args.steps,
-                      "chunk_s": chunk_s, "steps_per_chunk": args.steps, "image_size": size, "classes": classes,
-                      "model_params": n_params, "model": source, "compiled": not args.no_compile,
-                      "channels_last": not args.no_channels_last, "first_step_s": first, "warmup_s": warm,
-                      "final_loss": float(loss.item()), "device_used": "gpu" if cuda else "cpu",
-                      "device": torch.cuda.get_device_name(0) if cuda else "cpu", "torch": torch.__version__,
-                      **_tf32(torch)}))
+    result = {"impl": "bare-torch", "workload": args.workload, "precision": args.precision,
+              "batch": batch, "samples_per_s": batch * args.steps / med, "step_s": med / args.steps,
+              "chunk_s": chunk_s, "steps_per_chunk": args.steps, "image_size": size, "classes": classes,
+              "model_params": n_params, "model": source, "compiled": not args.no_compile,
+              "channels_last": not args.no_channels_last, "first_step_s": first, "warmup_s": warm,
+              "final_loss": float(loss.item()), "device_used": "gpu" if cuda else "cpu",
+              "device": torch.cuda.get_device_name(0) if cuda else "cpu", "torch": torch.__version__,
+              **_tf32(torch)}
+    print(json.dumps(result))
+    if args.record:  # beside the run's records: the report's limit section reads it
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from helpers.report.bare import append
+
+        where = append(args.record, result, gpu=torch.cuda.get_device_name(0) if cuda else None)
+        print(f"recorded in {where}", file=sys.stderr)
 
 
 def _tf32(torch) -> dict:

@@ -59,10 +59,15 @@ def host_devices_allowed(environ=None) -> bool:
     return env.get(HOST_DEVICES_ENV) == "1"
 
 
+def devices_of(params: dict) -> tuple[int, int]:
+    """``(gpus, hosts)`` of a point's parameters (absent or null: 1)."""
+    return int(params.get("gpus", 1) or 1), int(params.get("hosts", 1) or 1)
+
+
 def check(params: dict, where: str = "parameters", host_devices: bool = False) -> None:
     """Raise ``ParamError`` for a combination that cannot run: ``gpus``/``hosts`` > 1 off JAX, ``gpus`` > 1
     on a CPU point (unless ``host_devices``, the test-only route)."""
-    gpus, hosts = int(params.get("gpus", 1) or 1), int(params.get("hosts", 1) or 1)
+    gpus, hosts = devices_of(params)
     if gpus == 1 and hosts == 1:
         return
     backend, dev = params.get("backend"), params.get("device")
@@ -81,14 +86,14 @@ def check(params: dict, where: str = "parameters", host_devices: bool = False) -
 
 
 def per_process_batch(params: dict) -> int:
-    return int(params["batch_size"]) * int(params.get("gpus", 1) or 1)
+    return int(params["batch_size"]) * devices_of(params)[0]
 
 
 def data_params(params: dict) -> dict:
     """The parameters a workload's loader gets: this process's batch (``batch_size`` x ``gpus``), and with
     several devices ``n_train``/``n_val`` trimmed to a multiple of ``gpus``, so that a generator's last batch
     splits evenly over the devices too (JAX refuses a batch it cannot split)."""
-    gpus = int(params.get("gpus", 1) or 1)
+    gpus = devices_of(params)[0]
     out = {**params, "batch_size": per_process_batch(params)}
     if gpus > 1:
         for key in ("n_train", "n_val"):
@@ -98,7 +103,7 @@ def data_params(params: dict) -> dict:
 
 
 def global_batch(params: dict) -> int:
-    return per_process_batch(params) * int(params.get("hosts", 1) or 1)
+    return per_process_batch(params) * devices_of(params)[1]
 
 
 # ---------------------------------------------------------------- the plan
@@ -140,7 +145,8 @@ def multihost_env(hosts: int, environ=None) -> tuple[str, int]:
 def initialize(params: dict, environ=None) -> Plan:
     """The multi-host runtime, when ``hosts`` > 1: call after ``import keras`` and before any computation
     (JAX's backends must not have started). A no-op plan otherwise."""
-    plan = Plan(gpus=int(params.get("gpus", 1) or 1), hosts=int(params.get("hosts", 1) or 1))
+    gpus, hosts = devices_of(params)
+    plan = Plan(gpus=gpus, hosts=hosts)
     if plan.hosts == 1:
         return plan
     plan.coordinator, plan.process_id = multihost_env(plan.hosts, environ)

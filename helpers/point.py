@@ -171,7 +171,7 @@ class Point:
         from .sampler import Sampler
 
         if self.sampler is None:
-            self.sampler = Sampler(gpu_count=int(self.params.get("gpus", 1) or 1))
+            self.sampler = Sampler(gpu_count=self.dist.gpus)
         return self.sampler
 
     def load_data(self):
@@ -430,7 +430,7 @@ class Point:
                 c.train(p["batch_size"]), rec.get("samples_per_s"), rec.get("device_used"),
                 gpu_name=names[0] if names else None, precision=p.get("precision", "float32"),
                 calibration=fp.get("calibration"), threads=p.get("threads") or None,
-                gpus=int(p.get("gpus", 1) or 1) * int(p.get("hosts", 1) or 1)))
+                gpus=self.dist.gpus * self.dist.hosts))
             out.update(flops_source="analytic, counted on the trained model", flops_forward=c.forward,
                        flops_notes=c.notes)
         except Exception as exc:  # a layer the count does not know how to walk

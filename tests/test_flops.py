@@ -1,6 +1,7 @@
 """FLOPs per sample, peaks and MFU, steps_per_execution, the ladder and the report's limit section (issue 15)."""
 
 import json
+import os
 import textwrap
 
 import pytest
@@ -288,3 +289,43 @@ def test_seed_001_table_and_seed_003_timeline_get_both_answers_busy_time_and_mfu
     util = other_figures(ref_ctx.summary, ref_ctx.published)
     util = util[util["figure"].str.contains("GPU", case=False) & util["your figure is"].str.contains("NVML")]
     assert len(util) and util["your figure is"].str.contains("MFU").all()
+
+
+def test_bare_loop_recorded_by_the_benchmark_sits_beside_the_best_rung(tmp_path):
+    """benchmarks/bare_jax.py --record writes a bare_loops.jsonl line; the limit section's best-rung table sets
+    the same host's bare loop (workload, backend, precision) beside the suite's best rung; a bad line is named."""
+    import subprocess
+    import sys
+
+    from helpers.report import bare
+    from helpers.report.context import build_context
+
+    if not HAS_JAX:
+        pytest.skip("jax not installed")
+    run = tmp_path / "run"
+    out = subprocess.run([sys.executable, "benchmarks/bare_jax.py", "vgg_cifar10", "--cpu-smoke", "--record",
+                          str(run / bare.FILE)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""})
+    assert out.returncode == 0, out.stderr[-2000:]
+    df, bad = bare.read([tmp_path])
+    assert len(df) == 1 and not bad and df.iloc[0]["backend"] == "jax" and df.iloc[0]["samples_per_s"] > 0
+    assert df.iloc[0]["device_used"] == "cpu" and df.iloc[0]["gpu"] is None
+    # a GPU bare loop on the reference's host, and one line that is not a result
+    host = json.loads(next(REFERENCE.glob("vgg_cifar10-jax-gpu-*.json")).read_text())["fingerprint"]["host"]
+    with open(run / bare.FILE, "a") as f:
+        for sps in (300000.0, 320000.0):
+            f.write(json.dumps({"impl": "bare-jax", "workload": "vgg_cifar10", "precision": "float32", "batch": 512,
+                                "samples_per_s": sps, "host": host, "gpu": "NVIDIA H100 80GB HBM3",
+                                "model": "cifar10_cnn.py, no augmentation"}) + "\n")
+        f.write('{"impl": "bare-jax"}\n')
+    ctx = build_context([REFERENCE, tmp_path], use_reference=False)
+    said = [v for t, v, _ in ctx.notes if "not bare-loop results" in t]
+    assert len(ctx.bare) == 3 and said and said[0][:2] == (1, bare.FILE) and "missing" in said[0][2]
+    loop = bare.beside(ctx.bare, "vgg_cifar10", "jax", "float32", host)
+    assert loop == {"samples_per_s": 310000.0, "runs": 2, "batch": 512, "impl": "bare-jax",
+                    "model": "cifar10_cnn.py, no augmentation"}
+    assert bare.beside(ctx.bare, "vgg_cifar10", "jax", "float32", "another-host") is None
+    from helpers.report import sections
+
+    html = sections.build(sections.get("limit"), ctx)._repr_html_()
+    assert "bare loop (same host, precision)" in html and "310,000 (bare-jax, b512, 2 run(s))" in html

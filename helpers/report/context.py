@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..record import split_duplicates
-from . import aggregate, costs, published, reference, table
+from . import aggregate, bare, costs, published, reference, table
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Context:
     notes: tuple = ()  # (template, values, kind): said once, at the top
     duplicates: tuple = ()  # (file, 'duplicate of <file>'): copies of runs already read, dropped
     skipped_reasons: tuple = ()  # (why, how many files): ``skipped`` grouped by reason, most frequent first
+    bare: object = None  # bare-loop results found beside the records (bare.read): the limit section's yardstick
 
     @property
     def by_path(self) -> dict:
@@ -82,7 +83,11 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
         from_records = {h: (None if p in unknown else p) for h, p in from_records.items()}
     costed = costs.add_costs(summ, prices, {**from_records, **(host_profiles or {})})
     pub = published.load_published(published_file or None)
+    bare_df, bare_bad = bare.read(folders)
+    if bare_bad:
+        notes.append(("{} line(s) of {} are not bare-loop results and were left out: {}.",
+                      (len(bare_bad), bare.FILE, "; ".join(f"{w} ({why})" for w, why in bare_bad[:3])), "warn"))
     return Context(folders=tuple(folders), df=df, records=tuple(records), skipped=tuple(skipped), summary=summ,
                    costed=costed, prices=prices, published=pub, base_config=dict(base_config or {}),
                    timeline_run=timeline_run or "", notes=tuple(notes), duplicates=tuple(duplicates),
-                   skipped_reasons=reasons)
+                   skipped_reasons=reasons, bare=bare_df)

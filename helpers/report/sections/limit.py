@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import functools
 
+from ...params import LATER_DEFAULTS
 from ...paths import PROJECT_ROOT
+from .. import bare as _bare
 from ..aggregate import _knob_items, describe
 from ..fmt import isnull, num, rounded, shown
 from .base import Section
@@ -17,7 +19,7 @@ LEAD = ("How much of the machine each configuration uses: FLOPs per training sam
 
 LADDER = PROJECT_ROOT / "params" / "ladder.yaml"
 # what tells the ladder's rungs apart (the rest of a configuration: the workload's source values)
-RUNG_KEYS = ("batch_size", "steps_per_execution", "precision", "input_dtype", "jit_compile")
+RUNG_KEYS = ("batch_size", "steps_per_execution", "precision", "input_dtype", "jit_compile", "data_placement")
 MAX_PANELS = 12
 NVML_VS_MFU = ("NVML's GPU utilisation (the utilisation section) is busy time: the share of time any kernel runs, "
                "however little of the chip it keeps busy; MFU is work done: the share of the peak arithmetic "
@@ -39,7 +41,7 @@ def rungs(path: str | None = None) -> dict:
     except (grid.GridError, OSError):
         return {}
     for p in points:
-        key = {k: str(p.get(k, {"steps_per_execution": 1, "input_dtype": "float32"}.get(k))) for k in RUNG_KEYS}
+        key = {k: str(p.get(k, LATER_DEFAULTS.get(k))) for k in RUNG_KEYS}
         lst = out.setdefault((p["workload"], p["backend"]), [])
         if key not in [k for _, k in lst]:
             lst.append(("", key))
@@ -58,14 +60,16 @@ def rungs(path: str | None = None) -> dict:
 
 def _short(k: str, v: str) -> str:
     return {"batch_size": f"b{v}", "steps_per_execution": f"steps/exec {v}", "input_dtype": f"{v} inputs",
-            "jit_compile": f"jit={v}", "precision": {"mixed_bfloat16": "bf16", "mixed_float16": "fp16"}.get(v, v)}[k]
+            "jit_compile": f"jit={v}", "data_placement": f"data on the {v}",
+            "precision": {"mixed_bfloat16": "bf16", "mixed_float16": "fp16"}.get(v, v)}[k]
 
 
 def _rung_key(r) -> dict:
     items = _knob_items(r.get("knobs"))
     return {"batch_size": str(int(r["batch_size"])) if not isnull(r.get("batch_size")) else "",
             "steps_per_execution": items.get("steps_per_execution", "1"), "precision": str(r.get("precision")),
-            "input_dtype": items.get("input_dtype", "float32"), "jit_compile": str(r.get("jit_compile"))}
+            "jit_compile": str(r.get("jit_compile")),
+            **{k: items.get(k, LATER_DEFAULTS[k]) for k in ("input_dtype", "data_placement")}}
 
 
 def ladder_rows(summ):
@@ -135,8 +139,9 @@ def roofline(summ):
     return fig
 
 
-def ladder_chart(lad):
-    """One panel per (workload, backend, machine): samples/s per rung (bars) and MFU (line, right axis)."""
+def ladder_chart(lad, bare=None):
+    """One panel per (workload, backend, machine): samples/s per rung (bars) and MFU (line, right axis); a dashed
+    line where a bare loop of that workload and backend ran on that host (its best precision)."""
     from ..charts import colour, grid, setup_plots
 
     groups = [g for _, g in lad.groupby(["workload", "backend", "machine"], sort=True) if len(g) > 1][:MAX_PANELS]
@@ -151,6 +156,13 @@ def ladder_chart(lad):
         ax.set_ylabel("samples/s", fontsize=7)
         r0 = g.iloc[0]
         ax.set_title(f"{r0['workload']} · {r0['backend']} · {str(r0['machine']).split(' (')[0][:30]}")
+        loops = [b for b in (_bare.beside(bare, r0["workload"], r0["backend"], p, r0.get("host"))
+                             for p in sorted(set(g["precision"]))) if b]
+        if loops:
+            top = max(loops, key=lambda b: b["samples_per_s"])
+            ax.axhline(top["samples_per_s"], ls="--", color="k", lw=1)
+            ax.annotate(f"{top['impl']} b{top['batch']}", (0, top["samples_per_s"]), fontsize=6,
+                        textcoords="offset points", xytext=(2, 2))
         if g["mfu"].notna().any():
             ax2 = ax.twinx()
             ax2.plot(x, g["mfu"] * 100, "o-", color="k", lw=1, ms=3)
@@ -158,6 +170,12 @@ def ladder_chart(lad):
             ax2.grid(False)
     fig.tight_layout()
     return fig
+
+
+def _loop_text(loop) -> str:
+    if not loop:
+        return "not run"
+    return f"{num(loop['samples_per_s'])} ({loop['impl']}, b{loop['batch']}, {loop['runs']} run(s))"
 
 
 def build(ctx) -> Section:
@@ -184,7 +202,8 @@ def build(ctx) -> Section:
     if lad.empty:
         return s.note("The ladder has not been run yet: no GPU configuration in these records is one of its rungs "
                       "(python -m helpers.runner params/ladder.yaml on a GPU machine).")
-    s.figure(ladder_chart(lad), "the tuning ladder: samples/s and MFU per rung")
+    bare = getattr(ctx, "bare", None)
+    s.figure(ladder_chart(lad, bare), "the tuning ladder: samples/s and MFU per rung")
     best = []
     for (wl, be, machine), g in lad.groupby(["workload", "backend", "machine"], sort=True):
         top = g.loc[g["samples_per_s"].idxmax()]
@@ -192,9 +211,12 @@ def build(ctx) -> Section:
         gain = (f"× {rounded(top['samples_per_s'] / first.iloc[0]['samples_per_s'], 3)} over the source's rung"
                 if len(first) else "source's rung not run")
         chain = rungs().get((wl, be), [])
+        loop = _bare.beside(bare, wl, be, top["precision"], top.get("host"))
         best.append({"workload": wl, "backend": be, "machine": machine,
                      "rungs run": f"{len(g)} of {len(chain)}", "best rung": top["rung_label"],
-                     "samples/s": shown(top["samples_per_s"], top), "MFU": _pct(top["mfu"]), "gain": gain})
+                     "samples/s": shown(top["samples_per_s"], top), "MFU": _pct(top["mfu"]), "gain": gain,
+                     "bare loop (same host, precision)": _loop_text(loop),
+                     "suite / bare": f"{top['samples_per_s'] / loop['samples_per_s']:.2f}" if loop else ""})
     import pandas as pd
 
     s.table(pd.DataFrame(best), caption="the best rung per workload and backend")
@@ -202,6 +224,11 @@ def build(ctx) -> Section:
     todo = sorted(f"{wl} · {be}" for wl, be in rungs() if (wl, be) not in done)
     if todo:
         s.note("Not run yet (no rung in these records): {}.", ", ".join(todo))
+    s.note("The bare loop: benchmarks/bare_jax.py and bare_torch.py (plain JAX / PyTorch, synthetic batches kept on "
+           "the device, no Keras) run with <code>--record &lt;run folder&gt;/bare_loops.jsonl</code> on the same "
+           "machine; its model is the workload's network as the benchmark's docstring says (vgg_cifar10 without "
+           "the augmentation layers; resnet50 as torchvision's v1.5), so the ratio is an upper bound on what the "
+           "framework costs, not a like-for-like figure.")
     s.note("Rungs are found by configuration (batch, steps per execution, precision, input dtype, jit_compile), "
            "whichever grid ran them; a rung no record has is left out of its chart. A rung's label says what it "
            "adds to the one before; every rung keeps the knobs below it.")
