@@ -4,8 +4,8 @@
     c.forward, c.train(batch_size)            # FLOPs per sample: forward pass; training step
     xla_train_step(model, x, y)               # JAX only: XLA's own count of the compiled train step
     lookup("cnn_cifar10", params)             # the committed count (data/flops.csv), no Keras import
-    peak(device_used, gpu_name, precision, calibration, threads)   # (FLOP/s or None, source or reason)
-    limit_fields(flops_per_sample, samples_per_s, ...)             # the record's limit fields
+
+The device's peak and MFU: ``helpers.peaks``.
 
 Convention (the analytical count, counted once per model by walking its built layers):
 
@@ -72,8 +72,6 @@ DATA_MOVEMENT = {"InputLayer", "Flatten", "Reshape", "Permute", "RepeatVector", 
 AUGMENTATION_PREFIX = ("Random",)  # RandomFlip, RandomRotation, the suite's RandomShift, ...
 
 TABLE = PROJECT_ROOT / "data" / "flops.csv"  # committed counts, written by benchmarks/flops.py
-PEAKS = PROJECT_ROOT / "params" / "peaks.yaml"
-PRECISION_PEAK = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 # parameters that do not shape the model (so they are not part of the table's model key)
 NOT_MODEL = frozenset({"workload", "backend", "device", "batch_size", "epochs", "n_train", "n_val", "data_source",
                        "threads", "precision", "jit_compile", "seed", "min_steady_s", "output_dir", "point_id",
@@ -387,77 +385,3 @@ def table_row(workload: str, params: dict, c: Count) -> dict:
     return {"workload": workload, "model_key": model_key(params), "forward_flops": repr(c.forward),
             "input_grad_flops": repr(c.input_grad), "trainable_params": c.trainable_params,
             "update_per_param": repr(c.update_per_param), "optimizer": c.optimizer, "notes": " | ".join(c.notes)}
-
-
-# ------------------------------------------------------------------ peaks and MFU
-
-
-@functools.lru_cache(maxsize=4)
-def load_peaks(path: str | None = None) -> dict:
-    import yaml
-
-    p = Path(path) if path else PEAKS
-    doc = yaml.safe_load(p.read_text()) if p.is_file() else {}
-    return doc or {}
-
-
-def gpu_peak(gpu_name, precision: str, path: str | None = None) -> tuple[float | None, str]:
-    """(dense peak FLOP/s or None, its source or why none) of the GPU NVML names ``gpu_name``."""
-    prec = PRECISION_PEAK.get(precision or "float32", precision)
-    if not gpu_name:
-        return None, "no GPU name in the record"
-    for entry in (load_peaks(path).get("gpus") or []):
-        if any(m.lower() in str(gpu_name).lower() for m in entry["match"]):
-            tflops = (entry.get("tflops") or {}).get(prec)
-            if tflops is None:
-                return None, f"{entry['name']}: no dense {prec} peak in params/peaks.yaml"
-            return float(tflops) * 1e12, f"{entry['name']} datasheet, dense {prec}: {entry['source']}"
-    return None, f"unknown GPU {gpu_name!r}: not in params/peaks.yaml"
-
-
-def cpu_peak(calibration, threads=None) -> tuple[float | None, str]:
-    """(FLOP/s or None, source or reason) from the host calibration: the float32 matmul on all threads (or on one
-    thread where that was faster: a busy host; a peak is the most the host showed), capped at one thread x
-    ``threads`` for a point that used fewer cores."""
-    if not isinstance(calibration, dict):
-        return None, "no host calibration in the record (measured per run since the calibration landed)"
-
-    def ok(v):
-        return v if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
-
-    all_t, one = ok(calibration.get("matmul_gflops_all")), ok(calibration.get("matmul_gflops_1thread"))
-    best = max([v for v in (all_t, one) if v is not None], default=None)
-    if best is None:
-        return None, "the host calibration has no matmul figure"
-    how = "measured matmul peak (numpy float32 matmul, all threads)"
-    if threads and one is not None and one * threads < best:
-        best, how = one * threads, f"measured matmul peak: 1 thread x {threads} threads used"
-    return best * 1e9, how
-
-
-def peak(device_used, gpu_name=None, precision="float32", calibration=None, threads=None) -> tuple[float | None, str]:
-    if device_used == "gpu":
-        return gpu_peak(gpu_name, precision)
-    if device_used == "cpu":
-        return cpu_peak(calibration, threads)
-    return None, f"device {device_used!r}: no peak"
-
-
-def limit_fields(flops_per_sample, samples_per_s, device_used, gpu_name=None, precision="float32",
-                 calibration=None, threads=None, gpus: int = 1) -> dict:
-    """``flops_per_sample``, ``achieved_tflops``, ``peak_tflops``, ``peak_source``, ``mfu`` and ``mfu_reason``
-    (None unless ``mfu`` is None). ``gpus``: devices the samples/s is spread over (the peak is per device)."""
-    out = {"flops_per_sample": flops_per_sample, "achieved_tflops": None, "peak_tflops": None,
-           "peak_source": None, "mfu": None, "mfu_reason": None}
-    if not flops_per_sample or not samples_per_s:
-        out["mfu_reason"] = "no FLOPs count" if not flops_per_sample else "no samples/s"
-        return out
-    achieved = flops_per_sample * samples_per_s
-    out["achieved_tflops"] = achieved / 1e12
-    pk, why = peak(device_used, gpu_name, precision, calibration, threads)
-    if pk is None:
-        out["mfu_reason"] = why
-        return out
-    pk *= max(int(gpus or 1), 1) if device_used == "gpu" else 1
-    out.update(peak_tflops=pk / 1e12, peak_source=why, mfu=achieved / pk)
-    return out

@@ -419,6 +419,7 @@ class Point:
         """FLOPs per sample of this model's training step (analytical, ``helpers.flops``), achieved TFLOP/s and
         MFU against this device's peak; a failure to count is recorded, never fails the point."""
         from . import flops as _flops
+        from . import peaks as _peaks
 
         rec, p = self.record, self.params
         out = {"steps_per_execution": p.get("steps_per_execution", 1)}
@@ -426,7 +427,7 @@ class Point:
             c = _flops.analytic(self.model)
             fp = rec.get("fingerprint") or {}
             names = fp.get("gpu_names") or []
-            out.update(_flops.limit_fields(
+            out.update(_peaks.limit_fields(
                 c.train(p["batch_size"]), rec.get("samples_per_s"), rec.get("device_used"),
                 gpu_name=names[0] if names else None, precision=p.get("precision", "float32"),
                 calibration=fp.get("calibration"), threads=p.get("threads") or None,

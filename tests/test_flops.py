@@ -8,7 +8,7 @@ import pytest
 import yaml
 from _util import in_fresh_python
 
-from helpers import device, flops, grid, params
+from helpers import device, flops, grid, params, peaks
 from helpers.paths import PROJECT_ROOT
 
 HAS_JAX = device.backend_installed("jax")
@@ -119,17 +119,17 @@ def test_anchors_resnet50_and_seed_000_cnn(jax_counts):
 
 
 def test_gpu_peaks_by_name_and_precision():
-    pk, src = flops.gpu_peak("NVIDIA H100 80GB HBM3", "mixed_bfloat16")
+    pk, src = peaks.gpu_peak("NVIDIA H100 80GB HBM3", "mixed_bfloat16")
     assert pk == pytest.approx(989.5e12) and "H100 SXM" in src and "https://" in src
-    assert flops.gpu_peak("NVIDIA H100 PCIe", "float32")[0] == pytest.approx(51e12)
-    assert flops.gpu_peak("NVIDIA H200", "mixed_float16")[0] == pytest.approx(989.5e12)
-    assert flops.gpu_peak("NVIDIA A100-SXM4-80GB", "float32")[0] == pytest.approx(19.5e12)
-    assert flops.gpu_peak("NVIDIA L4", "mixed_bfloat16")[0] == pytest.approx(121e12)
-    assert flops.gpu_peak("Tesla P100-PCIE-16GB", "mixed_float16")[0] == pytest.approx(18.7e12)
-    assert flops.gpu_peak("Tesla K80", "float32")[0] == pytest.approx(4.37e12)
-    pk, why = flops.gpu_peak("Tesla T4", "mixed_bfloat16")
+    assert peaks.gpu_peak("NVIDIA H100 PCIe", "float32")[0] == pytest.approx(51e12)
+    assert peaks.gpu_peak("NVIDIA H200", "mixed_float16")[0] == pytest.approx(989.5e12)
+    assert peaks.gpu_peak("NVIDIA A100-SXM4-80GB", "float32")[0] == pytest.approx(19.5e12)
+    assert peaks.gpu_peak("NVIDIA L4", "mixed_bfloat16")[0] == pytest.approx(121e12)
+    assert peaks.gpu_peak("Tesla P100-PCIE-16GB", "mixed_float16")[0] == pytest.approx(18.7e12)
+    assert peaks.gpu_peak("Tesla K80", "float32")[0] == pytest.approx(4.37e12)
+    pk, why = peaks.gpu_peak("Tesla T4", "mixed_bfloat16")
     assert pk is None and "no dense bfloat16" in why
-    pk, why = flops.gpu_peak("Imaginary GPU 9000", "float32")
+    pk, why = peaks.gpu_peak("Imaginary GPU 9000", "float32")
     assert pk is None and "unknown GPU" in why
 
 
@@ -143,17 +143,17 @@ def test_every_peak_cites_a_datasheet():
 
 def test_cpu_peak_from_the_calibration_and_unknown_device_gives_null_mfu_with_reason():
     cal = {"matmul_gflops_all": 200.0, "matmul_gflops_1thread": 40.0}
-    assert flops.cpu_peak(cal)[0] == pytest.approx(200e9)
-    assert flops.cpu_peak({"matmul_gflops_all": 36.0, "matmul_gflops_1thread": 77.0})[0] == pytest.approx(77e9)
-    pk, how = flops.cpu_peak(cal, threads=2)
+    assert peaks.cpu_peak(cal)[0] == pytest.approx(200e9)
+    assert peaks.cpu_peak({"matmul_gflops_all": 36.0, "matmul_gflops_1thread": 77.0})[0] == pytest.approx(77e9)
+    pk, how = peaks.cpu_peak(cal, threads=2)
     assert pk == pytest.approx(80e9) and "measured matmul peak" in how
-    out = flops.limit_fields(1e9, 1000.0, "cpu", calibration=cal)
+    out = peaks.limit_fields(1e9, 1000.0, "cpu", calibration=cal)
     assert out["achieved_tflops"] == pytest.approx(1.0) and out["mfu"] == pytest.approx(1e12 / 200e9)
-    out = flops.limit_fields(1e9, 1000.0, "cpu", calibration=None)
+    out = peaks.limit_fields(1e9, 1000.0, "cpu", calibration=None)
     assert out["mfu"] is None and "calibration" in out["mfu_reason"] and out["achieved_tflops"] == pytest.approx(1.0)
-    out = flops.limit_fields(1e9, 1000.0, "gpu", gpu_name="Imaginary GPU 9000")
+    out = peaks.limit_fields(1e9, 1000.0, "gpu", gpu_name="Imaginary GPU 9000")
     assert out["mfu"] is None and "unknown GPU" in out["mfu_reason"]
-    out = flops.limit_fields(1e9, 1e4, "gpu", gpu_name="NVIDIA H100 80GB HBM3", precision="mixed_bfloat16", gpus=2)
+    out = peaks.limit_fields(1e9, 1e4, "gpu", gpu_name="NVIDIA H100 80GB HBM3", precision="mixed_bfloat16", gpus=2)
     assert out["mfu"] == pytest.approx(1e13 / (2 * 989.5e12)) and out["mfu_reason"] is None
 
 

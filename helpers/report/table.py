@@ -222,13 +222,13 @@ def _row(r: dict) -> dict:
 def _limit(r: dict, gpu, cal: dict, threads) -> dict:
     """``flops_per_sample`` and ``flops_source`` (the record's, else counted at report time from data/flops.csv),
     ``peak_flops`` (of the devices the point used) and ``peak_source`` (its source, or why there is none)."""
-    from .. import flops
+    from .. import flops, peaks
 
     if r.get("status") != "ok":
         return {"flops_per_sample": None, "flops_source": None, "peak_flops": None, "peak_source": None}
     fps, source = flops.for_record(r)
     p = r.get("params") or {}
-    pk, why = flops.peak(r.get("device_used"), gpu, p.get("precision") or "float32", cal or None, threads or None)
+    pk, why = peaks.peak(r.get("device_used"), gpu, p.get("precision") or "float32", cal or None, threads or None)
     if pk is not None and r.get("device_used") == "gpu":
         pk *= int(_num(p.get("gpus")) or 1) * int(_num(p.get("hosts")) or 1)
     return {"flops_per_sample": _num(fps), "flops_source": source, "peak_flops": pk, "peak_source": why}
