@@ -212,6 +212,7 @@ def input_path(summ):
     s["placement"] = [i.get("data_placement", "host") for i in items]
     s["_twin"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k != "data_placement") for i in items]
     keys = [k for k in CONFIG_KEYS if k != "knobs"] + ["_twin"]
+
     def twin_key(r):  # as text: an empty setting is NaN, and NaN never equals NaN
         return tuple(str(r[k]) for k in keys)
 
