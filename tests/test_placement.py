@@ -2,12 +2,16 @@
 trains from batches already on the device really feeds those very buffers to every step (no copy)."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from _util import in_fresh_python
 
 from helpers import grid, params
 from helpers.device import backend_installed
+from helpers.paths import PROJECT_ROOT
 
 
 def _grid(tmp_path, **point):
@@ -211,3 +215,51 @@ def test_scaling_section_says_where_the_time_goes_and_what_n_gpus_cost(tmp_path)
     assert two["$ per epoch"] == pytest.approx(4.29 / 3600 * 2560 / 4096)
     page = sections.build(sections.get("scaling"), ctx)._repr_html_()
     assert "Where the time goes" in page and "40%" in page and "1.50x" in page and "data on the device" in page
+
+
+_SHARDED = """
+import json
+from helpers.params import COMMON_DEFAULTS
+from helpers.point import begin
+from helpers.workloads import get
+
+prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": "jax", "device": "cpu",
+       "batch_size": 32, "n_train": 1030, "epochs": 3, "min_steady_s": 1e-6, "data_source": "synthetic",
+       "gpus": 2, "data_placement": "device", "output_dir": OUT}
+pt = begin(prm)
+import keras  # noqa: E402
+pt.verify()
+pt.load_data()
+pt.build_model()
+placed = pt._placed(pt.data)
+first = placed[0][0]
+shards = sorted(str(s.device) for s in first.addressable_shards)
+pt._placed = lambda data: placed
+pt.fit()
+rec = pt.finish()
+print("RESULT" + json.dumps({"shards": shards, "shape": list(first.shape), "n": len(placed),
+                             "shard_rows": sorted(s.data.shape[0] for s in first.addressable_shards),
+                             "rec": {k: rec.get(k) for k in ("status", "data_placement", "gpus", "global_batch_size",
+                                                             "n_train", "steps_per_epoch", "history")}}))
+"""
+
+
+def test_on_several_devices_each_batch_is_put_there_sharded_over_the_mesh(tmp_path):
+    """gpus: 2 over JAX's 2 host devices (the test route of tests/test_distribution.py): every batch on the
+    device is split over both devices as Keras' data layout splits it, so the step reshards nothing."""
+    if not backend_installed("jax"):
+        pytest.skip("jax not installed")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
+           "TF_CPP_MIN_LOG_LEVEL": "3", "CGB_HOST_DEVICES": "1",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    out = subprocess.run([sys.executable, "-c", f"OUT = {str(tmp_path)!r}\n" + _SHARDED], cwd=PROJECT_ROOT,
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    res = json.loads(out.stdout.split("RESULT", 1)[1])
+    assert len(set(res["shards"])) == 2, res["shards"]  # one shard on each of the two devices
+    assert res["shape"][0] == 64 and res["shard_rows"] == [32, 32]  # the global batch, half on each device
+    assert res["n"] == 17  # 1030 samples in batches of 64: 16 full and one of 6 (3 a device)
+    rec = res["rec"]
+    assert rec["status"] == "ok" and rec["data_placement"] == "device" and rec["gpus"] == 2
+    assert rec["global_batch_size"] == 64 and rec["n_train"] == 1030 and rec["steps_per_epoch"] == 17
+    assert rec["history"]["loss"][-1] < rec["history"]["loss"][0]  # it trains
