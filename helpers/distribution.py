@@ -37,10 +37,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import statistics
 from dataclasses import dataclass, field
 
 from .params import ParamError
+from .timing import steady_figures
 
 HOST_DEVICES_ENV = "CGB_HOST_DEVICES"  # test only: gpus > 1 over JAX host devices on a CPU point
 COORDINATOR_ENV = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "JAX_COORDINATOR_ADDRESS")
@@ -273,18 +273,9 @@ def merge(records: list[dict]) -> dict:
     firsts = [r["first_epoch_s"] for r in recs if isinstance(r.get("first_epoch_s"), (int, float))]
     if firsts:
         out["first_epoch_s"] = max(firsts)
-    if epochs and n:
-        med = statistics.median(epochs)
-        q = statistics.quantiles(epochs, n=4, method="inclusive") if len(epochs) > 1 else [med, med, med]
-        out.update(median_epoch_s=med, samples_per_s=n / med, steady_s=math.fsum(epochs),
-                   epoch_spread={"median": med, "min": min(epochs), "max": max(epochs), "q1": q[0], "q3": q[2],
-                                 "n": len(epochs)},
-                   samples_per_s_spread={"min": n / max(epochs), "max": n / min(epochs), "q1": n / q[2],
-                                         "q3": n / q[0]})
-        steps = out.get("steps_per_epoch")
-        out["step_s"] = med / steps if steps else None
-        if out.get("first_epoch_s"):
-            out["compile_overhead_s"] = out["first_epoch_s"] - med
+    if epochs and n:  # the figures a single process's record carries, from the merged epochs
+        out.update(steady_figures(epochs, n, out.get("steps_per_epoch"), out.get("first_epoch_s") or None),
+                   steady_s=math.fsum(epochs))
     energies = [r.get("energy_j_per_epoch") for r in recs]
     if all(isinstance(e, (int, float)) for e in energies):
         out["energy_j_per_epoch"] = math.fsum(energies)

@@ -54,6 +54,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import params as _params
 from .paths import PROJECT_ROOT
 
 FLOPS_PER_MAC = 2
@@ -72,12 +73,12 @@ DATA_MOVEMENT = {"InputLayer", "Flatten", "Reshape", "Permute", "RepeatVector", 
 AUGMENTATION_PREFIX = ("Random",)  # RandomFlip, RandomRotation, the suite's RandomShift, ...
 
 TABLE = PROJECT_ROOT / "data" / "flops.csv"  # committed counts, written by benchmarks/flops.py
-# parameters that do not shape the model (so they are not part of the table's model key)
-NOT_MODEL = frozenset({"workload", "backend", "device", "batch_size", "epochs", "n_train", "n_val", "data_source",
-                       "threads", "precision", "jit_compile", "seed", "min_steady_s", "output_dir", "point_id",
-                       "steps_per_execution", "workers", "use_multiprocessing", "max_queue_size", "data_dir",
-                       "augment", "augment_impl", "lstm_impl", "gpus", "hosts", "input_dtype", "data_placement",
-                       "repeat", "learning_rate", "import_modules", "timeout_s", "repeats"})
+# parameters that do not shape the model (so they are not part of the table's model key): every common knob (a
+# common knob added later is left out by itself), the runner's keys, and the workloads' knobs of the data, the
+# input pipeline and the optimiser
+NOT_MODEL = frozenset(_params.COMMON) | frozenset(_params.RUNNER_KEYS) | frozenset({
+    "workers", "use_multiprocessing", "max_queue_size", "data_dir", "augment", "augment_impl", "lstm_impl",
+    "input_dtype", "repeat", "learning_rate", "import_modules"})
 
 
 @dataclass

@@ -62,9 +62,13 @@ def cpu_peak(calibration, threads=None) -> tuple[float | None, str]:
     return best * 1e9, how
 
 
-def peak(device_used, gpu_name=None, precision="float32", calibration=None, threads=None) -> tuple[float | None, str]:
+def peak(device_used, gpu_name=None, precision="float32", calibration=None, threads=None,
+         gpus: int = 1) -> tuple[float | None, str]:
+    """(FLOP/s or None, source or reason) of the devices a point used: ``gpus`` GPUs (the datasheet's figure is
+    per device; samples/s is spread over all of them), or the CPU threads it ran on."""
     if device_used == "gpu":
-        return gpu_peak(gpu_name, precision)
+        pk, why = gpu_peak(gpu_name, precision)
+        return (pk * max(int(gpus or 1), 1) if pk is not None else None), why
     if device_used == "cpu":
         return cpu_peak(calibration, threads)
     return None, f"device {device_used!r}: no peak"
@@ -81,10 +85,9 @@ def limit_fields(flops_per_sample, samples_per_s, device_used, gpu_name=None, pr
         return out
     achieved = flops_per_sample * samples_per_s
     out["achieved_tflops"] = achieved / 1e12
-    pk, why = peak(device_used, gpu_name, precision, calibration, threads)
+    pk, why = peak(device_used, gpu_name, precision, calibration, threads, gpus)
     if pk is None:
         out["mfu_reason"] = why
         return out
-    pk *= max(int(gpus or 1), 1) if device_used == "gpu" else 1
     out.update(peak_tflops=pk / 1e12, peak_source=why, mfu=achieved / pk)
     return out

@@ -111,7 +111,6 @@ def device_dataset(x, y, batch_size: int, backend: str, seed: int = 0):
             return batches[i]
 
     ds = DeviceBatches()
-    ds.samples = n
     ds.bytes = _nbytes(x) + (_nbytes(y) if y is not None else 0)
     return ds
 

@@ -313,7 +313,7 @@ class Point:
 
     def _collect(self):
         from .sampler import energy_figures, framework_peak_memory
-        from .timing import spread
+        from .timing import spread, steady_figures
 
         t, s, rec = self.timer, self.sampler, self.record
         if t is None:
@@ -336,16 +336,8 @@ class Point:
         rec["epoch_with_val_s"] = list(t.epoch_s[1:])  # the same epochs with their validation
         rec["median_epoch_with_val_s"] = spread(rec["epoch_with_val_s"])["median"]
         rec["timing"] = "epoch bounds read after a device sync; validation timed apart"
-        st = spread(steady)
-        rec["epoch_spread"] = st
-        rec["median_epoch_s"] = st["median"]
         rec["steps_per_epoch"] = steps
-        if st["median"]:
-            rec["step_s"] = st["median"] / steps if steps else None
-            rec["samples_per_s"] = n / st["median"] if n else None
-            rec["samples_per_s_spread"] = {
-                "min": n / st["max"], "max": n / st["min"], "q1": n / st["q3"], "q3": n / st["q1"]}
-            rec["compile_overhead_s"] = rec["first_epoch_s"] - st["median"]
+        rec.update(steady_figures(steady, n, steps, rec.get("first_epoch_s")))
         if s is not None:
             if len(t.bounds) > 1 and s.window(t.bounds[1][0], t.bounds[-1][1]):
                 rec["utilisation"] = s.summary(t.bounds[1][0], t.bounds[-1][1])
@@ -390,7 +382,7 @@ class Point:
         own = self.folder if pid else self.folder / _distribution.PROCESS_FOLDER
         rec = self.record
         rec.update(status="ok", reason=None, duration_s=round(time.perf_counter() - self.t_start, 3))
-        name = _record.record_name(rec["params"], rec["point_id"])[:-len(".json")] + f"-p{pid}.json"
+        name = _process_record_name(rec, pid)
         self.path = _record.write_atomic(own / name, rec)
         print(f"process {pid} record: {self.path}")
         if pid:  # where the point's record goes, a pointer (written before the gather, so on a folder the
@@ -407,8 +399,7 @@ class Point:
         merged = _distribution.merge(records)
         merged["duration_s"] = round(time.perf_counter() - self.t_start, 3)
         merged["process_records"] = [  # on each process's host, beside its point's record
-            f"{_distribution.PROCESS_FOLDER}/{_record.record_name(r['params'], r['point_id'])[:-5]}-p{i}.json"
-            for i, r in enumerate(records)]
+            f"{_distribution.PROCESS_FOLDER}/{_process_record_name(r, i)}" for i, r in enumerate(records)]
         self.record = merged
         self.path = _record.write_record(merged, self.folder)
         print(f"record (merged from {len(records)} processes): {self.path}; "
@@ -437,6 +428,11 @@ class Point:
         except Exception as exc:  # a layer the count does not know how to walk
             out.update(flops_per_sample=None, mfu=None, mfu_reason=f"FLOPs not counted: {type(exc).__name__}: {exc}")
         return out
+
+
+def _process_record_name(rec: dict, process_id: int) -> str:
+    """The file name of one process's record of a point run on several hosts: the point's, ``-p<id>`` added."""
+    return _record.record_name(rec["params"], rec["point_id"])[:-len(".json")] + f"-p{process_id}.json"
 
 
 def _deadline() -> float | None:

@@ -41,6 +41,21 @@ def spread(values: list[float]) -> dict:
             "mean": statistics.fmean(vals), "std": statistics.pstdev(vals), "n": len(vals)}
 
 
+def steady_figures(steady: list[float], n: int, steps: int | None, first: float | None) -> dict:
+    """A run's figures from its steady epochs (seconds each, ``n`` samples each, ``steps`` steps each): their
+    spread and median, the step, samples/s with its spread, and the first epoch's excess over the median
+    (compilation). Only the spread and median when there is no steady epoch."""
+    st = spread(steady)
+    out = {"epoch_spread": st, "median_epoch_s": st["median"]}
+    if st["median"]:
+        out.update(step_s=st["median"] / steps if steps else None, samples_per_s=n / st["median"] if n else None,
+                   samples_per_s_spread={"min": n / st["max"], "max": n / st["min"], "q1": n / st["q3"],
+                                         "q3": n / st["q1"]})
+        if first is not None:
+            out["compile_overhead_s"] = first - st["median"]
+    return out
+
+
 def device_sync(model, backend: str) -> None:
     """Wait until the device has finished every step dispatched so far for ``model``.
 

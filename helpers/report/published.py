@@ -21,7 +21,6 @@ from pathlib import Path
 from ..paths import PROJECT_ROOT
 
 PUBLISHED = PROJECT_ROOT / "data" / "published_figures.csv"
-SOURCE_EPOCHS = PROJECT_ROOT / "data" / "source_epochs.csv"
 _COLUMNS = ["source", "ref", "workload", "variant", "hardware", "device", "framework", "price_profile", "metric",
             "value", "low", "high", "spread", "batch_size", "n_train", "workers", "augment", "threads", "validation",
             "epoch_includes", "inferred", "note"]
@@ -75,12 +74,11 @@ def load_published(path: Path | str | None = None):
 
 
 def source_epochs(path: Path | str | None = None) -> dict:
-    """workload -> (samples in one epoch of the source's dataset, inferred?) from data/source_epochs.csv."""
-    p = Path(path) if path else SOURCE_EPOCHS
-    if not p.is_file():
-        return {}
-    with p.open(newline="") as f:
-        return {r["workload"]: (int(r["samples_per_epoch"]), r.get("inferred") == "yes") for r in csv.DictReader(f)}
+    """workload -> (samples in one epoch of the source's dataset, inferred?): data/source_epochs.csv as
+    ``aggregate.source_epochs`` reads it (once, cached)."""
+    from .aggregate import source_epochs as read
+
+    return {w: (e["samples"], e["inferred"]) for w, e in read(str(path) if path else None).items()}
 
 
 def _epoch_samples(p, epochs: dict):

@@ -228,9 +228,8 @@ def _limit(r: dict, gpu, cal: dict, threads) -> dict:
         return {"flops_per_sample": None, "flops_source": None, "peak_flops": None, "peak_source": None}
     fps, source = flops.for_record(r)
     p = r.get("params") or {}
-    pk, why = peaks.peak(r.get("device_used"), gpu, p.get("precision") or "float32", cal or None, threads or None)
-    if pk is not None and r.get("device_used") == "gpu":
-        pk *= int(_num(p.get("gpus")) or 1) * int(_num(p.get("hosts")) or 1)
+    pk, why = peaks.peak(r.get("device_used"), gpu, p.get("precision") or "float32", cal or None, threads or None,
+                         gpus=int(_num(p.get("gpus")) or 1) * int(_num(p.get("hosts")) or 1))
     return {"flops_per_sample": _num(fps), "flops_source": source, "peak_flops": pk, "peak_source": why}
 
 

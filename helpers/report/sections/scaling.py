@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 
+from ...params import LATER_DEFAULTS
 from ..aggregate import _knob_items, labels
 from ..charts import MAX_LINES, colour, grid, plain_log
 from ..fmt import MARKS_NOTE, isnull, marks, num
@@ -96,8 +97,8 @@ def device_scaling(summ):
     s["gpus_n"] = [int(i.get("gpus", 1)) for i in items]
     s["hosts_n"] = [int(i.get("hosts", 1)) for i in items]
     s["devices"] = s["gpus_n"] * s["hosts_n"]
-    s["input_dtype"] = [i.get("input_dtype", "float32") for i in items]
-    s["placement"] = [i.get("data_placement", "host") for i in items]
+    s["input_dtype"] = [i.get("input_dtype", LATER_DEFAULTS["input_dtype"]) for i in items]
+    s["placement"] = [i.get("data_placement", LATER_DEFAULTS["data_placement"]) for i in items]
     s["_base"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k not in DEVICE_KNOBS) for i in items]
     if not (s["devices"] > 1).any():
         return None
@@ -209,7 +210,7 @@ def input_path(summ):
         return None
     s = summ[summ["host_copy_s"].notna() & summ["samples_per_s"].notna()].copy()
     items = [_knob_items(k) for k in s["knobs"]]
-    s["placement"] = [i.get("data_placement", "host") for i in items]
+    s["placement"] = [i.get("data_placement", LATER_DEFAULTS["data_placement"]) for i in items]
     s["_twin"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k != "data_placement") for i in items]
     keys = [k for k in CONFIG_KEYS if k != "knobs"] + ["_twin"]
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from .. import mfu as mfu_of
 from ..charts import PALETTE
-from ..fmt import MARKS_NOTE, digits, figure, rounded, short_path, shown
+from ..fmt import MARKS_NOTE, digits, figure, isnull, rounded, short_path, shown
 from .base import Section
 
 TITLE = "Comparison summary and utilisation over time"
@@ -124,24 +125,27 @@ def build(ctx) -> Section:
 
 
 def _tidy_row(df, rec: dict) -> dict:
-    """The tidy table's row of a record (its FLOPs per sample and peak, counted at report time for older records)."""
+    """The tidy table's row of a record, with its achieved TFLOP/s and MFU (``mfu.add``: its FLOPs per sample, the
+    record's own or counted at report time for older records, x its samples/s over its devices' peak)."""
     if df is None or "path" not in df or not rec.get("_path"):
         return {}
     rows = df[df["path"] == rec["_path"]]
-    return rows.iloc[0].to_dict() if len(rows) else {}
+    return mfu_of.add(rows.head(1).copy()).iloc[0].to_dict() if len(rows) else {}
+
+
+def _known(v):
+    return None if isnull(v) else v
 
 
 def both_answers(rec: dict, tidy: dict | None = None) -> str | None:
     """Seed 003's graphs asked how busy the GPU was: for the drawn run, NVML's busy time and MFU in one line
-    (MFU from the record, else from its tidy row: FLOPs per sample x its samples/s over the peak)."""
+    (MFU from its tidy row, ``_tidy_row``; without one, the record's own)."""
     util = rec.get("utilisation") or {}
-    busy, mfu = util.get("gpu_pct_mean"), rec.get("mfu")
     t = tidy or {}
-    if mfu is None and t.get("flops_per_sample") == t.get("flops_per_sample") and t.get("peak_flops") and \
-            rec.get("samples_per_s") and t.get("flops_per_sample"):
-        rec = {**rec, "achieved_tflops": t["flops_per_sample"] * rec["samples_per_s"] / 1e12}
-        mfu = t["flops_per_sample"] * rec["samples_per_s"] / t["peak_flops"]
-        mfu = None if mfu != mfu else mfu
+    busy = util.get("gpu_pct_mean")
+    mfu = _known(t.get("mfu", rec.get("mfu")))
+    tflops = _known(t.get("achieved_tflops", rec.get("achieved_tflops")))
+    why = rec.get("mfu_reason") or (_known(t.get("peak_source")) if t.get("flops_per_sample") else None)
     if busy is None and mfu is None:
         return None
     parts = []
@@ -149,9 +153,8 @@ def both_answers(rec: dict, tidy: dict | None = None) -> str | None:
         parts.append(f"busy {busy:.0f}% of the time (NVML, mean over {util.get('window') or 'the run'}"
                      + (f", peak {util['gpu_pct_max']:.0f}%" if util.get("gpu_pct_max") is not None else "") + ")")
     if mfu is not None:
-        tflops = rec.get("achieved_tflops")
         parts.append(f"did {_mfu_text(mfu)} of its peak arithmetic (MFU" + (f", {tflops:.3g} TFLOP/s" if tflops else "")
                      + ")")
-    elif rec.get("mfu_reason"):
-        parts.append(f"MFU not known: {rec['mfu_reason']}")
+    elif why:
+        parts.append(f"MFU not known: {why}")
     return "This run's device: " + "; ".join(parts) + "."
