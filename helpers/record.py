@@ -16,6 +16,11 @@ fingerprint is taken before the CPU affinity is narrowed (``cpu_available`` adde
 ``energy_with_val_j_epochs``, ``first_epoch_energy_j``, ``energy_above_idle_j_per_epoch``,
 ``energy_above_idle_j_epochs``, ``idle_power_w``, ``idle_window_s``, ``idle_method``,
 ``gpu_indices_used``. ``read_records`` reads every schema in ``READABLE_SCHEMAS``.
+
+Schema 3: ``energy_j_per_epoch`` (and ``energy_above_idle_j_per_epoch``) is the steady window's counter energy
+over its epochs, a mean (schema 2: the median epoch's, which the counter's 0.1-s steps biased: an H100 epoch of
+27 ms read 0 J); a steady window under ``sampler.ENERGY_MIN_WINDOW_S`` has none and says why
+(``energy_reason``). New key: ``energy_window_s``.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ from pathlib import Path
 from .params import LATER_DEFAULTS
 from .record_check import problem as _problem
 
-SCHEMA = 2
-READABLE_SCHEMAS = (1, 2)  # older records stay readable; ``schema`` says which meanings they carry
+SCHEMA = 3
+READABLE_SCHEMAS = (1, 2, 3)  # older records stay readable; ``schema`` says which meanings they carry
 STATUSES = ("ok", "failed", "skipped")
 REQUIRED_KEYS = ("schema", "point_id", "workload", "backend", "device", "device_used", "status",
                  "reason", "params", "data_source", "n_train", "batch_size", "epochs",

@@ -19,6 +19,7 @@ _FIELDS = {
     "point_id": "text", "workload": "text", "backend": "text", "device": "text", "status": "text",
     "device_used": "text?", "reason": "text?", "data_source": "text?", "notebook": "text?",
     "started_at": "text?", "price_profile": "text?", "traceback": "text?", "energy_method": "text?",
+    "energy_reason": "text?",
     "params": "map?", "fingerprint": "map?", "utilisation": "map?", "data_info": "map?", "epoch_spread": "map?",
     "history": "map?",
     "batch_size": "count?", "n_train": "count?", "epochs": "count?", "steps_per_epoch": "count?",
@@ -26,6 +27,7 @@ _FIELDS = {
     "steady_s": "pos?",
     "duration_s": "nonneg?", "wall_s": "nonneg?", "energy_j_per_epoch": "nonneg?",
     "energy_above_idle_j_per_epoch": "num?", "idle_power_w": "nonneg?",
+    "energy_window_s": "nonneg?",
     "epoch_s": "poslist?", "epoch_total_s": "poslist?", "val_s": "nonneglist?",
     "utilisation_timeline": "list?", "epoch_bounds_s": "list?", "fixture": "bool?",
 }

@@ -2,6 +2,7 @@
 board's counter on the GPUs used, thread settings in effect, the process's own CPU %, the schema."""
 
 import json
+import statistics
 import os
 import sys
 import textwrap
@@ -179,6 +180,7 @@ def _drive_epochs(clock, nv, used, per_epoch):
 def test_energy_is_the_counter_difference_on_the_gpus_used(fake_nvml, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb2222")  # the point sees NVML's GPU 1 only
     monkeypatch.setattr(sampler, "framework_peak_memory", lambda backend, dev: {})
+    monkeypatch.setattr(sampler, "ENERGY_MIN_WINDOW_S", 0.0)  # epochs of 20 ms here
     fake_nvml.idle_rate_w = 60.0  # the counter grows at 60 W while idle
     smp = sampler.Sampler(interval=0.01)
     assert smp.gpu_indices == [1] and smp.energy_counter
@@ -211,6 +213,7 @@ def test_energy_falls_back_to_mean_power_and_says_so(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", nv)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setattr(sampler, "framework_peak_memory", lambda backend, dev: {})
+    monkeypatch.setattr(sampler, "ENERGY_MIN_WINDOW_S", 0.0)
     smp = sampler.Sampler(interval=0.01)
     assert smp.gpu_indices == [0] and not smp.energy_counter and smp.energy_mj() is None
     idle = smp.measure_idle(0.2)
@@ -226,6 +229,39 @@ def test_energy_falls_back_to_mean_power_and_says_so(monkeypatch):
     assert rec["energy_method"] == "mean_power"
     assert rec["energy_j_per_epoch"] == pytest.approx(300.0 * rec["median_epoch_s"])
     assert "energy_with_val_j_epochs" not in rec
+
+
+def _stepped_counter_marks(epoch_s: float, n_epochs: int, power_w: float, step_s: float = 0.1):
+    """Epoch marks from a counter that, like an H100's, moves once every ``step_s`` by that step's energy:
+    back-to-back epochs of ``epoch_s`` at ``power_w``, starting at a phase of a third of a step."""
+    def counter(t):
+        return int((t + step_s / 3) / step_s) * power_w * step_s * 1000.0  # mJ
+    return [{"begin": counter(i * epoch_s), "test_begin": None, "test_end": None, "end": counter((i + 1) * epoch_s)}
+            for i in range(n_epochs)]
+
+
+def test_energy_of_short_epochs_is_the_window_over_its_epochs_not_a_median():
+    """27-ms epochs at 150 W on a counter with 0.1-s steps: most epochs read 0 J, a few a whole step
+    (15 J). The median epoch (schema 2's figure) is 0 J; the window over its epochs is within 5% of the
+    true 4.05 J."""
+    marks = _stepped_counter_marks(0.027, 80, 150.0)
+    train_s = [0.027] * 80
+    per_epoch = [(m["end"] - m["begin"]) / 1000 for m in marks[1:]]
+    assert sorted(set(round(e, 6) for e in per_epoch)) == [0.0, 15.0]
+    assert statistics.median(per_epoch) == 0.0  # what the old figure was
+    out = sampler.energy_figures(marks, train_s, idle_power_w=70.0)
+    assert out["energy_method"] == "nvml_energy_counter"
+    assert out["energy_j_per_epoch"] == pytest.approx(150.0 * 0.027, rel=0.05)
+    assert out["energy_above_idle_j_per_epoch"] == pytest.approx(80.0 * 0.027, rel=0.1)
+    assert out["energy_window_s"] == pytest.approx(79 * 0.027)
+
+
+def test_energy_needs_a_window_the_counter_can_resolve():
+    marks = _stepped_counter_marks(0.027, 10, 150.0)  # 9 steady epochs: 0.24 s
+    out = sampler.energy_figures(marks, [0.027] * 10, idle_power_w=70.0, mean_power_w=150.0)
+    assert "energy_j_per_epoch" not in out and out["energy_window_s"] == pytest.approx(0.243)
+    assert "shorter than 1 s" in out["energy_reason"] and "min_steady_s" in out["energy_reason"]
+    assert out["idle_power_w"] == 70.0  # idle power is still said
 
 
 def test_cpu_point_samples_no_gpu(fake_nvml, monkeypatch):
@@ -312,16 +348,17 @@ def test_synthetic_images_are_said_to_be_easy():
 
 
 def test_schema_bumped_and_older_records_still_read(tmp_path):
-    assert record.SCHEMA == 2
+    assert record.SCHEMA == 3
     p = {"workload": "cnn_cifar10", "backend": "jax", "device": "cpu"}
     new = record.empty_record(p, "new")
     new["status"] = "ok"
-    assert new["schema"] == 2
+    assert new["schema"] == 3
     record.write_record(new, tmp_path)
     (tmp_path / "old.json").write_text(json.dumps({**new, "point_id": "old", "schema": 1}))
-    (tmp_path / "future.json").write_text(json.dumps({**new, "point_id": "future", "schema": 3}))
+    (tmp_path / "two.json").write_text(json.dumps({**new, "point_id": "two", "schema": 2}))
+    (tmp_path / "future.json").write_text(json.dumps({**new, "point_id": "future", "schema": 4}))
     recs, skipped = record.read_records([tmp_path])
-    assert sorted(r["point_id"] for r in recs) == ["new", "old"]
+    assert sorted(r["point_id"] for r in recs) == ["new", "old", "two"]
     assert [os.path.basename(s[0]) for s in skipped] == ["future.json"]
 
 

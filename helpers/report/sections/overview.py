@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...record import SCHEMA
+from ...sampler import COUNTER
 from ..fmt import ONE_RUN, SHORT, shown_path
 from ..reference import is_reference
 from .base import Section
@@ -63,12 +64,16 @@ def build(ctx) -> Section:
     if nfix:
         s.note("⚠ {} record(s) are <b>fixtures</b> (hand-written test data, marked * in charts and 'fixture' in "
                "tables), not measurements.", nfix, kind="warn")
-    old = [r for r in ctx.records if isinstance(r.get("schema"), int) and r["schema"] < SCHEMA]
-    if old:
-        affected = sum(_validated_on_async(r) for r in old)
-        s.note("⚠ {} record(s) were measured before the fixes of record schema {} (validation timing on "
+    v1 = [r for r in ctx.records if r.get("schema") == 1]
+    if v1:
+        affected = sum(_validated_on_async(r) for r in v1)
+        s.note("⚠ {} record(s) were measured before the fixes of record schema 2 (validation timing on "
                "asynchronous backends, GPU energy from the board's energy counter): {} of them validated on JAX "
                "or a GPU, where their samples/s may be too high; their energy is mean sampled power × time, "
-               "idle power included. The published reference is such a record set until it is re-published.",
-               len(old), SCHEMA, affected, kind="warn")
+               "idle power included.", len(v1), affected, kind="warn")
+    v2 = [r for r in ctx.records if r.get("schema") == 2 and r.get("energy_method") == COUNTER]
+    if v2 and SCHEMA >= 3:
+        s.note("⚠ {} record(s) measured GPU energy before the fix of record schema 3: their J/epoch is the median "
+               "epoch's counter difference, which the counter's steps (about 0.1 s) bias low for short epochs "
+               "(0 J at 27 ms); schema 3 takes the steady window's energy over its epochs.", len(v2), kind="warn")
     return s
