@@ -305,3 +305,20 @@ def test_real_runs_repeats_resume_and_live_epochs(tmp_path, monkeypatch, capsys)
     notebooks = {record.notebook_path(r) for r in recs.values()}
     assert len(notebooks) == 3 and all(nb.is_file() for nb in notebooks)
     assert json.loads(record.notebook_path(recs[2]).read_text())["cells"]
+
+
+def test_bytecode_note_when_the_kernel_would_compile_its_imports_each_time(tmp_path, monkeypatch):
+    """PYTHONDONTWRITEBYTECODE with no cached bytecode: the run says what each kernel start pays and the
+    fix; with bytecode cached, or Python free to write it, it says nothing."""
+    import py_compile
+
+    from helpers import plan
+
+    (tmp_path / "kmod_nobc.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    note = plan.bytecode_note(dont_write=True, module="kmod_nobc")
+    assert note and "PYTHONDONTWRITEBYTECODE" in note and "compileall" in note
+    assert plan.bytecode_note(dont_write=False, module="kmod_nobc") is None
+    py_compile.compile(str(tmp_path / "kmod_nobc.py"))  # the cached .pyc beside it
+    assert plan.bytecode_note(dont_write=True, module="kmod_nobc") is None
+    assert plan.bytecode_note(dont_write=True, module="no_such_module_here") is None

@@ -11,7 +11,12 @@ TITLE = "Energy per epoch and per 1,000 samples"
 LEAD = ("Where the GPU's energy was measured (NVML): the board's energy counter differenced at synchronised "
         "epoch boundaries on the GPUs the point used (older records: mean sampled power × epoch time). Per "
         "1,000 samples and per epoch of the source's full dataset, so configurations compare; the idle power "
-        "is shown apart, with the energy above idle beside the total.")
+        "is shown apart, with the energy above idle beside the total. The figure per epoch is the steady window's "
+        "energy over its epochs: the counter moves in steps of 0.1 s (H100), so a window under 1 s has none. "
+        "Idle W: in a runner's run, the GPU at rest before the first point, no framework holding it (73-75 W on "
+        "the H100 here); a point run on its own (JupyterLab) measures it while its data is made, the framework "
+        "holding the GPU, which draws more (116-125 W on the same H100). Above the first, \"above idle\" counts "
+        "that holding power as the work's.")
 
 METHODS = {"nvml_energy_counter": "energy counter", "mean_power": "mean power × time (idle included)"}
 
