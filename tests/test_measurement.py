@@ -2,8 +2,8 @@
 board's counter on the GPUs used, thread settings in effect, the process's own CPU %, the schema."""
 
 import json
-import statistics
 import os
+import statistics
 import sys
 import textwrap
 import threading
