@@ -121,9 +121,11 @@ def test_anchors_resnet50_and_seed_000_cnn(jax_counts):
 def test_gpu_peaks_by_name_and_precision():
     pk, src = peaks.gpu_peak("NVIDIA H100 80GB HBM3", "mixed_bfloat16")
     assert pk == pytest.approx(989.5e12) and "H100 SXM" in src and "https://" in src
-    assert peaks.gpu_peak("NVIDIA H100 PCIe", "float32")[0] == pytest.approx(51e12)
+    pk, src = peaks.gpu_peak("NVIDIA H100 PCIe", "float32")  # float32: against TF32 where the card has it
+    assert pk == pytest.approx(378e12) and "TF32" in src and "plain FP32 51 TFLOP/s" in src
     assert peaks.gpu_peak("NVIDIA H200", "mixed_float16")[0] == pytest.approx(989.5e12)
-    assert peaks.gpu_peak("NVIDIA A100-SXM4-80GB", "float32")[0] == pytest.approx(19.5e12)
+    assert peaks.gpu_peak("NVIDIA A100-SXM4-80GB", "float32")[0] == pytest.approx(156e12)
+    assert peaks.gpu_peak("Tesla V100-SXM2-16GB", "float32")[0] == pytest.approx(15.7e12)  # no TF32 on Volta
     assert peaks.gpu_peak("NVIDIA L4", "mixed_bfloat16")[0] == pytest.approx(121e12)
     assert peaks.gpu_peak("Tesla P100-PCIE-16GB", "mixed_float16")[0] == pytest.approx(18.7e12)
     assert peaks.gpu_peak("Tesla K80", "float32")[0] == pytest.approx(4.37e12)

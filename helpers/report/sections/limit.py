@@ -190,8 +190,10 @@ def build(ctx) -> Section:
            "{} of {} configurations have a count; {} of them were counted at report time (records that predate "
            "the count).", int(counted.sum()), len(summ),
            int(summ["flops_source"].fillna("").str.contains("report time").sum()))
-    s.note("Peaks: GPUs from NVIDIA's datasheets, dense, for the precision used (params/peaks.yaml: float32 is "
-           "the plain FP32 figure; TF32 tensor cores, on by default for JAX's float32 matmuls, can pass it); CPUs: "
+    s.note("Peaks: GPUs from NVIDIA's datasheets, dense, for the precision used (params/peaks.yaml: float32 "
+           "against the TF32 tensor-core peak where the GPU has one, the most float32 training gets from the card: "
+           "JAX and TensorFlow use it by default, PyTorch for convolutions; a PyTorch dense or recurrent model in "
+           "float32 runs plain FP32 matmuls, so its MFU also says what allow_tf32 could add); CPUs: "
            "the measured matmul peak of the run's host calibration (numpy float32 matmul on the threads used), "
            "not a datasheet figure. Without a known peak MFU is left empty and the table says why.")
     s.note("{}", NVML_VS_MFU)
