@@ -110,12 +110,16 @@ def bytecode_note(dont_write: bool | None = None, module: str = "ipykernel.kerne
 
     if not (sys.flags.dont_write_bytecode if dont_write is None else dont_write):
         return None
-    try:
-        spec = importlib.util.find_spec(module)
+    top, _, rest = module.partition(".")
+    try:  # the top-level package's spec only: nothing is imported into the runner
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return None
     origin = getattr(spec, "origin", None) or ""
-    if not origin.endswith(".py") or os.path.exists(importlib.util.cache_from_source(origin)):
+    if rest and origin.endswith("__init__.py"):
+        origin = os.path.join(os.path.dirname(origin), *rest.split(".")) + ".py"
+    if not origin.endswith(".py") or not os.path.exists(origin) \
+            or os.path.exists(importlib.util.cache_from_source(origin)):
         return None
     return (f"note: PYTHONDONTWRITEBYTECODE is set and {module.split('.')[0]} has no compiled bytecode, so every "
             "point's kernel compiles its imports again (about 1 s a point, seen on a GPU machine). Byte-compile "

@@ -275,6 +275,7 @@ def main(argv=None) -> int:
         print("nothing was run.", file=sys.stderr)
         return EXIT_CANNOT_WRITE
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)  # also where the parent left SIGINT ignored (a background job)
     os.environ["CGB_KERNEL_IPYTHONDIR"] = str(run_dir / ".ipython")  # kernels: an empty IPython profile
     engine = streaming_engine(_register_engine())
 
