@@ -16,6 +16,7 @@ from pathlib import Path
 from . import grid as _grid
 from . import record as _record
 from .execute import is_complete, notebook_params
+from .params import LATER_DEFAULTS
 
 GUARD_RUNS = 500  # more runs than this: refused without --yes
 GUARD_S = 3 * 3600.0  # an estimated time over this: refused without --yes
@@ -25,6 +26,9 @@ def describe(p: dict) -> str:
     extra = []
     for k in ("batch_size", "precision", "threads", "jit_compile", "n_train"):
         extra.append(f"{k}={p[k]}")
+    # the knobs added later, where a point sets them away from their old value (gpus=2, input_dtype=uint8, ...):
+    # without them the runs of a scaling grid would read alike
+    extra += [f"{k}={p[k]}" for k in LATER_DEFAULTS if k in p and p[k] != LATER_DEFAULTS[k]]
     return f"{p['workload']} {p['backend']}/{p['device']} " + " ".join(extra)
 
 

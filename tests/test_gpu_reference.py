@@ -277,3 +277,31 @@ def test_fidelity_merge_names_runs_by_short_distinct_sources(tmp_path):
     assert srcs == ["1/fid_bf16.json", "7/fid_bf16.json"]
     assert d["rows"][0]["ratios"]["paired_jax"]["ratios"] == [0.95, 1.05]
     assert d["meta"]["runs"][0]["merged_from"] == ["old.json"]
+
+
+def test_published_h200x2_scaling_reference_holds_one_lease_of_params_scaling():
+    """reference/h200x2: every run of params/scaling.yaml (each configuration twice) from one machine boot; the
+    2-GPU records name both devices; each model's efficiency on 2 GPUs is there with float32 and uint8 inputs."""
+    from helpers import report
+    from helpers.report.devices import device_scaling
+
+    folder = PROJECT_ROOT / "reference" / "h200x2"
+    recs, skipped = record.read_records([folder / "records"])
+    assert not skipped and len(recs) == 32 and all(r["status"] == "ok" for r in recs)
+    assert len({r["fingerprint"]["boot_id"] for r in recs}) == 1  # one lease
+    text = "".join(p.read_text() for p in (folder / "records").glob("*.json"))
+    assert str(PROJECT_ROOT) not in text and str(PROJECT_ROOT) not in (folder / "report.html").read_text()
+    points = grid.expand_all([PROJECT_ROOT / "params" / "scaling.yaml"])
+    ran = {(r["config_id"], r["repeat"]) for r in recs}
+    assert len(ran) == 2 * len(points) == 32
+    for r in recs:
+        assert r["device_used"] == "gpu" and r["gpus"] == len(r["utilisation"]["gpu_indices"])
+        if r["gpus"] == 2:
+            assert r["mesh_devices"] == ["gpu:0", "gpu:1"] and r["global_batch_size"] == 2 * r["batch_size"]
+    ctx = report.build_context([folder / "records"], use_reference=False)
+    table = device_scaling(ctx.summary)
+    two = table[table["devices"] == 2]
+    for wl in ("resnet50", "vgg_cifar10", "cnn_256"):
+        have = two[(two["workload"] == wl) & (two["data on"] == "host")]
+        assert set(have["input"]) == {"float32", "uint8"} and have["efficiency"].between(0.2, 1.2).all(), wl
+    assert set(two[two["workload"] == "resnet50"]["data on"]) == {"host", "device"}

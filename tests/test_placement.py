@@ -263,3 +263,53 @@ def test_on_several_devices_each_batch_is_put_there_sharded_over_the_mesh(tmp_pa
     assert rec["status"] == "ok" and rec["data_placement"] == "device" and rec["gpus"] == 2
     assert rec["global_batch_size"] == 64 and rec["n_train"] == 1030 and rec["steps_per_epoch"] == 17
     assert rec["history"]["loss"][-1] < rec["history"]["loss"][0]  # it trains
+
+
+def test_scaling_section_sets_published_anchors_beside_and_says_the_efficiency_per_input_path(tmp_path):
+    """Lambda's 1x..8x H100 figures (data/published_figures.csv) are the anchors: the scaling section lists and
+    draws them with their efficiency; the single-device comparison section leaves them out; each model gets a
+    sentence with its efficiency per input path and the range over its runs."""
+    from helpers import report
+    from helpers.report import devices, published, published_match, sections
+
+    pub = published.load_published()
+    anchors = devices.published_devices(pub, {"resnet50"})
+    eight = anchors[anchors["GPUs"] == 8]
+    assert len(eight) == 2 and set(eight["samples/s"]) == {22063.0, 14969.5}  # AMP and TF32 medians
+    assert (eight["efficiency"] - 22063.0 / (8 * 2792.0)).abs().min() < 1e-9
+    cov = published.coverage(pub)
+    multi = cov[cov["hardware"].str.match(r"[2-8]x NVIDIA H100")]
+    assert len(multi) == 6 and (multi["shown"] == "the scaling section (published multi-GPU figures)").all()
+    assert devices.published_devices(pub, {"mlp_mnist"}) is None  # no multi-GPU figure for it
+    # two runs per configuration: 1 GPU 2,400 and 2,600; 2 GPUs 4,000 and 4,400 (median 4,200)
+    _records(tmp_path, [(1, "host", 2400.0, 0.04), (1, "host", 2600.0, 0.04), (2, "host", 4000.0, 0.07),
+                        (2, "host", 4400.0, 0.07)])
+    report.setup_plots()
+    ctx = report.build_context([tmp_path])
+    vs = published_match.versus_published(ctx.summary, ctx.published)
+    assert not vs["hardware / configuration"].str.contains(r"[2-8]x NVIDIA H100").any()
+    assert vs["hardware / configuration"].str.contains("1x NVIDIA H100").any()
+    table = devices.device_scaling(ctx.costed)
+    two = table[table["devices"] == 2].iloc[0]
+    assert two["efficiency"] == pytest.approx(4200 / (2 * 2500))
+    assert two["efficiency over the runs"] == pytest.approx((4000 / (2 * 2600), 4400 / (2 * 2400)))
+    lines = devices.findings(table)
+    assert lines == ["resnet50 (jax, mixed_bfloat16) on 2 GPUs: efficiency 0.84 with float32 inputs from the host "
+                     "(0.77-0.92 over 2 run(s))."]
+    page = sections.build(sections.get("scaling"), ctx)._repr_html_()
+    assert lines[0] in page and "Published multi-GPU figures" in page and "lambdal/deeplearning-benchmark" in page
+    assert "0.77-0.92" in page and "0.99" in page  # the run range; the anchors' efficiency
+
+
+def test_the_run_line_names_the_knobs_a_scaling_grid_varies():
+    """The runner's line for a point shows gpus, input_dtype and data_placement away from their defaults, so the
+    runs of params/scaling.yaml do not read alike (and a default point's line stays as it was)."""
+    from helpers import plan
+    from helpers.grid import expand_all
+
+    lines = [plan.describe(p) for p in expand_all([PROJECT_ROOT / "params" / "scaling.yaml"])]
+    assert len(set(lines)) == len(lines) == 16
+    assert any(line.endswith("gpus=2 data_placement=device input_dtype=uint8") for line in lines)
+    one = next(line for line in lines if "resnet50" in line and "=device" not in line and "uint8" not in line
+               and "gpus" not in line)
+    assert one.endswith("n_train=5120")

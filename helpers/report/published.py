@@ -16,6 +16,7 @@ epoch includes, and whether the pair is like with like and if not, why.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from ..paths import PROJECT_ROOT
@@ -51,6 +52,15 @@ SYNTHETIC_IMAGES = (
     "(e.g., reading, decompress, and augmenting the images)\", 004_0e48492da3711cae.txt line 33): a catsdogs or "
     "cnn_256 run on synthetic data measures the generator's augmentation and the model, not the decoding; "
     "give data_dir (the JPEG folders) to include it.")
+
+
+def gpu_count(p) -> int | None:
+    """How many GPUs a published GPU figure used, from its hardware ("8x NVIDIA H100", "2× H200"); None for a CPU
+    row (its "2x Xeon" are sockets) or hardware that names no count."""
+    if str(p.get("device")) != "gpu":
+        return None
+    m = re.search(r"(?<![\w.])(\d+)\s*[x\u00d7]\s", str(p.get("hardware") or ""))
+    return int(m.group(1)) if m else None
 
 
 def load_published(path: Path | str | None = None):
@@ -137,6 +147,8 @@ def coverage(pub, workloads=None, epochs: dict | None = None):
         shown, reason = "", ""
         if p["workload"] not in known:
             reason = f"no suite workload '{p['workload']}'"
+        elif p["metric"] == "samples_per_s" and (gpu_count(p) or 1) > 1:
+            shown = "the scaling section (published multi-GPU figures)"
         elif p["row"] in thr_rows:
             shown = "throughput (samples/s)"
         elif p["metric"] == "s_per_epoch" and k in have:

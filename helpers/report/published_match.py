@@ -11,7 +11,7 @@ augmentation; an epoch that includes validation meets your epoch with its valida
 
 from __future__ import annotations
 
-from .published import EPOCH, OTHER, published_throughput
+from .published import EPOCH, OTHER, gpu_count, published_throughput
 
 
 def _knobs(s) -> dict:
@@ -101,6 +101,8 @@ def versus_published(summ, pub):
     import pandas as pd
 
     thr = published_throughput(pub)
+    if not thr.empty:  # a figure of several GPUs meets yours in the scaling section, not here
+        thr = thr[[(gpu_count(p) or 1) == 1 for p in thr.to_dict("records")]]
     if thr.empty:
         return pd.DataFrame()
     if summ is not None and not summ.empty:

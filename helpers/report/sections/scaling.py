@@ -10,11 +10,11 @@ hardware, e.g. "8x H100"). Then where the time goes: one batch's copy from the h
 from __future__ import annotations
 
 import math
-import re
 
 from ...params import LATER_DEFAULTS
 from ..aggregate import _knob_items, labels
 from ..charts import MAX_LINES, colour, grid, plain_log
+from ..devices import device_scaling, findings, plot_devices, published_devices
 from ..fmt import MARKS_NOTE, isnull, marks, num
 from ..table import CONFIG_KEYS
 from .base import Section
@@ -25,11 +25,11 @@ LEAD = ("Seed 002 scaled vCPUs, seed 004 tuned batch_size and workers and measur
         "values for otherwise equal configurations); samples/s (median over runs; bars: between-run interval), so "
         "every point of a line is per sample; a point from one run or a short window carries its mark.")
 DEVICE_KNOBS = ("gpus", "hosts")
-INPUT_NOTE = ("Where the time goes: with float32 inputs every step copies 4 bytes a pixel from the host "
-              "(ResNet-50 at 256 images a GPU: 154 MB a step per GPU), with uint8 inputs one byte, normalised "
-              "inside the model; measured on two H200s (issue 16): efficiency about 0.45 with float32 inputs, "
-              "0.72 with uint8. Compare the two input rows of a model at the same GPU count: the difference is "
-              "the host copy.")
+INPUT_NOTE = ("The input path: with float32 inputs every step copies 4 bytes a pixel from the host (ResNet-50 at "
+              "256 images a GPU: 154 MB a step per GPU), with uint8 inputs one byte, normalised inside the model (the "
+              "same network); with <code>data_placement: device</code> the training set sits on the GPUs before the "
+              "clock starts and no step copies anything. Compare a model's input rows at the same GPU count: the "
+              "difference is the host copy. In these records:")
 
 AXES = (("batch_size", "batch size", "batch sizes"),
         ("threads", "CPU threads (0 = all the machine allows)", "CPU thread counts"),
@@ -86,90 +86,6 @@ def plot_scaling(summ, x: str, xlabel: str):
     return fig
 
 
-def device_scaling(summ):
-    """One row per configuration that was run on several devices and the rows it is compared with: samples/s,
-    devices (gpus x hosts), input dtype, efficiency against the same configuration on one device. None when no
-    record used more than one device."""
-    if summ.empty or "knobs" not in summ.columns:
-        return None
-    s = summ[summ["samples_per_s"].notna()].copy()
-    items = [_knob_items(k) for k in s["knobs"]]
-    s["gpus_n"] = [int(i.get("gpus", 1)) for i in items]
-    s["hosts_n"] = [int(i.get("hosts", 1)) for i in items]
-    s["devices"] = s["gpus_n"] * s["hosts_n"]
-    s["input_dtype"] = [i.get("input_dtype", LATER_DEFAULTS["input_dtype"]) for i in items]
-    s["placement"] = [i.get("data_placement", LATER_DEFAULTS["data_placement"]) for i in items]
-    s["_base"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k not in DEVICE_KNOBS) for i in items]
-    if not (s["devices"] > 1).any():
-        return None
-    keys = [k for k in CONFIG_KEYS if k not in ("knobs", "n_train")] + ["_base"]
-    rows = []
-    for _, g in s.groupby(keys, dropna=False, sort=True):
-        if g["devices"].max() <= 1:
-            continue
-        one = g[g["devices"] == 1]["samples_per_s"]
-        base = float(one.iloc[0]) if len(one) else math.nan
-        for r in g.sort_values("devices").to_dict("records"):
-            eff = r["samples_per_s"] / (r["devices"] * base) if base == base else math.nan
-            rows.append({"workload": r["workload"], "backend": r["backend"], "precision": r["precision"],
-                         "batch per device": r["batch_size"], "input": r["input_dtype"], "data on": r["placement"],
-                         "GPUs": f"{r['gpus_n']}" + (f" x {r['hosts_n']} hosts" if r["hosts_n"] > 1 else ""),
-                         "devices": r["devices"], "samples/s": r["samples_per_s"], "efficiency": eff,
-                         "J per epoch": r.get("energy_j_per_epoch"),
-                         "$ per 1k samples": r.get("on_demand_per_1k", math.nan),
-                         "$ per epoch": (r.get("on_demand_per_h", math.nan) / 3600.0 * r["s_per_epoch"]
-                                         if not isnull(r.get("s_per_epoch")) else math.nan),
-                         "runs": r.get("n_runs"),
-                         "marks": marks(r.get("n_runs"), bool(r.get("short_window")))})
-    if not rows:
-        return None
-    import pandas as pd
-
-    return pd.DataFrame(rows).sort_values(["workload", "backend", "precision", "devices", "input", "data on"],
-                                          kind="stable")
-
-
-def plot_devices(table):
-    """samples/s against devices, one panel per workload, one line per input dtype (and backend/precision);
-    dotted: linear scaling from one device."""
-    fig, axes = grid(table["workload"].nunique(), [3.0] * table["workload"].nunique(), ncols=3)
-    for ax, (wl, g) in zip(axes, table.groupby("workload", sort=True)):
-        for (be, prec, inp, on), h in g.groupby(["backend", "precision", "input", "data on"], sort=True):
-            h = h.sort_values("devices")
-            lab = f"{be} · {prec} · {inp} inputs" + (" · data on the device" if on == "device" else "")
-            line = ax.plot(h["devices"], h["samples/s"], marker="o", label=lab)[0]
-            one = h[h["devices"] == 1]["samples/s"]
-            if len(one):
-                xs = sorted(set(h["devices"]))
-                ax.plot(xs, [float(one.iloc[0]) * x for x in xs], linestyle=":", color=line.get_color())
-        ax.set_xticks(sorted(set(g["devices"])))
-        ax.set_xlabel("GPUs (devices in the mesh)", fontsize=8)
-        ax.set_ylabel("samples/s (global; dotted: linear)", fontsize=8)
-        ax.set_title(wl)
-        ax.legend(fontsize=5.5)
-    fig.tight_layout()
-    return fig
-
-
-def published_multi_gpu(pub, workloads):
-    """Published rows of several GPUs (a count in ``hardware``: '8x H100', '8× H100 SXM') for our workloads."""
-    if pub is None or len(pub) == 0 or "hardware" not in pub.columns:
-        return None
-    rows = []
-    for r in pub.to_dict("records"):
-        m = re.search(r"(\d+)\s*[x×]\s", str(r.get("hardware") or ""))
-        if not m or int(m.group(1)) < 2 or r.get("workload") not in workloads or r.get("metric") != "samples_per_s":
-            continue
-        rows.append({"workload": r["workload"], "hardware": r["hardware"], "GPUs": int(m.group(1)),
-                     "framework": r.get("framework"), "samples/s": r.get("value"), "variant": r.get("variant"),
-                     "source": r.get("source")})
-    if not rows:
-        return None
-    import pandas as pd
-
-    return pd.DataFrame(rows).sort_values(["workload", "GPUs"])
-
-
 def _devices_part(s: Section, ctx) -> None:
     s.heading("samples/s against the number of GPUs")
     costed = getattr(ctx, "costed", None)
@@ -179,9 +95,12 @@ def _devices_part(s: Section, ctx) -> None:
                "only; several hosts: <code>hosts</code>). Scaling efficiency appears here once a grid runs the "
                "same configuration on 1 and N GPUs, float32 and uint8 inputs side by side.")
     else:
-        s.figure(plot_devices(table))
+        wls = set(table["workload"])
+        s.figure(plot_devices(table, published_devices(getattr(ctx, "published", None), wls)))
         shown = table.assign(**{"samples/s": [num(v) for v in table["samples/s"]],
                                 "efficiency": ["" if isnull(v) else f"{v:.2f}" for v in table["efficiency"]],
+                                "efficiency over the runs": ["" if not r else f"{r[0]:.2f}-{r[1]:.2f}"
+                                                             for r in table["efficiency over the runs"]],
                                 "J per epoch": [num(v) for v in table["J per epoch"]],
                                 "$ per 1k samples": [_money(v) for v in table["$ per 1k samples"]],
                                 "$ per epoch": [_money(v) for v in table["$ per epoch"]]})
@@ -191,11 +110,17 @@ def _devices_part(s: Section, ctx) -> None:
                "machine's on-demand price (params/prices.yaml; empty where it has none) for the time of 1,000 "
                "samples and of one epoch of the run; the whole machine is paid whether one or all its GPUs train.")
         s.note("{}", INPUT_NOTE)
-    pub = published_multi_gpu(getattr(ctx, "published", None), set(ctx.summary["workload"]) if len(ctx.summary)
-                              else set())
-    if pub is not None:
-        s.note("Published multi-GPU figures for these workloads (data/published_figures.csv, with their source):")
-        s.table(pub, caption="published multi-GPU figures")
+        for line in findings(table):
+            s.note("{}", line)
+    wls = set(ctx.summary["workload"]) if len(ctx.summary) else set()
+    anchors = published_devices(getattr(ctx, "published", None), wls)
+    if anchors is not None:
+        s.note("Published multi-GPU figures for these workloads (data/published_figures.csv, with their source; "
+               "drawn in grey beside yours). Another framework, network variant and GPU: compare the efficiency, "
+               "not the samples/s.")
+        s.table(anchors.assign(**{"samples/s": [num(v) for v in anchors["samples/s"]],
+                                  "efficiency": ["" if isnull(v) else f"{v:.2f}" for v in anchors["efficiency"]]}),
+                caption="published multi-GPU figures")
 
 
 def _money(v) -> str:

@@ -1,0 +1,172 @@
+"""Several GPUs in the report (issue 16): the scaling table, the published anchors beside it, the chart, findings.
+
+    table = device_scaling(summ)              # per configuration on 1..N devices: samples/s, efficiency vs one
+    anchors = published_devices(pub, wls)     # published figures with a GPU count (e.g. Lambda's 1x..8x H100)
+    fig = plot_devices(table, anchors)        # samples/s and efficiency against N; published anchors in grey
+    lines = findings(table)                   # per model, its efficiency at the most GPUs, per input path
+
+Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); its range comes
+from the runs (the slowest N-device run over N x the fastest one-device run, and the other way round).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ..params import LATER_DEFAULTS
+from .aggregate import _knob_items
+from .fmt import isnull, marks
+from .published import gpu_count
+from .table import CONFIG_KEYS
+
+DEVICE_KNOBS = ("gpus", "hosts")
+INPUTS = (("float32", "host"), ("uint8", "host"), ("float32", "device"), ("uint8", "device"))
+
+
+def _path(inp, on) -> str:
+    return f"{inp} inputs" + (" from the host" if on == "host" else ", data on the device")
+
+
+def device_scaling(summ):
+    """One row per configuration that was run on several devices and the rows it is compared with: samples/s,
+    devices (gpus x hosts), input dtype, data placement, efficiency (and its range over the runs) against the same
+    configuration on one device, energy and cost. None when no record used more than one device."""
+    if summ.empty or "knobs" not in summ.columns:
+        return None
+    s = summ[summ["samples_per_s"].notna()].copy()
+    items = [_knob_items(k) for k in s["knobs"]]
+    s["gpus_n"] = [int(i.get("gpus", 1)) for i in items]
+    s["hosts_n"] = [int(i.get("hosts", 1)) for i in items]
+    s["devices"] = s["gpus_n"] * s["hosts_n"]
+    s["input_dtype"] = [i.get("input_dtype", LATER_DEFAULTS["input_dtype"]) for i in items]
+    s["placement"] = [i.get("data_placement", LATER_DEFAULTS["data_placement"]) for i in items]
+    s["_base"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k not in DEVICE_KNOBS) for i in items]
+    if not (s["devices"] > 1).any():
+        return None
+    keys = [k for k in CONFIG_KEYS if k not in ("knobs", "n_train")] + ["_base"]
+    rows = []
+    for _, g in s.groupby(keys, dropna=False, sort=True):
+        if g["devices"].max() <= 1:
+            continue
+        one = g[g["devices"] == 1]
+        base = float(one["samples_per_s"].iloc[0]) if len(one) else math.nan
+        b_lo, b_hi = (_run_range(one.iloc[0]) if len(one) else (math.nan, math.nan))
+        for r in g.sort_values("devices").to_dict("records"):
+            n = r["devices"]
+            lo, hi = _run_range(r)
+            eff = r["samples_per_s"] / (n * base) if base == base else math.nan
+            rows.append({"workload": r["workload"], "backend": r["backend"], "precision": r["precision"],
+                         "batch per device": r["batch_size"], "input": r["input_dtype"], "data on": r["placement"],
+                         "GPUs": f"{r['gpus_n']}" + (f" x {r['hosts_n']} hosts" if r["hosts_n"] > 1 else ""),
+                         "devices": n, "samples/s": r["samples_per_s"], "efficiency": eff,
+                         "efficiency over the runs": (lo / (n * b_hi), hi / (n * b_lo)) if base == base else None,
+                         "J per epoch": r.get("energy_j_per_epoch"),
+                         "$ per 1k samples": r.get("on_demand_per_1k", math.nan),
+                         "$ per epoch": (r.get("on_demand_per_h", math.nan) / 3600.0 * r["s_per_epoch"]
+                                         if not isnull(r.get("s_per_epoch")) else math.nan),
+                         "runs": r.get("n_runs"),
+                         "marks": marks(r.get("n_runs"), bool(r.get("short_window")))})
+    if not rows:
+        return None
+    import pandas as pd
+
+    return pd.DataFrame(rows).sort_values(["workload", "backend", "precision", "devices", "input", "data on"],
+                                          kind="stable")
+
+
+def _run_range(r) -> tuple[float, float]:
+    """The slowest and fastest run's samples/s of a summary row (its median when the range is missing)."""
+    med = float(r["samples_per_s"])
+    lo, hi = r.get("runs_sps_min"), r.get("runs_sps_max")
+    return (med if isnull(lo) else float(lo)), (med if isnull(hi) else float(hi))
+
+
+def published_devices(pub, workloads):
+    """Published samples/s with a GPU count in the hardware ('8x H100'), for ``workloads``, of every family (same
+    source, variant, framework) that has a figure on several GPUs; with the family's efficiency against its one-GPU
+    figure. None when there is none."""
+    if pub is None or len(pub) == 0 or "hardware" not in pub.columns:
+        return None
+    import pandas as pd
+
+    p = pub[(pub["metric"] == "samples_per_s") & pub["workload"].isin(set(workloads))].copy()
+    if p.empty:
+        return None
+    p["GPUs"] = [gpu_count(r) for r in p.to_dict("records")]
+    p = p[p["GPUs"].notna()]
+    rows = []
+    for _, g in p.groupby(["source", "workload", "variant", "framework"], sort=True):
+        if g["GPUs"].max() < 2:
+            continue
+        one = g[g["GPUs"] == 1]["value"]
+        for r in g.sort_values("GPUs").to_dict("records"):
+            n = int(r["GPUs"])
+            rows.append({"workload": r["workload"], "hardware": r["hardware"], "GPUs": n,
+                         "framework": r["framework"], "variant": r["variant"], "samples/s": r["value"],
+                         "efficiency": r["value"] / (n * float(one.iloc[0])) if len(one) else math.nan,
+                         "source": f"{r['source']}: {r['ref']}"})
+    return pd.DataFrame(rows) if rows else None
+
+
+def findings(table) -> list[str]:
+    """One sentence per model (workload, backend, precision): its efficiency at the most devices it ran on, per
+    input path (float32 / uint8, from the host / on the device), with the range over the runs."""
+    out = []
+    for (wl, be, prec), g in table.groupby(["workload", "backend", "precision"], sort=True):
+        n = g["devices"].max()
+        top = g[g["devices"] == n]
+        parts = []
+        for inp, on in INPUTS:
+            r = top[(top["input"] == inp) & (top["data on"] == on)]
+            if len(r) and not isnull(r["efficiency"].iloc[0]):
+                rng = r["efficiency over the runs"].iloc[0]
+                parts.append(f"{r['efficiency'].iloc[0]:.2f} with {_path(inp, on)}"
+                             + (f" ({rng[0]:.2f}-{rng[1]:.2f} over {int(r['runs'].iloc[0])} run(s))"
+                                if rng and int(r["runs"].iloc[0] or 1) > 1 else ""))
+        if parts:
+            out.append(f"{wl} ({be}, {prec}) on {n} GPUs: efficiency " + "; ".join(parts) + ".")
+    return out
+
+
+def plot_devices(table, anchors=None):
+    """Per workload: samples/s against devices (top row; dotted: linear from one device) and the efficiency
+    (bottom row), one line per backend, precision and input path; a published family in grey beside."""
+    from .charts import grid
+
+    wls = sorted(set(table["workload"]))
+    nw = len(wls)
+    fig, axes = grid(2 * nw, [3.0] * (2 * nw), ncols=nw)
+    for i, wl in enumerate(wls):
+        top, bot = axes[i], axes[nw + i]
+        g = table[table["workload"] == wl]
+        xs_all = set(g["devices"])
+        for (be, prec, inp, on), h in g.groupby(["backend", "precision", "input", "data on"], sort=True):
+            h = h.sort_values("devices")
+            line = top.plot(h["devices"], h["samples/s"], marker="o", label=f"{be} · {prec} · {_path(inp, on)}")[0]
+            one = h[h["devices"] == 1]["samples/s"]
+            if len(one):
+                xs = sorted(set(h["devices"]))
+                top.plot(xs, [float(one.iloc[0]) * x for x in xs], linestyle=":", color=line.get_color())
+            bot.plot(h["devices"], h["efficiency"], marker="o", color=line.get_color())
+        a = anchors[anchors["workload"] == wl] if anchors is not None else None
+        if a is not None and len(a):
+            for k, (var, h) in enumerate(a.groupby("variant", sort=True)):
+                h = h.sort_values("GPUs")
+                style = dict(color="0.45" if k % 2 else "0.65", linestyle="--", marker="x")
+                hw = re.sub(r"^\d+\s*[x\u00d7]\s*", "", str(h["hardware"].iloc[-1]))
+                span = f"{int(h['GPUs'].min())}-{int(h['GPUs'].max())} GPUs"
+                top.plot(h["GPUs"], h["samples/s"], label=f"published: {hw} ({span}) · {var}", **style)
+                bot.plot(h["GPUs"], h["efficiency"], **style)
+                xs_all |= set(h["GPUs"])
+        for ax in (top, bot):
+            ax.set_xticks(sorted(xs_all))
+            ax.set_xlabel("GPUs (devices in the mesh)", fontsize=8)
+        bot.axhline(1.0, color="0.8", linewidth=0.8)
+        bot.set_ylim(0, 1.1)
+        top.set_ylabel("samples/s (global; dotted: linear)", fontsize=8)
+        bot.set_ylabel("scaling efficiency", fontsize=8)
+        top.set_title(wl)
+        top.legend(fontsize=5.5)
+    fig.tight_layout()
+    return fig
