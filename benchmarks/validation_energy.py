@@ -31,21 +31,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CHILD = """
-import json, sys
-sys.path.insert(0, {root!r})
-from helpers import point
-pt = point.begin({params!r})
-import keras  # noqa: E402,F401
-pt.verify()
-data = pt.load_data()
-model = pt.build_model()
-pt.fit(model, data)
-rec = pt.finish()
-print("RECORD " + str(pt.path))
-"""
-
-INPROCESS = """
+# Both child scripts start alike: the point begun, Keras imported (its backend set by begin), the device
+# verified, the data made and the model built, as a notebook does.
+HEAD = """
 import json, statistics, sys
 sys.path.insert(0, {root!r})
 from helpers import point
@@ -53,8 +41,18 @@ from helpers.timing import make_epoch_timer
 pt = point.begin({params!r})
 import keras  # noqa: E402,F401
 pt.verify()
-d = pt.load_data()
+data = pt.load_data()
 model = pt.build_model()
+"""
+
+CHILD = HEAD + """
+pt.fit(model, data)
+rec = pt.finish()
+print("RECORD " + str(pt.path))
+"""
+
+INPROCESS = HEAD + """
+d = data
 x, y, val, b = d.x_train, d.y_train, (d.x_val, d.y_val), pt.params["batch_size"]
 model.fit(x, y, batch_size=b, epochs=2, validation_data=val, verbose=0)  # both functions compiled
 out = {{"off": [], "on": [], "steps_per_epoch": -(-len(x) // b)}}
@@ -68,13 +66,20 @@ print("INPROCESS " + json.dumps(out))
 """
 
 
-def in_process(params: dict, repeats: int, window: float) -> dict:
-    code = INPROCESS.format(root=str(ROOT), params=params, repeats=repeats, window=window)
+def _child(code: str, prefix: str):
+    """Run ``code`` in a fresh Python; the text after ``prefix`` on its output line, or a failure dict with the
+    end of its stderr."""
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
-    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("INPROCESS ")), None)
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith(prefix)), None)
     if res.returncode != 0 or line is None:
-        return {"status": "failed", "reason": (res.stderr or res.stdout)[-1500:]}
-    return json.loads(line[10:])
+        return None, {"status": "failed", "reason": (res.stderr or res.stdout)[-1500:]}
+    return line[len(prefix):], None
+
+
+def in_process(params: dict, repeats: int, window: float) -> dict:
+    text, failed = _child(INPROCESS.format(root=str(ROOT), params=params, repeats=repeats, window=window),
+                          "INPROCESS ")
+    return failed or json.loads(text)
 
 
 def full_params(point: dict, folder: Path) -> dict:
@@ -94,12 +99,8 @@ def full_params(point: dict, folder: Path) -> dict:
 
 
 def run(params: dict) -> dict:
-    code = CHILD.format(root=str(ROOT), params=params)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
-    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RECORD ")), None)
-    if res.returncode != 0 or line is None:
-        return {"status": "failed", "reason": (res.stderr or res.stdout)[-1500:]}
-    return json.loads(Path(line[7:]).read_text())
+    text, failed = _child(CHILD.format(root=str(ROOT), params=params), "RECORD ")
+    return failed or json.loads(Path(text).read_text())
 
 
 def main(argv=None) -> int:
