@@ -148,7 +148,10 @@ def plot_devices(table, anchors=None):
             if len(one):
                 xs = sorted(set(h["devices"]))
                 top.plot(xs, [float(one.iloc[0]) * x for x in xs], linestyle=":", color=line.get_color())
-            bot.plot(h["devices"], h["efficiency"], marker="o", color=line.get_color())
+            rng = [r if r else (e, e) for r, e in zip(h["efficiency over the runs"], h["efficiency"])]
+            bot.errorbar(h["devices"], h["efficiency"], marker="o", color=line.get_color(), capsize=2,
+                         yerr=[[max(0.0, e - r[0]) for r, e in zip(rng, h["efficiency"])],
+                               [max(0.0, r[1] - e) for r, e in zip(rng, h["efficiency"])]])
         a = anchors[anchors["workload"] == wl] if anchors is not None else None
         if a is not None and len(a):
             for k, (var, h) in enumerate(a.groupby("variant", sort=True)):
@@ -165,8 +168,8 @@ def plot_devices(table, anchors=None):
         bot.axhline(1.0, color="0.8", linewidth=0.8)
         bot.set_ylim(0, 1.1)
         top.set_ylabel("samples/s (global; dotted: linear)", fontsize=8)
-        bot.set_ylabel("scaling efficiency", fontsize=8)
+        bot.set_ylabel("scaling efficiency (bars: over the runs)", fontsize=8)
         top.set_title(wl)
-        top.legend(fontsize=5.5)
+        bot.legend(*top.get_legend_handles_labels(), fontsize=5.5, loc="lower left")  # efficiency's empty corner
     fig.tight_layout()
     return fig
