@@ -24,7 +24,6 @@ LEAD = ("Seed 002 scaled vCPUs, seed 004 tuned batch_size and workers and measur
         "found its multi-GPU runs no faster. A panel appears where the records vary that setting (at least two "
         "values for otherwise equal configurations); samples/s (median over runs; bars: between-run interval), so "
         "every point of a line is per sample; a point from one run or a short window carries its mark.")
-DEVICE_KNOBS = ("gpus", "hosts")
 INPUT_NOTE = ("The input path: with float32 inputs every step copies 4 bytes a pixel from the host (ResNet-50 at "
               "256 images a GPU: 154 MB a step per GPU), with uint8 inputs one byte, normalised inside the model (the "
               "same network); with <code>data_placement: device</code> the training set sits on the GPUs before the "
