@@ -11,9 +11,11 @@ the same machine type are all kept: each repeat of a point has its own id), and 
 Paths are made machine-neutral on the way: the executed
 notebook becomes ``../notebooks/<name>`` (notebooks are not published), ``params.output_dir`` becomes
 ``records``, and the project's own folder is cut from failure messages and tracebacks. Nothing else in a record
-changes. Then it renders the report over ``DEST/records`` with the suite's own ``run_all.sh
---report-only --inputs`` (a real kernel, papermill, nbconvert) into ``DEST/report.html``, with its
-index page (``DEST/index.html``).
+changes. The bare-loop results found beside the records (every ``bare_loops.jsonl`` under the folders, see
+``helpers/report/bare.py``) go to ``DEST/records/bare_loops.jsonl``, each line once, so the published report
+still sets the ladder's best rung against them. Then it renders the report over ``DEST/records`` with the
+suite's own ``run_all.sh --report-only --inputs`` (a real kernel, papermill, nbconvert) into
+``DEST/report.html``, with its index page (``DEST/index.html``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from helpers.paths import without_prefix  # noqa: E402
 from helpers.record import read_records  # noqa: E402
+from helpers.report.bare import FILE as BARE_FILE  # noqa: E402
 
 
 def lease(rec: dict) -> str | None:
@@ -47,6 +50,29 @@ def neutral(rec: dict, project_root: str) -> dict:
     if isinstance(rec.get("params"), dict) and rec["params"].get("output_dir"):
         rec["params"] = {**rec["params"], "output_dir": "records"}
     return without_prefix(rec, project_root)  # failure messages, tracebacks: project-relative
+
+
+def bare_lines(sources) -> tuple[list[str], list[str]]:
+    """(the distinct bare-loop result lines of every ``bare_loops.jsonl`` under ``sources``, in file order,
+    [file:line of each line that is not a JSON object, left out])."""
+    lines, bad, seen = [], [], set()
+    for src in sources:
+        for f in sorted(Path(src).rglob(BARE_FILE)):
+            for i, text in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                if not text.strip():
+                    continue
+                try:
+                    obj = json.loads(text)
+                except ValueError:
+                    obj = None
+                if not isinstance(obj, dict):
+                    bad.append(f"{f}:{i}")
+                    continue
+                key = json.dumps(obj, sort_keys=True)
+                if key not in seen:
+                    seen.add(key)
+                    lines.append(json.dumps(obj))
+    return lines, bad
 
 
 def main(argv=None) -> int:
@@ -89,6 +115,13 @@ def main(argv=None) -> int:
         status[r["status"]] = status.get(r["status"], 0) + 1
     print(f"{len(newest)} records -> {dest} ({', '.join(f'{n} {s}' for s, n in sorted(status.items()))}); "
           f"{len(records) - len(newest)} older or excluded left out; {len(skipped)} non-record files")
+    bare, bad = bare_lines(args.sources)
+    (dest / BARE_FILE).unlink(missing_ok=True)
+    if bare:
+        (dest / BARE_FILE).write_text("\n".join(bare) + "\n", encoding="utf-8")
+    if bare or bad:
+        print(f"{len(bare)} bare-loop result(s) -> {dest / BARE_FILE}"
+              + (f"; {len(bad)} line(s) not a JSON object left out: {', '.join(bad[:5])}" if bad else ""))
     if args.no_report:
         return 0
     with tempfile.TemporaryDirectory() as tmp:

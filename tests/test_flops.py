@@ -319,10 +319,15 @@ def test_bare_loop_recorded_by_the_benchmark_sits_beside_the_best_rung(tmp_path)
             f.write(json.dumps({"impl": "bare-jax", "workload": "vgg_cifar10", "precision": "float32", "batch": 512,
                                 "samples_per_s": sps, "host": host, "gpu": "NVIDIA H100 80GB HBM3",
                                 "model": "cifar10_cnn.py, no augmentation"}) + "\n")
+        # PyTorch's bare loop only in bfloat16: if the best torch rung is float32 (as in the H100 reference), the
+        # table sets the best bfloat16 rung beside it rather than saying "not run"
+        f.write(json.dumps({"impl": "bare-torch", "workload": "vgg_cifar10", "precision": "mixed_bfloat16",
+                            "batch": 512, "samples_per_s": 120000.0, "host": host, "gpu": "NVIDIA H100 80GB HBM3",
+                            "model": "cifar10_cnn.py, no augmentation"}) + "\n")
         f.write('{"impl": "bare-jax"}\n')
     ctx = build_context([REFERENCE, tmp_path], use_reference=False)
     said = [v for t, v, _ in ctx.notes if "not bare-loop results" in t]
-    assert len(ctx.bare) == 3 and said and said[0][:2] == (1, bare.FILE) and "missing" in said[0][2]
+    assert len(ctx.bare) == 4 and said and said[0][:2] == (1, bare.FILE) and "missing" in said[0][2]
     loop = bare.beside(ctx.bare, "vgg_cifar10", "jax", "float32", host)
     assert loop == {"samples_per_s": 310000.0, "runs": 2, "batch": 512, "impl": "bare-jax",
                     "model": "cifar10_cnn.py, no augmentation"}
@@ -331,3 +336,4 @@ def test_bare_loop_recorded_by_the_benchmark_sits_beside_the_best_rung(tmp_path)
 
     html = sections.build(sections.get("limit"), ctx)._repr_html_()
     assert "bare loop (same host, precision)" in html and "310,000 (bare-jax, b512, 2 run(s))" in html
+    assert "120,000 (bare-torch, b512, 1 run(s)" in html

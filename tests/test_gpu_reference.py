@@ -95,9 +95,18 @@ def test_publish_reference_keeps_the_newest_record_per_point_with_neutral_paths(
     for name, rec in recs.items():
         record.write_atomic(src / f"{name}.json", rec)
     (src / "notes.json").write_text('{"not": "a record"}')
+    # bare-loop results beside the records: one in the run's folder, one at the outputs root (with a line
+    # repeated from the first and a line that is not JSON)
+    jax_line = json.dumps({"impl": "bare-jax", "workload": "resnet50", "precision": "mixed_bfloat16",
+                           "batch": 256, "samples_per_s": 5658.5, "host": "h"})
+    torch_line = json.dumps({"impl": "bare-torch", "workload": "resnet50", "precision": "mixed_bfloat16",
+                             "batch": 256, "samples_per_s": 5623.2, "host": "h"})
+    (src.parent / "bare_loops.jsonl").write_text(jax_line + "\n")
+    (tmp_path / "out" / "bare_loops.jsonl").write_text(f"{jax_line}\nnot json\n\n{torch_line}\n")
     dest = tmp_path / "reference" / "m"
     (dest / "records").mkdir(parents=True)
     (dest / "records" / "stale.json").write_text("{}")
+    (dest / "records" / "bare_loops.jsonl").write_text('{"impl": "stale"}\n')
     rc = publish_reference.main([str(tmp_path / "out"), "--to", str(dest), "--exclude", "cccccccccccc",
                                  "--project-root", root, "--no-report"])
     assert rc == 0
@@ -110,6 +119,11 @@ def test_publish_reference_keeps_the_newest_record_per_point_with_neutral_paths(
     assert b["reason"] == 'Traceback: File "helpers/point.py", line 1'
     assert root not in json.dumps(out) and "_path" not in a
     assert record.is_record(a) and record.is_record(b)
+    published = (dest / "records" / "bare_loops.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["impl"] for x in published) == ["bare-jax", "bare-torch"]  # once each, stale gone
+    from helpers.report import bare
+    df, bad = bare.read([dest / "records"])  # the report reads them from the published folder
+    assert sorted(df["impl"]) == ["bare-jax", "bare-torch"] and not bad
     assert publish_reference.main([str(tmp_path / "missing"), "--to", str(dest), "--no-report"]) == 2
 
 
