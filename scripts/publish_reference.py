@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from helpers.paths import without_prefix  # noqa: E402
 from helpers.record import read_records  # noqa: E402
-from helpers.report.bare import FILE as BARE_FILE  # noqa: E402
+from helpers.report import bare  # noqa: E402
 
 
 def lease(rec: dict) -> str | None:
@@ -55,24 +55,16 @@ def neutral(rec: dict, project_root: str) -> dict:
 def bare_lines(sources) -> tuple[list[str], list[str]]:
     """(the distinct bare-loop result lines of every ``bare_loops.jsonl`` under ``sources``, in file order,
     [file:line of each line that is not a JSON object, left out])."""
-    lines, bad, seen = [], [], set()
-    for src in sources:
-        for f in sorted(Path(src).rglob(BARE_FILE)):
-            for i, text in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-                if not text.strip():
-                    continue
-                try:
-                    obj = json.loads(text)
-                except ValueError:
-                    obj = None
-                if not isinstance(obj, dict):
-                    bad.append(f"{f}:{i}")
-                    continue
-                key = json.dumps(obj, sort_keys=True)
-                if key not in seen:
-                    seen.add(key)
-                    lines.append(json.dumps(obj))
-    return lines, bad
+    out, bad, seen = [], [], set()
+    for f, i, obj, _why in bare.lines(sources):
+        if obj is None:
+            bad.append(f"{f}:{i}")
+            continue
+        key = json.dumps(obj, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(json.dumps(obj))
+    return out, bad
 
 
 def main(argv=None) -> int:
@@ -115,12 +107,12 @@ def main(argv=None) -> int:
         status[r["status"]] = status.get(r["status"], 0) + 1
     print(f"{len(newest)} records -> {dest} ({', '.join(f'{n} {s}' for s, n in sorted(status.items()))}); "
           f"{len(records) - len(newest)} older or excluded left out; {len(skipped)} non-record files")
-    bare, bad = bare_lines(args.sources)
-    (dest / BARE_FILE).unlink(missing_ok=True)
-    if bare:
-        (dest / BARE_FILE).write_text("\n".join(bare) + "\n", encoding="utf-8")
-    if bare or bad:
-        print(f"{len(bare)} bare-loop result(s) -> {dest / BARE_FILE}"
+    loops, bad = bare_lines(args.sources)
+    (dest / bare.FILE).unlink(missing_ok=True)
+    if loops:
+        (dest / bare.FILE).write_text("\n".join(loops) + "\n", encoding="utf-8")
+    if loops or bad:
+        print(f"{len(loops)} bare-loop result(s) -> {dest / bare.FILE}"
               + (f"; {len(bad)} line(s) not a JSON object left out: {', '.join(bad[:5])}" if bad else ""))
     if args.no_report:
         return 0

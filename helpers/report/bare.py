@@ -36,12 +36,10 @@ def append(path: str | Path, result: dict, gpu: str | None = None) -> Path:
     return path
 
 
-def read(folders) -> tuple[object, list]:
-    """(a DataFrame of every usable line of the ``bare_loops.jsonl`` files under ``folders``, [(file:line, why)]
-    of the lines that are not usable)."""
-    import pandas as pd
-
-    rows, bad = [], []
+def lines(folders):
+    """Every non-blank line of the ``bare_loops.jsonl`` files under ``folders`` (a folder is searched, a file is
+    taken as it is; a file reached twice counts once), as (file, line number, the JSON object or None when the
+    line is not one, why not)."""
     seen = set()
     for folder in folders:
         folder = Path(folder)
@@ -54,23 +52,40 @@ def read(folders) -> tuple[object, list]:
                 if not text.strip():
                     continue
                 try:
-                    r = json.loads(text)
-                    if not isinstance(r, dict):
-                        raise ValueError(f"a {type(r).__name__}, not an object")
-                    missing = [k for k in REQUIRED if k not in r]
-                    if missing:
-                        raise ValueError(f"missing {missing}")
-                    sps = float(r["samples_per_s"])
-                    if not sps > 0:
-                        raise ValueError(f"samples_per_s {r['samples_per_s']!r}")
-                except (ValueError, TypeError) as exc:
-                    bad.append((f"{f}:{i}", f"not a bare-loop result: {exc}"[:200]))
+                    obj = json.loads(text)
+                except ValueError as exc:
+                    yield f, i, None, str(exc)
                     continue
-                rows.append({"impl": r["impl"], "backend": BACKEND.get(r["impl"]), "workload": r["workload"],
-                             "precision": r["precision"], "batch": int(r["batch"]), "samples_per_s": sps,
-                             "step_s": r.get("step_s"), "chunks": len(r.get("chunk_s") or []), "host": r.get("host"),
-                             "gpu": r.get("gpu"), "device_used": r.get("device_used"), "model": r.get("model"),
-                             "started_at": r.get("started_at"), "path": str(f)})
+                if isinstance(obj, dict):
+                    yield f, i, obj, None
+                else:
+                    yield f, i, None, f"a {type(obj).__name__}, not an object"
+
+
+def read(folders) -> tuple[object, list]:
+    """(a DataFrame of every usable line of the ``bare_loops.jsonl`` files under ``folders``, [(file:line, why)]
+    of the lines that are not usable)."""
+    import pandas as pd
+
+    rows, bad = [], []
+    for f, i, r, why in lines(folders):
+        try:
+            if r is None:
+                raise ValueError(why)
+            missing = [k for k in REQUIRED if k not in r]
+            if missing:
+                raise ValueError(f"missing {missing}")
+            sps = float(r["samples_per_s"])
+            if not sps > 0:
+                raise ValueError(f"samples_per_s {r['samples_per_s']!r}")
+        except (ValueError, TypeError) as exc:
+            bad.append((f"{f}:{i}", f"not a bare-loop result: {exc}"[:200]))
+            continue
+        rows.append({"impl": r["impl"], "backend": BACKEND.get(r["impl"]), "workload": r["workload"],
+                     "precision": r["precision"], "batch": int(r["batch"]), "samples_per_s": sps,
+                     "step_s": r.get("step_s"), "chunks": len(r.get("chunk_s") or []), "host": r.get("host"),
+                     "gpu": r.get("gpu"), "device_used": r.get("device_used"), "model": r.get("model"),
+                     "started_at": r.get("started_at"), "path": str(f)})
     return pd.DataFrame(rows, columns=COLUMNS), bad
 
 

@@ -172,11 +172,14 @@ def ladder_chart(lad, bare=None):
     return fig
 
 
-def _loop_text(loop) -> str:
+def _loop_text(loop, against, top) -> str:
+    """The bare loop's cell; ``against`` is the rung it is set beside (the best rung ``top``, or the best rung of
+    the loop's precision when it has none at the best rung's)."""
     if not loop:
         return "not run"
-    return (f"{num(loop['samples_per_s'])} ({loop['impl']}, b{loop['batch']}, {loop['runs']} run(s)"
-            f"{loop.get('note', '')})")
+    other = (f"; against the best {against['precision']} rung, {num(against['samples_per_s'])} samples/s"
+             if against is not top else "")
+    return f"{num(loop['samples_per_s'])} ({loop['impl']}, b{loop['batch']}, {loop['runs']} run(s){other})"
 
 
 def build(ctx) -> Section:
@@ -217,15 +220,14 @@ def build(ctx) -> Section:
         loop, against = _bare.beside(bare, wl, be, top["precision"], top.get("host")), top
         if not loop:  # no bare loop at the best rung's precision: set the best rung of a precision it has beside it
             for prec, gp in g.groupby("precision"):
-                alt = _bare.beside(bare, wl, be, prec, top.get("host"))
-                if alt:
-                    loop, against = alt, gp.loc[gp["samples_per_s"].idxmax()]
-                    loop["note"] = f"; against the best {prec} rung, {num(against['samples_per_s'])} samples/s"
+                loop = _bare.beside(bare, wl, be, prec, top.get("host"))
+                if loop:
+                    against = gp.loc[gp["samples_per_s"].idxmax()]
                     break
         best.append({"workload": wl, "backend": be, "machine": machine,
                      "rungs run": f"{len(g)} of {len(chain)}", "best rung": top["rung_label"],
                      "samples/s": shown(top["samples_per_s"], top), "MFU": _pct(top["mfu"]), "gain": gain,
-                     "bare loop (same host, precision)": _loop_text(loop),
+                     "bare loop (same host, precision)": _loop_text(loop, against, top),
                      "suite / bare": f"{against['samples_per_s'] / loop['samples_per_s']:.2f}" if loop else ""})
     import pandas as pd
 
