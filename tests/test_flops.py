@@ -337,3 +337,21 @@ def test_bare_loop_recorded_by_the_benchmark_sits_beside_the_best_rung(tmp_path)
     html = sections.build(sections.get("limit"), ctx)._repr_html_()
     assert "bare loop (same host, precision)" in html and "310,000 (bare-jax, b512, 2 run(s))" in html
     assert "120,000 (bare-torch, b512, 1 run(s)" in html
+
+
+def test_ladder_moves_name_the_knob_that_moved_it_and_the_rungs_that_lost():
+    """The best-rung table's 'largest step' is the rung with the largest ratio to the rung run before it (a rung not
+    run is skipped over), and a rung under LOSS × the rung before it is named as a loss."""
+    import pandas as pd
+
+    from helpers.report import sections
+
+    limit = sections.get("limit")
+    g = pd.DataFrame({"rung": [3, 0, 1, 4], "rung_label": ["3: bf16", "0: source b32", "1: b256", "4: jit=True"],
+                      "samples_per_s": [500.0, 1000.0, 7000.0, 2000.0]})
+    assert limit._moves(g) == ("1: b256 (× 7.0)", "3: bf16 (× 0.071)")  # bf16 against b256: rung 2 not run
+    assert limit._moves(g[g["rung"] != 1]) == ("4: jit=True (× 4.0)", "3: bf16 (× 0.50)")
+    assert limit._moves(g[g["rung"] <= 1]) == ("1: b256 (× 7.0)", "none")
+    assert limit._moves(g[g["rung"] == 0]) == ("", "")
+    assert limit._moves(pd.DataFrame({"rung": [0, 1], "rung_label": ["0", "1"], "samples_per_s": [2.0, 1.0]})) == (
+        "none", "1 (× 0.50)")

@@ -319,3 +319,34 @@ def test_published_h200x2_scaling_reference_holds_one_lease_of_params_scaling():
         have = two[(two["workload"] == wl) & (two["data on"] == "host")]
         assert set(have["input"]) == {"float32", "uint8"} and have["efficiency"].between(0.2, 1.2).all(), wl
     assert set(two[two["workload"] == "resnet50"]["data on"]) == {"host", "device"}
+
+
+def test_published_h100_ladder_holds_every_rung_of_params_ladder():
+    """reference/h100/ladder (issue 15): every configuration of params/ladder.yaml ran at least twice on the H100,
+    every record is ok and carries FLOPs per sample and MFU, the limit section finds every rung of every workload's
+    chain, and the bare loops of the same host were published beside the records."""
+    from collections import Counter
+
+    from helpers import report
+    from helpers.report import sections
+    from helpers.report.reference import reference_folders
+
+    folder = PROJECT_ROOT / "reference" / "h100" / "ladder"
+    recs, skipped = record.read_records([folder / "records"])
+    assert not skipped and recs and all(r["status"] == "ok" and r["device_used"] == "gpu" for r in recs)
+    text = "".join(p.read_text() for p in (folder / "records").glob("*.json"))
+    assert str(PROJECT_ROOT) not in text and str(PROJECT_ROOT) not in (folder / "report.html").read_text()
+    assert all(r["flops_per_sample"] > 0 and r["mfu"] > 0 and "H100" in r["device_detail"] for r in recs)
+    runs = Counter(r["config_id"] for r in recs)
+    points = grid.expand_all([PROJECT_ROOT / "params" / "ladder.yaml"])
+    assert len(runs) == len(points) and min(runs.values()) >= 2  # one config_id per ladder point
+    limit = sections.get("limit")
+    lad = limit.ladder_rows(report.build_context([folder / "records"], use_reference=False).summary)
+    chains = limit.rungs()
+    have = lad.groupby(["workload", "backend"])["rung"].apply(set).to_dict()
+    assert {k: set(range(len(c))) for k, c in chains.items()} == have
+    loops = [json.loads(line) for line in (folder / "records" / "bare_loops.jsonl").read_text().splitlines()]
+    assert {(b["workload"], b["impl"]) for b in loops} >= {("resnet50", "bare-jax"), ("resnet50", "bare-torch")}
+    html = (folder / "report.html").read_text()
+    assert folder / "records" not in reference_folders()  # not a CPU-only report's pairing reference
+    assert "best rung" in html and "largest step (× the rung before)" in html and "3: bf16 (× 0.0018)" in html

@@ -21,6 +21,7 @@ LADDER = PROJECT_ROOT / "params" / "ladder.yaml"
 # what tells the ladder's rungs apart (the rest of a configuration: the workload's source values)
 RUNG_KEYS = ("batch_size", "steps_per_execution", "precision", "input_dtype", "jit_compile", "data_placement")
 MAX_PANELS = 12
+LOSS = 0.8  # a rung under 0.8 × the rung before it is named as a loss
 NVML_VS_MFU = ("NVML's GPU utilisation (the utilisation section) is busy time: the share of time any kernel runs, "
                "however little of the chip it keeps busy; MFU is work done: the share of the peak arithmetic "
                "the model's FLOPs needed. A GPU can read 100% busy at 10% MFU.")
@@ -182,6 +183,19 @@ def _loop_text(loop, against, top) -> str:
     return f"{num(loop['samples_per_s'])} ({loop['impl']}, b{loop['batch']}, {loop['runs']} run(s){other})"
 
 
+def _moves(g) -> tuple[str, str]:
+    """(the rung that gained most over the rung run before it, the rungs that lost more than LOSS of it), each
+    as "label × ratio"; ``g``: one workload and backend's rungs on one machine, in the ladder's order."""
+    g = g.sort_values("rung")
+    steps = [(b["rung_label"], b["samples_per_s"] / a["samples_per_s"])
+             for (_, a), (_, b) in zip(g.iloc[:-1].iterrows(), g.iloc[1:].iterrows())]
+    if not steps:
+        return "", ""
+    label, ratio = max(steps, key=lambda t: t[1])
+    up = f"{label} (× {rounded(ratio, 2)})" if ratio > 1 else "none"
+    return up, "; ".join(f"{lb} (× {rounded(r, 2)})" for lb, r in steps if r < LOSS) or "none"
+
+
 def build(ctx) -> Section:
     summ = ctx.summary
     if summ.empty or not summ["samples_per_s"].notna().any():
@@ -224,8 +238,10 @@ def build(ctx) -> Section:
                 if loop:
                     against = gp.loc[gp["samples_per_s"].idxmax()]
                     break
+        up, down = _moves(g)
         best.append({"workload": wl, "backend": be, "machine": machine,
                      "rungs run": f"{len(g)} of {len(chain)}", "best rung": top["rung_label"],
+                     "largest step (× the rung before)": up, "rungs that lost": down,
                      "samples/s": shown(top["samples_per_s"], top), "MFU": _pct(top["mfu"]), "gain": gain,
                      "bare loop (same host, precision)": _loop_text(loop, against, top),
                      "suite / bare": f"{against['samples_per_s'] / loop['samples_per_s']:.2f}" if loop else ""})
@@ -236,6 +252,10 @@ def build(ctx) -> Section:
     todo = sorted(f"{wl} · {be}" for wl, be in rungs() if (wl, be) not in done)
     if todo:
         s.note("Not run yet (no rung in these records): {}.", ", ".join(todo))
+    s.note("Largest step: the knob that moved this workload most, as the ratio of its rung's samples/s to the "
+           "rung run before it (medians over the runs). A rung that lost (under {} × the rung before) is a "
+           "finding about that knob on this model, not something the suite undid: the README's \"How far from "
+           "the limit\" explains the ones measured so far.", LOSS)
     s.note("The bare loop: benchmarks/bare_jax.py and bare_torch.py (plain JAX / PyTorch, synthetic batches kept on "
            "the device, no Keras) run with <code>--record &lt;run folder&gt;/bare_loops.jsonl</code> on the same "
            "machine; its model is the workload's network as the benchmark's docstring says (vgg_cifar10 without "
