@@ -345,6 +345,8 @@ def test_published_h100_ladder_holds_every_rung_of_params_ladder():
     chains = limit.rungs()
     have = lad.groupby(["workload", "backend"])["rung"].apply(set).to_dict()
     assert {k: set(range(len(c))) for k, c in chains.items()} == have
+    titled = [ax.get_title("left") for ax in limit.ladder_chart(lad).axes if ax.get_title("left")]
+    assert len(titled) == len(chains) == 20  # every workload x backend drawn, none cut off
     loops = [json.loads(line) for line in (folder / "records" / "bare_loops.jsonl").read_text().splitlines()]
     assert {(b["workload"], b["impl"]) for b in loops} >= {("resnet50", "bare-jax"), ("resnet50", "bare-torch")}
     html = (folder / "report.html").read_text()

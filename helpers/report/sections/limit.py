@@ -20,7 +20,7 @@ LEAD = ("How much of the machine each configuration uses: FLOPs per training sam
 LADDER = PROJECT_ROOT / "params" / "ladder.yaml"
 # what tells the ladder's rungs apart (the rest of a configuration: the workload's source values)
 RUNG_KEYS = ("batch_size", "steps_per_execution", "precision", "input_dtype", "jit_compile", "data_placement")
-MAX_PANELS = 12
+MAX_PANELS = 24  # ten workloads x two backends on one machine fit; more are named, not drawn
 LOSS = 0.8  # a rung under 0.8 × the rung before it is named as a loss
 NVML_VS_MFU = ("NVML's GPU utilisation (the utilisation section) is busy time: the share of time any kernel runs, "
                "however little of the chip it keeps busy; MFU is work done: the share of the peak arithmetic "
@@ -224,6 +224,10 @@ def build(ctx) -> Section:
                       "(python -m helpers.runner params/ladder.yaml on a GPU machine).")
     bare = getattr(ctx, "bare", None)
     s.figure(ladder_chart(lad, bare), "the tuning ladder: samples/s and MFU per rung")
+    panels = sum(len(g) > 1 for _, g in lad.groupby(["workload", "backend", "machine"]))
+    if panels > MAX_PANELS:
+        s.note("The chart draws the first {} of {} ladders (workload, backend, machine); the table below lists "
+               "every one.", MAX_PANELS, panels)
     best = []
     for (wl, be, machine), g in lad.groupby(["workload", "backend", "machine"], sort=True):
         top = g.loc[g["samples_per_s"].idxmax()]
