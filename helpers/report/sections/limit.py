@@ -140,12 +140,17 @@ def roofline(summ):
     return fig
 
 
+def _ladders(lad) -> list:
+    """The ladders worth a chart panel: one per (workload, backend, machine) with more than one rung run."""
+    return [g for _, g in lad.groupby(["workload", "backend", "machine"], sort=True) if len(g) > 1]
+
+
 def ladder_chart(lad, bare=None):
     """One panel per (workload, backend, machine): samples/s per rung (bars) and MFU (line, right axis); a dashed
     line where a bare loop of that workload and backend ran on that host (its best precision)."""
     from ..charts import colour, grid, setup_plots
 
-    groups = [g for _, g in lad.groupby(["workload", "backend", "machine"], sort=True) if len(g) > 1][:MAX_PANELS]
+    groups = _ladders(lad)[:MAX_PANELS]
     if not groups:
         return None
     setup_plots()
@@ -187,8 +192,8 @@ def _moves(g) -> tuple[str, str]:
     """(the rung that gained most over the rung run before it, the rungs that lost more than LOSS of it), each
     as "label × ratio"; ``g``: one workload and backend's rungs on one machine, in the ladder's order."""
     g = g.sort_values("rung")
-    steps = [(b["rung_label"], b["samples_per_s"] / a["samples_per_s"])
-             for (_, a), (_, b) in zip(g.iloc[:-1].iterrows(), g.iloc[1:].iterrows())]
+    sps = g["samples_per_s"].to_numpy()
+    steps = list(zip(g["rung_label"].iloc[1:], sps[1:] / sps[:-1]))
     if not steps:
         return "", ""
     label, ratio = max(steps, key=lambda t: t[1])
@@ -224,7 +229,7 @@ def build(ctx) -> Section:
                       "(python -m helpers.runner params/ladder.yaml on a GPU machine).")
     bare = getattr(ctx, "bare", None)
     s.figure(ladder_chart(lad, bare), "the tuning ladder: samples/s and MFU per rung")
-    panels = sum(len(g) > 1 for _, g in lad.groupby(["workload", "backend", "machine"]))
+    panels = len(_ladders(lad))
     if panels > MAX_PANELS:
         s.note("The chart draws the first {} of {} ladders (workload, backend, machine); the table below lists "
                "every one.", MAX_PANELS, panels)
