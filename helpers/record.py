@@ -49,6 +49,8 @@ REQUIRED_KEYS = ("schema", "point_id", "workload", "backend", "device", "device_
 _ID_EXCLUDED = ("output_dir", "point_id")
 MAX_RECORD_BYTES = 20 * 2**20  # a record is a few kB (a GPU timeline: tens of kB); more is not a record
 DUPLICATE = "duplicate of "  # how ``read_records`` names a dropped copy of a run it already read
+CONFLICT = "conflicting copies of one run, none used"  # same run, different content (read_records)
+OUTSIDE = "a symlink to outside the folders given, not read"
 
 
 def point_id(params: dict, machine_key: str) -> str:
@@ -216,26 +218,59 @@ def why_not_record(obj) -> str | None:
 
 
 def run_key(rec: dict) -> str:
-    """What tells one run of a point from another: a record read twice (a copied folder) has the same key."""
+    """What tells one run of a point from another (not its figures): a record read twice (a copied folder)
+    has the same key. Records that name no start time fall back on their figures to tell runs apart."""
     fp = rec.get("fingerprint") or {}
-    return json.dumps([rec.get("point_id"), rec.get("started_at"), rec.get("status"), fp.get("host"),
-                       fp.get("time"), fp.get("boot_id"), rec.get("first_epoch_s"), rec.get("epoch_s"),
-                       rec.get("duration_s"), (rec.get("params") or {}).get("repeat")], sort_keys=True, default=str)
+    key = [rec.get("point_id"), rec.get("started_at"), fp.get("host"), fp.get("time"), fp.get("boot_id"),
+           (rec.get("params") or {}).get("repeat")]
+    if rec.get("started_at") is None and fp.get("time") is None:
+        key += [rec.get("status"), rec.get("first_epoch_s"), rec.get("epoch_s"), rec.get("duration_s")]
+    return json.dumps(key, sort_keys=True, default=str)
+
+
+_NOT_CONTENT = ("_path", "notebook")  # where a copy lies, and its notebook relative to it
+
+
+def _content(rec: dict) -> str:
+    """A digest of what a record says (not where it lies): two copies of one run must say the same."""
+    blob = json.dumps({k: v for k, v in rec.items() if k not in _NOT_CONTENT}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _differing(a: dict, b: dict) -> set:
+    return {k for k in a.keys() | b.keys() if k not in _NOT_CONTENT and a.get(k) != b.get(k)}
+
+
+def _checked(obj) -> str | None:
+    """``why_not_record``, where an unexpected error while checking costs this record only."""
+    try:
+        return why_not_record(obj)
+    except Exception as exc:  # noqa: BLE001 - whatever a crafted record trips, it is that record's problem
+        return f"could not be checked ({type(exc).__name__})"
 
 
 def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
     """Every record (a schema in ``READABLE_SCHEMAS``) under ``folders``; also the files skipped and why.
 
-    A file is skipped, with its reason, when it is not a regular file, is larger than
-    ``MAX_RECORD_BYTES``, is not JSON, is not a record, or has a field the report cannot use
-    (``record_check.problem``). A second copy of a run already read (same ``run_key``: a copied
-    folder) is dropped and listed with the reason ``'duplicate of <first file>'`` (``DUPLICATE``).
-    Files and folders whose name starts with a dot (temp files, set-aside records) are not read.
+    A file is skipped, with its reason, when it is not a regular file, is a symlink to outside the folders
+    given, is larger than ``MAX_RECORD_BYTES``, is not JSON, is not a record, or has a field the report cannot
+    use (``record_check.problem``; an error while checking costs that file only). A second copy of a run
+    already read (same ``run_key`` and the same content: a copied folder) is dropped and listed with the
+    reason ``'duplicate of <first file>'`` (``DUPLICATE``). Copies of one run that say different things (a
+    figure edited in one) are all left out and listed as conflicting (``CONFLICT``): which one is true is
+    not for the reader to guess. Files and folders whose name starts with a dot are not read.
     """
     records, skipped = [], []
-    seen, runs = set(), {}
+    seen, runs, conflicted = set(), {}, {}
+    folders = [Path(f) for f in folders]
+    roots = []
     for folder in folders:
-        for path in sorted(Path(folder).rglob("*.json")):
+        try:
+            roots.append(folder.resolve())
+        except (OSError, RuntimeError):
+            continue
+    for folder in folders:
+        for path in sorted(folder.rglob("*.json")):
             rel = path.relative_to(folder).parts
             if any(part.startswith(".") for part in rel):
                 continue
@@ -244,22 +279,38 @@ def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
             except (OSError, RuntimeError):  # a symlink loop
                 skipped.append((str(path), "unreadable: a symlink loop"))
                 continue
+            if not any(real.is_relative_to(root) for root in roots):
+                skipped.append((str(path), OUTSIDE))
+                continue
             if real in seen:
                 continue
             seen.add(real)
             obj, why = read_json_file(path)
             if why is None:
-                why = why_not_record(obj)
+                why = _checked(obj)
             if why is not None:
                 skipped.append((str(path), why))
                 continue
-            key = run_key(obj)
+            key, content = run_key(obj), _content(obj)
             if key in runs:
-                skipped.append((str(path), f"{DUPLICATE}{runs[key]}"))
+                first, first_content, first_obj = runs[key]
+                if content == first_content:
+                    skipped.append((str(path), f"{DUPLICATE}{first}"))
+                else:
+                    conflicted.setdefault(key, [(first, first_obj)]).append((str(path), obj))
                 continue
-            runs[key] = str(path)
+            runs[key] = (str(path), content, obj)
             obj["_path"] = str(path)
             records.append(obj)
+    if conflicted:
+        out = set()
+        for copies in conflicted.values():
+            fields = sorted(set().union(*(_differing(copies[0][1], o) for _, o in copies[1:])))
+            why = f"{CONFLICT} (they differ in {', '.join(fields[:6])}{', ...' if len(fields) > 6 else ''})"
+            for p, o in copies:
+                skipped.append((p, why))
+                out.add(id(o))
+        records = [r for r in records if id(r) not in out]
     return records, skipped
 
 

@@ -47,6 +47,24 @@ class Context:
         return bool((self.df["status"] == "ok").any()) if len(self.df) else False
 
 
+def load_rows(folders):
+    """``table.load_table``, where a record that cannot be tabulated (an error in ``table``'s row of it, which
+    the record checks should have prevented) costs that record only: skipped, with the error's name."""
+    from ..record import read_records
+
+    folders = [Path(f) for f in folders if Path(f).exists()]
+    records, skipped = read_records(folders)
+    good = []
+    for r in records:
+        try:
+            table._row(r)
+        except Exception as exc:  # noqa: BLE001 - one record's problem, never the report's
+            skipped.append((r.get("_path"), f"could not be tabulated ({type(exc).__name__})"))
+        else:
+            good.append(r)
+    return table.tidy(good), good, skipped
+
+
 def build_context(folders, base_config: dict | None = None, host_profiles: dict | None = None,
                   timeline_run: str = "", prices_file: str | Path | None = None,
                   published_file: str | Path | None = None, use_reference: bool = True,
@@ -60,7 +78,7 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
     import pandas as pd
 
     folders = [Path(f) for f in folders]
-    df, records, skipped = table.load_table(folders)
+    df, records, skipped = load_rows(folders)
     skipped, duplicates = split_duplicates(skipped)
     reasons = tuple(Counter(why for _, why in skipped).most_common())
     notes = []
