@@ -102,6 +102,9 @@ COMMON = _spec(
     Param("data_placement", str, "where the training set lives: 'host' (numpy arrays, each batch copied to the "
           "device as Keras fits arrays) or 'device' (put on the device once, batches served from there; jax and "
           "torch, workloads whose data are arrays; helpers.placement)", choices=PLACEMENTS),
+    Param("profile", bool, "after the timed window, a few steady-state steps under the framework's own "
+          "profiler: the trace kept beside the record, the step's breakdown in it (helpers.profiling); the "
+          "timed figures are not touched"),
     Param("output_dir", str, "folder for the record ('' = outputs/adhoc)"),
     Param("point_id", str, "grid point id ('' = computed from the parameters and the machine)"),
 )
@@ -109,14 +112,14 @@ COMMON = _spec(
 # Defaults of the common knobs (a workload's own defaults override them; a grid overrides both).
 COMMON_DEFAULTS = {"n_val": 0, "data_source": "auto", "threads": 0, "precision": "float32",
                    "jit_compile": "auto", "steps_per_execution": 1, "seed": 0, "min_steady_s": 2.0, "gpus": 1,
-                   "hosts": 1, "data_placement": "host", "output_dir": "", "point_id": ""}
+                   "hosts": 1, "data_placement": "host", "profile": False, "output_dir": "", "point_id": ""}
 
 # Knobs added after points were first run, with the value those points ran at. A record without the key ran
 # so: at that value the knob stays out of the point id (a point keeps its id, and resume its records, across
 # the upgrade; any other value makes another point) and out of the report's configuration text (an old record
 # is the same configuration as a new one at that value, e.g. the published reference beside today's points).
 LATER_DEFAULTS = {"gpus": 1, "hosts": 1, "steps_per_execution": 1, "data_placement": "host",
-                  "input_dtype": "float32"}  # the last one is a knob of the image workloads (their extra_params)
+                  "profile": False, "input_dtype": "float32"}  # the last one is a knob of the image workloads (their extra_params)
 
 # Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
 # the per-point limit in seconds and the separate runs of each point (``helpers.grid``).
