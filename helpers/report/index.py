@@ -5,9 +5,11 @@
 Notebooks come from records, and records may come from anyone (``--inputs``): a record's ``notebook``
 key is data, not a path to trust. A notebook is rendered only when it resolves (symlinks and ``..``
 followed) to a regular file inside one of the record folders or the index's own folder; it is rendered
-sanitised (nbconvert's ``sanitize_html``: no script, no event handler, no JavaScript output survives), one
-page per source file. Pages already rendered from an unchanged notebook are kept; the others are rendered
-in a small process pool (about 0.2 s of CPU each).
+sanitised (nbconvert's ``sanitize_html``: no script, no event handler, no JavaScript output survives) through
+the ``inert`` template (``inert.py``: no CDN loader, no widget state, a Content-Security-Policy that allows no
+script and no network request), one page per source file, at most ``MAX_NOTEBOOK_BYTES``. Pages already
+rendered from an unchanged notebook are kept; the others are rendered in a small process pool (about 0.2 s of
+CPU each) that survives a worker killed for memory (``workers.run_jobs``: that page is listed as lost).
 """
 
 from __future__ import annotations
@@ -20,33 +22,31 @@ from pathlib import Path
 from .. import record as _record
 from ..record import read_records
 from .fmt import esc
-from .render import make_self_contained, write_text_atomic
+from .inert import CSP, inert_html
+from .render import write_text_atomic
 
 PAGES = "notebooks_html"
 # Pages rendered by an older index (unsanitised, or under another layout) are rendered again.
-RENDER_VERSION = "sanitized-2"
-MAX_NOTEBOOK_BYTES = 200 * 2**20
+RENDER_VERSION = "inert-3"
+MAX_NOTEBOOK_BYTES = 16 * 2**20  # an executed workload notebook is under 1 MB; rendering takes ~30x its size
 POOL_FROM = 8  # render in a process pool from this many pages on (a pool costs about a second to start)
 
 
 def _render_notebook(src: Path, dst: Path) -> None:
     """A workload notebook (code shown, outputs sanitised) to self-contained HTML."""
     import nbformat
-    from nbconvert import HTMLExporter
 
     nb = nbformat.read(str(src), as_version=4)
-    exporter = HTMLExporter(sanitize_html=True, exclude_input_prompt=True, exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(nb)
-    write_text_atomic(dst, make_self_contained(body))
+    write_text_atomic(dst, inert_html(nb, sanitize=True, exclude_input_prompt=True, exclude_output_prompt=True))
 
 
-def _render_job(job: tuple[str, str]) -> tuple[str, str | None]:
+def _render_job(job: tuple[str, str]) -> str | None:
     src, dst = job
     try:
         _render_notebook(Path(src), Path(dst))
-        return dst, None
+        return None
     except Exception as exc:  # a broken notebook must not break the index
-        return dst, type(exc).__name__
+        return type(exc).__name__
 
 
 def _inside(path: Path, roots) -> Path | None:
@@ -75,27 +75,21 @@ def _up_to_date(src: Path, dst: Path, fresh_layout: bool) -> bool:
         return False
 
 
-def _render_all(jobs: list[tuple[str, str]], workers: int | None) -> dict[str, str | None]:
-    """Render ``(src, dst)`` pairs; {dst: error class name or None}. A pool when there are many."""
+def _render_all(jobs: list[tuple[str, str]], workers: int | None, job=None) -> dict[str, str | None]:
+    """Render ``(src, dst)`` pairs; {dst: why not (an error class name, or a dead worker) or None}. A pool when
+    there are many. ``job``: the function rendering one pair (tests pass one that dies)."""
+    job = job or _render_job
     if workers is None:
         workers = min(4, os.cpu_count() or 1)
     if workers <= 1 or len(jobs) < POOL_FROM:
-        return dict(_render_job(j) for j in jobs)
-    import multiprocessing as mp
+        return {j[1]: job(j) for j in jobs}
+    from .workers import run_jobs
 
-    pool = mp.get_context("spawn").Pool(min(workers, len(jobs)))
-    try:
-        out = dict(pool.imap_unordered(_render_job, jobs, chunksize=4))
-        pool.close()
-    except BaseException:  # SIGTERM / Ctrl-C: no orphan worker
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
-    return out
+    return {j[1]: why for j, why in run_jobs(job, jobs, workers).items()}
 
 
-def render_index(folders, out_html: Path, report_html: Path | None = None, workers: int | None = None) -> Path:
+def render_index(folders, out_html: Path, report_html: Path | None = None, workers: int | None = None,
+                 job=None) -> Path:
     """outputs/index.html: a link to the report and to every executed workload notebook, rendered to HTML.
 
     Notebooks (the records' ``notebook`` key) are rendered next to the index under ``notebooks_html/``;
@@ -146,7 +140,7 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
         fixture = " <b>(fixture)</b>" if r.get("fixture") else ""
         rows.append((f"<tr><td>{cells[0]}{fixture}</td><td>{cells[1]}</td><td>{cells[2]}</td><td>{cells[3]}</td>"
                      f"<td>{host}</td><td>{when}</td><td>", link, page))
-    errors = _render_all(jobs, workers)
+    errors = _render_all(jobs, workers, job)
     if not fresh_layout:  # pages of an older index (unsanitised, other names) must not stay published
         for old in (index_root / PAGES).rglob("*.html"):
             if str(old) not in pages:
@@ -165,7 +159,8 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
         report_link = (f'<p><a href="{esc(Path(os.path.relpath(report_html, root)).as_posix())}"><b>The report'
                        "</b></a>: every record summarised (timings, speedups, cost, published figures).</p>")
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>CPU vs GPU benchmark: index</title>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">
+<title>CPU vs GPU benchmark: index</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:3px 8px;font-size:90%}}th{{background:#eee}}</style></head>
 <body><h1>CPU vs GPU benchmark: index</h1>{report_link}

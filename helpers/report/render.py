@@ -19,20 +19,28 @@ def make_self_contained(page: str) -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
+    """``text`` to ``path`` through a temp file and a rename; the temp file is removed when writing fails (a
+    full disk must not leave ``report.html.tmp`` behind)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
 def render_html(executed_notebook: Path, out_html: Path) -> Path:
-    """nbconvert: the executed summary notebook to one self-contained HTML page, code hidden."""
+    """nbconvert: the executed summary notebook to one self-contained HTML page, code hidden. The report needs
+    no script: it is rendered through the ``inert`` template (no CDN loader, a Content-Security-Policy that
+    allows no script and no network request: ``inert.CSP``)."""
     import nbformat
-    from nbconvert import HTMLExporter
+
+    from .inert import inert_html
 
     nb = nbformat.read(str(executed_notebook), as_version=4)
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(nb)
+    body = inert_html(nb, sanitize=False, exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     return write_text_atomic(out_html, make_self_contained(body))
