@@ -40,6 +40,12 @@ Exit status: 0 all points ok or skipped; 1 a point failed (or the report could n
 2 a bad grid, or one over the size guard without ``--yes`` (nothing run); 3 another run holds outputs/;
 4 outputs/ cannot be written (a read-only folder, a full disk: the run stops cleanly, the points done are
 kept, run again to resume); 130 interrupted (Ctrl-C, SIGTERM).
+
+Shards (issue 37, docs/cluster.md): ``--shard I/N`` (else Slurm's array variables, or Kubernetes'
+``JOB_COMPLETION_INDEX`` with ``--shard-count``/``CGB_SHARD_COUNT``) runs shard I (from 0) of N of the grid's
+runs, split by estimated time (``shard.py``); shards share the outputs folder (``fleet.py``: each run is
+claimed, a second runner of one shard gets status 3, a shard of another grid status 2) and the last one to
+finish renders the merged report.
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ from . import grid as _grid
 from . import plan as _plan
 from . import progress as _progress
 from . import record as _record
+from . import shard as _shard
+from .claims import set_aside_orphans
 from .execute import (  # noqa: F401 - also this module's interface (benchmarks/, tests)
     KERNEL_NAME,
     CannotWrite,
@@ -73,6 +81,7 @@ from .execute import (  # noqa: F401 - also this module's interface (benchmarks/
     set_aside_interrupted,
     skip_without_kernel,
 )
+from .fleet import Fleet
 from .machine import machine_key
 from .paths import NOTEBOOKS, PARAMS, outputs_dir
 from .plan import (  # noqa: F401 - also this module's interface (benchmarks/, tests)
@@ -186,6 +195,12 @@ def main(argv=None) -> int:
     ap.add_argument("--inputs", nargs="+", type=Path, default=None, metavar="DIR",
                     help="record folders the report reads (default: outputs/): runs of several machines, "
                          "a published reference, records copied from elsewhere")
+    ap.add_argument("--shard", default=None, metavar="I/N",
+                    help="run shard I (0 to N-1) of N of the grid's runs, balanced by estimated time; default: "
+                         "from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shard-count (docs/cluster.md)")
+    ap.add_argument("--shard-count", type=int, default=None, metavar="N",
+                    help=f"the number of shards when the index comes from the environment (a Kubernetes "
+                         f"Indexed Job's completions; or {_shard.COUNT_ENV})")
     args = ap.parse_args(argv)
     logging.getLogger("papermill").setLevel(logging.WARNING)
     logging.getLogger("traitlets").setLevel(logging.ERROR)
@@ -196,6 +211,11 @@ def main(argv=None) -> int:
         return EXIT_BAD_GRID
 
     out_root = outputs_dir()
+    try:  # the shard first: a bad one is refused before anything else
+        shard = None if args.report_only else _shard.resolve(args.shard, args.shard_count)
+    except _shard.ShardError as exc:
+        return refuse([str(exc)])
+    fleet = Fleet(out_root, shard, grids=args.grids or [PARAMS / "quick.yaml"])
     missing = [str(f) for f in args.inputs or [] if not Path(f).is_dir()]
     if missing:
         return refuse([f"--inputs: no such folder: {', '.join(missing)}"])
@@ -233,6 +253,18 @@ def main(argv=None) -> int:
             run["_config_id"] = _record.point_id(notebook_params(run), mkey)
             run["point_id"] = run["_config_id"] + (f"-r{run['_repeat']}" if run["_repeat"] else "")
         history = complete_records(out_root / "runs")
+        try:
+            refused = None if args.validate_only else fleet.enter(order)
+        except OSError as exc:
+            print(f"error: {_cannot_write_message(out_root, cannot_write(exc) or str(exc))}", file=sys.stderr)
+            return EXIT_CANNOT_WRITE
+        if refused:
+            print(f"error: {refused[1][0]}", *refused[1][1:], sep="\n", file=sys.stderr)
+            print("nothing was run.", file=sys.stderr)
+            return refused[0]
+        n_grid = len(order)
+        order = fleet.select(order, history, write=not args.validate_only)  # this shard's runs
+        lines_shard = fleet.describe(len(order), n_grid)
         if not args.rerun:
             statuses = ("ok", "failed") if args.skip_failed else ("ok",)
             done = {r["point_id"] for r in history if r.get("status") in statuses}
@@ -249,6 +281,7 @@ def main(argv=None) -> int:
         n_todo, n_kernel = sum(todo), sum(kernels)
         lines[-2] += (f"; {n_todo:,} of its {len(order):,} distinct runs to do ({len(order) - n_todo:,} done before, "
                      f"{n_todo - n_kernel:,} to be skipped here without a kernel)")
+        lines += lines_shard
         if over and not (args.yes or args.validate_only):
             return refuse(lines)
     if args.validate_only:
@@ -261,12 +294,13 @@ def main(argv=None) -> int:
 
     try:
         out_root.mkdir(parents=True, exist_ok=True)
-        lock = acquire_lock(out_root)
+        lock = acquire_lock(out_root) if shard is None else True  # shards share the folder (fleet.enter)
         if lock is None:
             return EXIT_BUSY
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir = out_root / "runs" / f"{stamp}-{uuid.uuid4().hex[:6]}"
         run_dir.mkdir(parents=True, exist_ok=True)
+        fleet.start(run_dir, len(order))
         kernel = install_kernelspec(out_root / ".jupyter")
         log_path = run_dir / "run.log"
         log_file = log_path.open("a", buffering=1)
@@ -286,7 +320,8 @@ def main(argv=None) -> int:
         except OSError:  # a full disk: the terminal still has it
             pass
 
-    counts = {"ok": 0, "failed": 0, "skipped": 0, "done before": 0, "not run (budget)": 0}
+    counts = {"ok": 0, "failed": 0, "skipped": 0, "done before": 0, "not run (budget)": 0, "taken": 0}
+    done_statuses = None if args.rerun else (("ok", "failed") if args.skip_failed else ("ok",))
     budget_s = args.budget
     t_grid = time.perf_counter()
     if order:
@@ -297,7 +332,7 @@ def main(argv=None) -> int:
             gpu_points = any(p["device"] == "gpu" for p, k in zip(order, kernels) if k)
             run_setup(log, gpu=gpu_points and _plan.has_nvidia_gpu())
         try:
-            orphans = set_aside_interrupted(out_root / "runs")
+            orphans = set_aside_orphans(out_root / "runs")  # of dead runners only: shards share the folder
         except OSError as exc:
             log(f"stopped: {_cannot_write_message(out_root, cannot_write(exc) or str(exc))}")
             return EXIT_CANNOT_WRITE
@@ -323,20 +358,28 @@ def main(argv=None) -> int:
                     counts["not run (budget)"] += 1
                     log(f"{head}  not run: the --budget of {budget_s:g} s is spent (run again to resume)")
                     continue
-                fields = {"repeat": p["_repeat"], "config_id": p["_config_id"]}
+                claim, why = fleet.claim(p, done_statuses)
+                if claim is None:
+                    counts["taken"] += 1
+                    log(f"{head}  not run here: {why}  {after()}")
+                    continue
+                fields = {"repeat": p["_repeat"], "config_id": p["_config_id"], **fleet.fields()}
                 if reasons[i]:
                     rec = {**skip_without_kernel(p, run_dir, reasons[i]), **fields}
                     _record.write_record(rec, run_dir / "records")
                 else:
                     title = f"{head}  running for over {_progress.LIVE_AFTER_S:g} s:"
                     engine.sink = LiveEpochs(log, title=title).start()
+                    fleet.busy(True)
                     try:
                         rec = run_point(engine, p, run_dir, kernel, timeout_s, log, args.price_profile,
                                         record_fields=fields)
                     finally:
+                        fleet.busy(False)
                         engine.sink.close()
                         engine.sink = None
                     spent.append(rec.get("wall_s") or 0.0)
+                claim.release()
                 st = rec.get("status", "failed")
                 counts[st] = counts.get(st, 0) + 1
                 tail = ""
@@ -356,9 +399,13 @@ def main(argv=None) -> int:
             log(f"stopped: {_cannot_write_message(out_root, why)}")
             return EXIT_CANNOT_WRITE
     log(f"grid: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped, "
-        f"{counts['done before']} done before, {counts['not run (budget)']} not run (budget); "
-        f"{time.perf_counter() - t_grid:.1f}s")
-    if not args.no_report:
+        f"{counts['done before']} done before, {counts['not run (budget)']} not run (budget)"
+        + (f", {counts['taken']} taken by other runners" if counts["taken"] else "")
+        + f"; {time.perf_counter() - t_grid:.1f}s")
+    last = fleet.leave(complete=not (counts["not run (budget)"] or counts["taken"]))
+    if shard is not None and not last and not args.no_report:
+        log(f"shard {shard}: the merged report is rendered by the last shard to finish (or run --report-only)")
+    if not args.no_report and last:
         t0 = time.perf_counter()
         try:
             inputs = [Path(f).resolve() for f in args.inputs] if args.inputs else [out_root]

@@ -41,7 +41,8 @@ SUMMARY_COLUMNS = CONFIG_KEYS + [
     "first_epoch_s", "first_min", "first_max", "val_s", "total_s", "cpu_pct", "proc_cpu_pct", "gpu_pct",
     "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
     "energy_method", "final_accuracy", "threads_eff", "host", "gpu", "cpu_model", "cpus", "machine_cpus", "gpus",
-    "fixture", "epochs", "schema_min", "point_ids", "host_copy_s", "input_mb_per_step", *mfu.COLUMNS]
+    "fixture", "epochs", "schema_min", "point_ids", "host_copy_s", "input_mb_per_step", "shared_host",
+    *mfu.COLUMNS]
 _TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method",
                             "sps_interval", "run_sps", "short_window", *mfu.TEXT}
 
@@ -163,7 +164,10 @@ def summarise(df):
             threads_eff=g["threads_eff"].median(), host=g["host"].iloc[0], gpu=g["gpu"].iloc[0],
             cpu_model=g["cpu_model"].iloc[0], cpus=g["cpus"].iloc[0], machine_cpus=g["machine_cpus"].max(),
             gpus=g["gpus"].iloc[0], fixture=bool(g["fixture"].any()), epochs=g["epochs"].median(),
-            schema_min=g["schema"].min(), point_ids=",".join(str(p) for p in g["point_id"].dropna().unique()[:5]))
+            schema_min=g["schema"].min(),
+            # the most other runners busy on the host when one of its runs started (issue 37): host-bound figures move
+            shared_host=g["concurrent_runners"].max() if "concurrent_runners" in g else None,
+            point_ids=",".join(str(p) for p in g["point_id"].dropna().unique()[:5]))
         out.append(row)
     s = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
     for c in SUMMARY_COLUMNS:
@@ -297,4 +301,6 @@ def precision_marks(r) -> str:
         marks.append(f"{fmt.ONE_RUN} one run: no between-run spread")
     if r.get("few_steps"):
         marks.append(f"< {MIN_STEPS} steps/epoch")
+    if not isnull(r.get("shared_host")) and r["shared_host"] > 0:
+        marks.append(f"host shared: up to {int(r['shared_host'])} other runner(s) busy when a run started")
     return "; ".join(marks)

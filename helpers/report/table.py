@@ -27,7 +27,8 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
            "git_commit", "schema", "started_at", "point_id", "notebook", "path", "fixture", "epoch_list",
            "boot_id", "cpu_id", "cpu_flags", "gpu_state", "gpu_sm_now", "gpu_mem_now", "cal_when", "cal_dispatch",
            "cal_matmul", "cal_matmul_1t", "cal_threads", "repeat", "config_id", "min_steady_s",
-           "flops_per_sample", "flops_source", "peak_flops", "peak_source", "host_copy_s", "input_mb_per_step"]
+           "flops_per_sample", "flops_source", "peak_flops", "peak_source", "host_copy_s", "input_mb_per_step",
+           "concurrent_runners"]
 
 # Parameters every notebook has (their own columns, or not part of a configuration: seed, epochs,
 # output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
@@ -63,7 +64,7 @@ NUMERIC = ("first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min
            "final_accuracy", "batch_size", "threads", "threads_eff", "n_train", "cpus", "machine_cpus", "ram_gb",
            "gpus", "steps_per_epoch", "epochs", "n_steady", "steady_s", "workers", "schema", "cal_dispatch",
            "cal_matmul", "cal_matmul_1t", "cal_threads", "gpu_sm_now", "gpu_mem_now", "repeat", "min_steady_s",
-           "flops_per_sample", "peak_flops", "host_copy_s", "input_mb_per_step")
+           "flops_per_sample", "peak_flops", "host_copy_s", "input_mb_per_step", "concurrent_runners")
 
 _BACKEND_PKG = {"tensorflow": ("tensorflow", "tensorflow-cpu"), "jax": ("jax",), "torch": ("torch",)}
 
@@ -214,6 +215,8 @@ def _row(r: dict) -> dict:
         # repeats (issue 14; older records: one run, no target window recorded)
         "repeat": _num(_first(r.get("repeat"), params.get("repeat"))), "config_id": r.get("config_id"),
         "min_steady_s": _num(params.get("min_steady_s")),
+        # other runners busy on the same host when the point started (issue 37; None: not recorded)
+        "concurrent_runners": _num(r.get("concurrent_runners")),
         # how far from the limit (issue 15): the record's count, else the committed one (helpers.flops)
         **_limit(r, gpus[0] if gpus else None, cal, threads),
     }
