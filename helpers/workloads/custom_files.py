@@ -119,6 +119,20 @@ def _custom_objects(cfg: dict) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+MAX_CONFIG_BYTES = 16 * 2**20  # config.json of a ResNet-50 is ~100 kB; a zip bomb inflates 1000:1
+
+
+def _member(zf: zipfile.ZipFile, name: str) -> bytes:
+    """One member of the archive, its size checked before it is inflated (``ZipInfo.file_size``) and while."""
+    if zf.getinfo(name).file_size > MAX_CONFIG_BYTES:
+        raise ValueError(f"has a {name} larger than {MAX_CONFIG_BYTES // 2**20} MB once inflated: not a model config")
+    with zf.open(name) as f:
+        data = f.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(f"has a {name} larger than {MAX_CONFIG_BYTES // 2**20} MB once inflated: not a model config")
+    return data
+
+
 @functools.lru_cache(maxsize=16)
 def _read_keras(path: str, mtime_ns: int, size: int) -> dict:
     """config.json and metadata.json of a .keras file, checked; ``ValueError`` with the reason."""
@@ -127,12 +141,14 @@ def _read_keras(path: str, mtime_ns: int, size: int) -> dict:
             names = zf.namelist()
             if "config.json" not in names:
                 raise ValueError("is a zip archive without config.json: not a model saved by Keras 3")
-            cfg = json.loads(zf.read("config.json"))
-            meta = json.loads(zf.read("metadata.json")) if "metadata.json" in names else {}
+            cfg = json.loads(_member(zf, "config.json"))
+            meta = json.loads(_member(zf, "metadata.json")) if "metadata.json" in names else {}
     except zipfile.BadZipFile:
         raise ValueError("is not a .keras archive (not a zip file)") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"has an unreadable config.json ({exc})") from None
+    except RecursionError:
+        raise ValueError("has a config.json nested too deeply to be a model config") from None
     except OSError as exc:
         raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
     if not isinstance(cfg, dict) or not isinstance(cfg.get("config"), dict) or "class_name" not in cfg:
@@ -142,8 +158,7 @@ def _read_keras(path: str, mtime_ns: int, size: int) -> dict:
     ins, n_out = _io(cfg)
     info = {"config": cfg, "metadata": meta if isinstance(meta, dict) else {}, "inputs": ins, "n_outputs": n_out,
             "custom_objects": _custom_objects(cfg), "has_weights": "model.weights.h5" in names,
-            "lambdas": sorted({d["config"].get("name", "?") for d in _walk(cfg.get("config"))
-                               if d.get("class_name") == "Lambda" and isinstance(d.get("config"), dict)})}
+            "lambdas": _lambda_layers(cfg)}
     if len(ins) > 1:
         listed = ", ".join(f"{n!r} {tuple(s) if s else '(shape unknown)'}" for n, s, _ in ins)
         raise ValueError(f"is a model with {len(ins)} inputs: {listed}; the suite feeds one input (x) and one "
@@ -151,10 +166,24 @@ def _read_keras(path: str, mtime_ns: int, size: int) -> dict:
     if n_out is not None and n_out > 1:
         raise ValueError(f"is a model with {n_out} outputs; the suite trains one output against one target (y)")
     if info["lambdas"]:
-        raise ValueError(f"has Lambda layers ({', '.join(info['lambdas'])}) whose Python code Keras does not load "
+        raise ValueError(f"has Lambda code in layers ({', '.join(info['lambdas'])}) that Keras does not load "
                          "from a file (safe mode); replace each with a small layer class, registered with "
                          "@keras.saving.register_keras_serializable() " + WHERE_HINT + ", and save the model again")
     return info
+
+
+def _lambda_layers(cfg: dict) -> list[str]:
+    """Names of the layers holding Python code Keras does not load in safe mode: Lambda layers, and any layer
+    with a lambda inside its config (a Dense whose activation is a lambda: ``__lambda__``)."""
+    out = set()
+    for d in _walk(cfg.get("config")):
+        c = d.get("config")
+        if not isinstance(c, dict) or "class_name" not in d or "layers" in c:
+            continue
+        if d["class_name"] == "Lambda" or any(x.get("class_name") == "__lambda__" for x in _walk(c)):
+            name = str(c.get("name", "?"))
+            out.add(name if d["class_name"] == "Lambda" else f"{name} ({d['class_name']})")
+    return sorted(out)
 
 
 def model_file(value: str, where: str = "parameters") -> tuple[Path, dict]:
@@ -167,6 +196,9 @@ def model_file(value: str, where: str = "parameters") -> tuple[Path, dict]:
         return path, _read_keras(str(path), st.st_mtime_ns, st.st_size)
     except ValueError as exc:
         raise ParamError(f"{where}: key 'model_path': {path} {exc}; {MODEL_WHAT}") from None
+    except RecursionError:  # json.loads took it, the walk of the config did not
+        raise ParamError(f"{where}: key 'model_path': {path} has a config nested too deeply to be a model's; "
+                         f"{MODEL_WHAT}") from None
 
 
 DATA_WHAT = "data_path is an .npz with arrays x (inputs) and y (targets): np.savez(\"d.npz\", x=x, y=y)"
