@@ -270,6 +270,10 @@ class Point:
             raise
         self._collect()
         self._host_copy(data)
+        if self.params.get("profile"):  # after the timed window, its figures already taken (helpers.profiling)
+            from . import profiling
+
+            self.record.update(profiling.run(self, model, args, kwargs))
         return self.timer.history
 
     def _placed(self, data):
