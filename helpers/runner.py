@@ -61,6 +61,8 @@ import uuid
 from pathlib import Path
 
 from . import grid as _grid
+from . import launch as _launch
+from . import local_launch as _local_launch
 from . import plan as _plan
 from . import progress as _progress
 from . import record as _record
@@ -127,7 +129,7 @@ def acquire_lock(out_root: Path):
     """
     import fcntl
 
-    path = out_root / ".run.lock"
+    path = out_root / _launch.lock_name()  # the processes of one mpirun/srun launch are one run
     f = open(path, "a+")  # noqa: SIM115 - held for the life of the process
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -372,8 +374,9 @@ def main(argv=None) -> int:
                     engine.sink = LiveEpochs(log, title=title).start()
                     fleet.busy(True)
                     try:
-                        rec = run_point(engine, p, run_dir, kernel, timeout_s, log, args.price_profile,
-                                        record_fields=fields)
+                        # processes: N, the N processes started here (local_launch); else run_point
+                        rec = _local_launch.run(engine, p, run_dir, kernel, timeout_s, log, args.price_profile,
+                                                record_fields=fields)
                     finally:
                         fleet.busy(False)
                         engine.sink.close()
@@ -423,11 +426,21 @@ def main(argv=None) -> int:
             if cannot_write(exc):
                 log(f"report not written: {_cannot_write_message(out_root, cannot_write(exc))}")
                 return EXIT_CANNOT_WRITE
-            log(f"report failed: {type(exc).__name__}: {exc}")
+            from .report.failed import failure_text, mark_failed
+
+            why = failure_text(exc, run_dir / "summary.ipynb")
+            log(f"report failed: {why}")
+            if mark_failed(out_root / "report.html", why):  # an older report must not look current
+                log(f"report.html now says so; the last good one: {out_root / 'report.previous.html'}")
             return EXIT_FAILED
     log(f"log: {log_path}")
     return EXIT_FAILED if counts["failed"] else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as exc:  # SIGTERM / Ctrl-C while setting up, outside the grid's own handling
+        print(f"interrupted ({exc or 'Ctrl-C'}) while setting up: records written so far are complete; run "
+              "again to resume", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)

@@ -1,0 +1,61 @@
+"""When the report cannot be rendered: say why, and never leave an older report.html looking current.
+
+    why = failure_text(exc)          # "KeyError: 'x' in summary.ipynb, cell 7: ... (traceback: run_dir/...)"
+    mark_failed(Path("outputs/report.html"), why)
+
+papermill's ``PapermillExecutionError`` prints as an empty message; its ``ename``, ``evalue`` and the last lines
+of the kernel's traceback say what went wrong and where (a record's file name when one is to blame). The old
+report is moved to ``report.previous.html`` and ``report.html`` becomes a short page that says the report
+failed, when, why, and links the previous one, so a reader never takes a stale report for today's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+from .fmt import esc
+from .inert import CSP
+from .render import write_text_atomic
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+MAX_WHY = 2000  # characters of the reason kept
+
+
+def failure_text(exc: BaseException, executed: Path | None = None) -> str:
+    """What failed, from an exception raised while rendering the report (papermill's included)."""
+    name = getattr(exc, "ename", None)
+    if name:  # PapermillExecutionError: the kernel's own error
+        lines = [_ANSI.sub("", line) for line in (getattr(exc, "traceback", None) or [])]
+        tail = " | ".join(x.strip() for x in "\n".join(lines).splitlines() if x.strip())[-800:]
+        cell = getattr(exc, "exec_count", None)
+        why = f"{name}: {getattr(exc, 'evalue', '')}" + (f" (summary.ipynb cell {cell})" if cell else "")
+        if tail:
+            why += f"; traceback ends: {tail}"
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    if executed is not None:
+        why += f"; the executed notebook: {executed}"
+    return why[:MAX_WHY]
+
+
+def mark_failed(out_html: Path, why: str) -> Path | None:
+    """Move an existing ``out_html`` to ``<name>.previous.html`` and write a page saying the report failed and
+    why; None when even that cannot be written (a full disk: the message is in the log)."""
+    out_html = Path(out_html)
+    previous = out_html.with_name(out_html.stem + ".previous.html")
+    try:
+        if out_html.is_file():
+            out_html.replace(previous)
+        when = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+        link = (f'<p>The last report that rendered is <a href="{esc(previous.name)}">{esc(previous.name)}</a>.</p>'
+                if previous.is_file() else "")
+        page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+                f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}"><title>Report failed</title></head>'
+                f"<body><h1>The report failed</h1><p>Rendering at {esc(when)} failed: <code>{esc(why)}</code></p>"
+                f"{link}<p>Fix the cause (or set the named record aside) and run <code>./run_all.sh --report-only"
+                "</code> again.</p></body></html>\n")
+        return write_text_atomic(out_html, page)
+    except OSError:
+        return None
