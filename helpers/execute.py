@@ -27,6 +27,7 @@ from . import params as _params
 from . import record as _record
 from .fingerprint import fingerprint
 from .kernel_launcher import inherited, kept
+from .kernel_watch import KernelWatch
 from .paths import NOTEBOOKS, PROJECT_ROOT
 
 KERNEL_NAME = "cgb-python"
@@ -228,12 +229,14 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
 
     watchdog = threading.Timer(timeout_s, on_timeout)
     watchdog.daemon = True
+    watch = KernelWatch(engine)  # the kernel's peak memory and the signal that ended it
     t0 = time.perf_counter()
     error = None
     finished = False
     try:
         nb_out.parent.mkdir(parents=True, exist_ok=True)
         watchdog.start()
+        watch.start()
         try:
             pm.execute_notebook(str(NOTEBOOKS / f"{p['workload']}.ipynb"), str(nb_tmp), parameters=params,
                                 engine_name="cgb", kernel_name=kernel, progress_bar=False,
@@ -242,6 +245,7 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
             error = exc
         finally:
             watchdog.cancel()
+            watch.stop()
         wall = time.perf_counter() - t0
         if cannot_write(error):
             kill_kernel(engine)
@@ -259,7 +263,8 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
                 reason = f"timed out after {timeout_s:g} s (kernel killed)"
             elif error is not None:
                 evalue = getattr(error, "evalue", str(error))
-                reason = f"{ename}: {evalue}"[:2000]
+                died = watch.death_reason() if ename == "DeadKernelError" else None  # "Kernel died" says nothing
+                reason = (died or f"{ename}: {evalue}")[:2000]
             else:
                 reason = "the notebook finished without writing a record"
             rec.update(status="failed", reason=reason, fingerprint=fingerprint(),

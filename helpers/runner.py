@@ -340,7 +340,7 @@ def main(argv=None) -> int:
             return EXIT_CANNOT_WRITE
         if orphans:
             log(f"{len(orphans)} record(s) of points stopped in an earlier run before the runner finished them "
-                "(killed) set aside: those points run again")
+                "(killed), or whose executed notebook is gone, set aside: those points run again")
         spent: list[float] = []  # wall times of the runs that started a kernel in this run
         left, kernels_left = sum(todo), sum(kernels)  # after the run at hand
 
