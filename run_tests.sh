@@ -7,5 +7,7 @@ source scripts/env.sh
 cgb_python || exit $?
 # the report's browser test needs Chromium (Debian's package); installed here when missing
 if [[ -f scripts/ensure_chromium.sh ]]; then source scripts/ensure_chromium.sh; fi
+# the launcher test starts a 2-process point under a real mpirun: Debian's openmpi-bin, installed here when missing
+if [[ -f scripts/ensure_openmpi.sh ]]; then source scripts/ensure_openmpi.sh; fi
 "$PY" -m ruff check helpers tests notebooks benchmarks
 exec "$PY" -m pytest "$@"

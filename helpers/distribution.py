@@ -6,13 +6,22 @@ A point with ``gpus: N`` trains data-parallel over the first N devices of its ho
 as H processes, one per host, which meet through ``keras.distribution.initialize`` (JAX's distributed
 runtime); each process feeds its own shard of the numpy data (``auto_shard_dataset=False``) and writes
 its own record; process 0 gathers them (through the runtime itself, no shared folder needed) and
-writes one merged record (``merge``). No launcher or collective of ours: start the same notebook (or
-``run_all.sh`` with a one-point grid) on every host with these environment variables, Keras' own::
+writes one merged record (``merge``). No collective of ours: start the same grid on every process under a
+launcher (``srun``, ``mpirun``), or with Keras' own variables set on each (``helpers.launch`` reads them)::
 
     KERAS_DISTRIBUTION_JOB_ADDRESSES=host0:PORT   # the coordinator, process 0's host (or JAX_COORDINATOR_ADDRESS)
     KERAS_DISTRIBUTION_PROCESS_ID=i               # this process, 0 .. hosts-1 (JAX_PROCESS_ID also read)
     KERAS_DISTRIBUTION_NUM_PROCESSES=H            # optional; must equal the point's `hosts`
 
+A point with ``processes: N`` (and ``hosts: 1``) is N processes on this host that the runner starts itself
+(``helpers.local_launch``), each with its own ``gpus`` GPU(s): the same runtime, the same merged record. A
+point's processes are ``hosts`` x ``processes`` (``Plan.hosts`` counts them).
+
+The runtime is JAX's (``jax.distributed.initialize``, what ``keras.distribution.initialize`` calls) with the
+point's timeouts: connecting is bounded by the point's deadline, a process that stops sending heartbeats is
+declared dead after ``HEARTBEAT_S``. Right after it, the processes check they run the same point
+(``agree``). The random seed is set before it, so Keras' cross-process seeding (a computation on JAX's CPU
+devices) is not needed; GPU points keep JAX's CPU platform visible anyway (``JAX_PLATFORMS=cuda,cpu``).
 On CPUs the processes talk through JAX's gloo collectives (``jax_cpu_collectives_implementation``).
 
     check(params)                 # cross-key rules (grid validation and the notebook's first cell)
@@ -26,8 +35,9 @@ says ``CGB_HOST_DEVICES=1`` (never honoured in grid files): then a CPU point tra
 devices, ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` set before the process starts, so
 the same code path runs on a machine without a GPU (``tests/test_distribution.py``).
 
-TensorFlow (``tf.distribute.MirroredStrategy``) and torch are refused for ``gpus`` / ``hosts`` > 1:
-Keras 3 has no distribution API on torch; on TensorFlow the model would have to be built and compiled
+TensorFlow (``tf.distribute.MirroredStrategy``) and torch are refused for ``gpus`` / ``hosts`` / ``processes``
+> 1: Keras 3 has no distribution API on torch (``TORCH_DDP``: what torch's own DDP does under Keras' fit); on
+TensorFlow the model would have to be built and compiled
 inside a strategy scope, a second code path that cannot be run on the lent GPU machines (no TensorFlow
 GPU build there), so it is not written.
 """
@@ -37,21 +47,25 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from dataclasses import dataclass, field
 
+from . import launch as _launch
+from .launch import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV, DistributionError  # noqa: F401
 from .params import ParamError
 from .timing import steady_figures
 
 HOST_DEVICES_ENV = "CGB_HOST_DEVICES"  # test only: gpus > 1 over JAX host devices on a CPU point
-COORDINATOR_ENV = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "JAX_COORDINATOR_ADDRESS")
-PROCESS_ID_ENV = ("KERAS_DISTRIBUTION_PROCESS_ID", "JAX_PROCESS_ID")
-NUM_PROCESSES_ENV = "KERAS_DISTRIBUTION_NUM_PROCESSES"
 PROCESS_FOLDER = ".processes"  # each process's own record (a dot folder: the report reads the merged one)
 DISTRIBUTION = "keras.distribution.DataParallel"
-
-
-class DistributionError(RuntimeError):
-    """The multi-host environment is incomplete or inconsistent (the message names the variable)."""
+INIT_TIMEOUT_S = 300  # the processes meet within this (JAX's default), or the point's deadline if sooner
+HEARTBEAT_S = 60  # a process silent this long is dead: the runtime stops the others (JAX's default: 100)
+SHUTDOWN_S = 60  # a process waits this long at exit for the others (JAX's default: 300)
+AGREE_S = 120  # the processes' parameters exchanged within this after they met
+# What Keras' torch backend does with a model wrapped in torch's DistributedDataParallel (docs/multi_gpu.md)
+TORCH_DDP = "torch's own DistributedDataParallel under Keras' fit: see docs/multi_gpu.md"
+FIGURES = ("epoch_s", "median_epoch_s", "step_s", "samples_per_s", "samples_per_s_spread", "epoch_spread",
+           "first_epoch_s", "compile_overhead_s", "steady_s", "energy_j_per_epoch", "achieved_tflops", "mfu")
 
 
 def host_devices_allowed(environ=None) -> bool:
@@ -60,21 +74,25 @@ def host_devices_allowed(environ=None) -> bool:
 
 
 def devices_of(params: dict) -> tuple[int, int]:
-    """``(gpus, hosts)`` of a point's parameters (absent or null: 1)."""
-    return int(params.get("gpus", 1) or 1), int(params.get("hosts", 1) or 1)
+    """``(gpus, processes in all)`` of a point's parameters: gpus per process, hosts x processes (absent or null:
+    1)."""
+    return int(params.get("gpus", 1) or 1), int(params.get("hosts", 1) or 1) * int(params.get("processes", 1) or 1)
 
 
 def check(params: dict, where: str = "parameters", host_devices: bool = False) -> None:
-    """Raise ``ParamError`` for a combination that cannot run: ``gpus``/``hosts`` > 1 off JAX, ``gpus`` > 1
-    on a CPU point (unless ``host_devices``, the test-only route)."""
-    gpus, hosts = devices_of(params)
-    if gpus == 1 and hosts == 1:
+    """Raise ``ParamError`` for a combination that cannot run: ``gpus``/``hosts``/``processes`` > 1 off JAX,
+    ``gpus`` > 1 on a CPU point (unless ``host_devices``, the test-only route), ``processes`` > 1 with ``hosts``
+    > 1 (the runner starts processes on its own host only)."""
+    gpus, count = devices_of(params)
+    if gpus == 1 and count == 1:
         return
     backend, dev = params.get("backend"), params.get("device")
-    what = f"gpus={gpus}" if gpus > 1 else f"hosts={hosts}"
+    hosts, procs = int(params.get("hosts", 1) or 1), int(params.get("processes", 1) or 1)
+    what = f"gpus={gpus}" if gpus > 1 else (f"hosts={hosts}" if hosts > 1 else f"processes={procs}")
     if backend == "torch":
         raise ParamError(f"{where}: {what} with backend 'torch': Keras 3 has no distribution API on torch "
-                         "(keras.distribution is JAX-only); use backend 'jax' or gpus: 1, hosts: 1")
+                         "(keras.distribution is JAX-only; " + TORCH_DDP + "); use backend 'jax' or gpus: 1, "
+                         "hosts: 1, processes: 1")
     if backend == "tensorflow":
         raise ParamError(f"{where}: {what} with backend 'tensorflow': not supported (tf.distribute."
                          "MirroredStrategy would need the model built inside a strategy scope, a second code "
@@ -83,6 +101,10 @@ def check(params: dict, where: str = "parameters", host_devices: bool = False) -
     if gpus > 1 and dev != "gpu" and not host_devices:
         raise ParamError(f"{where}: gpus={gpus} with device '{dev}': several devices need device: gpu "
                          "(a CPU point uses the host's cores through `threads`)")
+    if procs > 1 and hosts > 1:
+        raise ParamError(f"{where}: processes={procs} with hosts={hosts}: the runner starts `processes` on its own "
+                         "host only; on several hosts a launcher starts every process (srun, mpirun: one per GPU), "
+                         "with hosts set to their count and processes: 1 (docs/multi_gpu.md)")
 
 
 def per_process_batch(params: dict) -> int:
@@ -111,12 +133,14 @@ def global_batch(params: dict) -> int:
 
 @dataclass
 class Plan:
-    """Where this process stands: devices per host, hosts, its id, the mesh once built."""
+    """Where this process stands: devices per process, the point's processes (``hosts`` x ``processes``; one
+    per host under ``hosts``), its id, the mesh once built."""
 
     gpus: int = 1
     hosts: int = 1
     process_id: int = 0
     coordinator: str | None = None
+    launch: dict | None = None  # who started the processes (``launch.Launch.as_record``)
     devices: list = field(default_factory=list)  # the mesh's devices, as keras names them ("gpu:0")
     detail: list = field(default_factory=list)  # each device's kind and process
 
@@ -126,37 +150,117 @@ class Plan:
 
 
 def multihost_env(hosts: int, environ=None) -> tuple[str, int]:
-    """``(coordinator, process_id)`` from the environment (Keras' variables, else JAX's)."""
-    env = os.environ if environ is None else environ
-    coord = next((env[k] for k in COORDINATOR_ENV if env.get(k)), None)
-    raw = next((env[k] for k in PROCESS_ID_ENV if env.get(k)), None)
-    if not coord:
-        raise DistributionError(f"hosts={hosts}: no coordinator address; set {COORDINATOR_ENV[0]}=host:port "
-                                "(process 0's host) on every host")
-    if raw is None or not raw.strip().isdigit() or not 0 <= int(raw) < hosts:
-        raise DistributionError(f"hosts={hosts}: {PROCESS_ID_ENV[0]} is {raw!r}; set it to this process's id, "
-                                f"0 .. {hosts - 1}, a different one on every host")
-    n = env.get(NUM_PROCESSES_ENV)
-    if n and n.strip() != str(hosts):
-        raise DistributionError(f"{NUM_PROCESSES_ENV}={n} but the point says hosts={hosts}")
-    return coord.split(",")[0].strip(), int(raw)
+    """``(coordinator, process_id)`` from the environment (``launch.detect``: Keras' variables, JAX's, mpirun's,
+    srun's)."""
+    who = _launch.detect(hosts, {"hosts": hosts}, environ)
+    return who.coordinator, who.process_id
+
+
+def _deadline_s() -> float:
+    """Seconds left before the point's deadline (the runner's ``CGB_POINT_DEADLINE``), at most INIT_TIMEOUT_S."""
+    try:
+        left = float(os.environ["CGB_POINT_DEADLINE"]) - time.time()
+    except (KeyError, ValueError):
+        return INIT_TIMEOUT_S
+    return max(10.0, min(INIT_TIMEOUT_S, left))
 
 
 def initialize(params: dict, environ=None) -> Plan:
-    """The multi-host runtime, when ``hosts`` > 1: call after ``import keras`` and before any computation
-    (JAX's backends must not have started). A no-op plan otherwise."""
-    gpus, hosts = devices_of(params)
-    plan = Plan(gpus=gpus, hosts=hosts)
+    """The multi-process runtime, when the point has several processes: call after ``import keras`` and before
+    any computation (JAX's backends must not have started). A no-op plan otherwise."""
+    gpus, count = devices_of(params)
+    plan = Plan(gpus=gpus, hosts=count)
     if plan.hosts == 1:
         return plan
-    plan.coordinator, plan.process_id = multihost_env(plan.hosts, environ)
+    env = os.environ if environ is None else environ
+    who = _launch.detect(count, params, env)
+    plan.coordinator, plan.process_id, plan.launch = who.coordinator, who.process_id, who.as_record()
+    if params.get("device") == "gpu":  # a launcher's process on a host of several GPUs: its own ones
+        narrow = _launch.gpu_slice(who, gpus, env)
+        if narrow is not None:
+            env["CUDA_VISIBLE_DEVICES"] = plan.launch["cuda_visible_devices_set"] = narrow
+    if who.process_id == 0 and _launch.port_in_use(who.coordinator):
+        raise DistributionError(f"process 0 cannot serve the coordinator at {who.coordinator}: port "
+                                f"{who.coordinator.rsplit(':', 1)[1]} is in use on this host (another program, or a "
+                                "point still running); choose another port (" + (
+                                    f"{COORDINATOR_ENV[0]}" if who.source == "explicit" else "JAX_COORDINATOR_PORT")
+                                + ") or stop what holds it")
     import jax
     import keras
 
     if params.get("device") == "cpu":
         jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU collectives across processes
-    keras.distribution.initialize(plan.coordinator, plan.hosts, plan.process_id)
+    elif "cpu" not in (jax.config.jax_platforms or "cpu").split(","):
+        # device.force set JAX_PLATFORMS=cuda (a GPU point fails loudly without one); Keras' multi-process seeding
+        # (distribution_lib.initialize_rng) asks for jax.devices("cpu"): keep that platform. Every process still
+        # verifies that its tensors land on its GPU (device.verify) before anything is timed.
+        platforms = jax.config.jax_platforms + ",cpu"
+        jax.config.update("jax_platforms", platforms)
+        env["JAX_PLATFORMS"] = plan.launch["jax_platforms"] = platforms
+    keras.utils.set_random_seed(params.get("seed", 0))  # Keras' cross-process seeding is then not needed
+    timeout = int(_deadline_s())
+    t0 = time.perf_counter()
+    try:  # what keras.distribution.initialize does, with the point's timeouts and no device narrowing of JAX's
+        jax.distributed.initialize(who.coordinator, count, who.process_id, local_device_ids=[],
+                                   initialization_timeout=timeout, heartbeat_timeout_seconds=HEARTBEAT_S,
+                                   shutdown_timeout_seconds=SHUTDOWN_S)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise DistributionError(
+            f"process {who.process_id} of {count} ({who.source}) did not meet the others at {who.coordinator} within "
+            f"{time.perf_counter() - t0:.0f} s (limit {timeout} s): {first}. Check that every process was started "
+            "(with the same grid), that process 0's host is reachable at that address and its port free") from None
+    plan.launch["met_s"] = round(time.perf_counter() - t0, 3)
+    agree(params, plan)
     return plan
+
+
+def agree(params: dict, plan: Plan) -> None:
+    """Every process of the point runs the same point: each puts its parameters in the runtime's key-value store
+    and reads the others'; a difference is an error naming the keys (on every process)."""
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    mine = _launch.point_key(params)
+    client.key_value_set(f"cgb/point/{plan.process_id}", json.dumps(mine, sort_keys=True, default=str))
+    for i in range(plan.hosts):
+        theirs = json.loads(client.blocking_key_value_get(f"cgb/point/{i}", AGREE_S * 1000))
+        if theirs != json.loads(json.dumps(mine, sort_keys=True, default=str)):
+            diff = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            said = ", ".join(f"{k}: {theirs.get(k)!r} there, {mine.get(k)!r} here" for k in diff[:6])
+            raise DistributionError(f"process {i} runs another point than process {plan.process_id} ({said}): start "
+                                    "every process with the same grid file and the same repeat (--rerun on all, or "
+                                    "on none)")
+
+
+def process_devices(plan: Plan) -> dict:
+    """The devices this process uses, as the record keeps them: CUDA_VISIBLE_DEVICES, JAX's local devices and, on
+    GPUs, each one's NVML index, name, UUID and PCI bus (which physical GPU it was)."""
+    out = {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "local_devices": []}
+    try:
+        import jax
+
+        local = jax.local_devices()
+        out["local_devices"] = [{"device": f"{d.platform}:{d.id}", "kind": getattr(d, "device_kind", ""),
+                                 "local_hardware_id": getattr(d, "local_hardware_id", None)} for d in local]
+        if local and local[0].platform == "gpu":
+            from .sampler import _nvml, visible_gpu_indices
+
+            nv = _nvml()
+            idx = visible_gpu_indices(nv) if nv is not None else []
+            for d in out["local_devices"]:
+                hw = d.get("local_hardware_id")
+                if hw is not None and hw < len(idx):
+                    h = nv.nvmlDeviceGetHandleByIndex(idx[hw])
+                    d.update(nvml_index=idx[hw], name=_text(nv.nvmlDeviceGetName(h)),
+                             uuid=_text(nv.nvmlDeviceGetUUID(h)), pci_bus_id=_text(nv.nvmlDeviceGetPciInfo(h).busId))
+    except Exception as exc:  # what could not be read is said, never fails the point
+        out["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    return out
+
+
+def _text(v) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def use_devices(plan: Plan, params: dict) -> tuple[dict, str | None]:
@@ -165,9 +269,12 @@ def use_devices(plan: Plan, params: dict) -> tuple[dict, str | None]:
     Returns ``(record fields, skip reason)``: the reason when this host has fewer devices than ``gpus``.
     """
     bs = int(params["batch_size"])
-    fields = {"gpus": plan.gpus, "hosts": plan.hosts, "per_device_batch_size": bs,
-              "per_process_batch_size": per_process_batch(params), "global_batch_size": global_batch(params),
-              "distribution": None, "mesh_devices": None, "process_id": plan.process_id}
+    fields = {"gpus": plan.gpus, "hosts": int(params.get("hosts", 1) or 1), "process_count": plan.hosts,
+              "per_device_batch_size": bs, "per_process_batch_size": per_process_batch(params),
+              "global_batch_size": global_batch(params), "distribution": None, "mesh_devices": None,
+              "process_id": plan.process_id}
+    if plan.hosts > 1:  # who started the processes; which devices this one uses (its GPUs: which physical ones)
+        fields.update(launch=plan.launch, process_devices=process_devices(plan))
     if not plan.distributed:
         return fields, None
     import jax
@@ -263,8 +370,10 @@ def merge(records: list[dict]) -> dict:
     recs = sorted(records, key=lambda r: r.get("process_id") or 0)
     out = json.loads(json.dumps(recs[0]))
     bad = [r for r in recs if r.get("status") != "ok"]
-    if bad:
+    if bad:  # no figure of a point some process did not finish
         out.update(status=bad[0].get("status"), reason=f"process {bad[0].get('process_id')}: {bad[0].get('reason')}")
+        out["processes"] = [_process_summary(r) for r in recs]
+        return strip_figures(out)
     lists = [r.get("epoch_s") or [] for r in recs]
     k = min(len(x) for x in lists)
     epochs = [max(x[i] for x in lists) for i in range(k)]
@@ -281,14 +390,30 @@ def merge(records: list[dict]) -> dict:
         out["energy_j_per_epoch"] = math.fsum(energies)
     else:
         out["energy_j_per_epoch"] = None
-    out["processes"] = [{"process_id": r.get("process_id"), "host": (r.get("fingerprint") or {}).get("host"),
-                         "n_train_process": r.get("n_train_process"), "median_epoch_s": r.get("median_epoch_s"),
-                         "first_epoch_s": r.get("first_epoch_s"), "energy_j_per_epoch": r.get("energy_j_per_epoch"),
-                         "final_loss": ((r.get("history") or {}).get("loss") or [None])[-1],
-                         "status": r.get("status")} for r in recs]
+    out["processes"] = [_process_summary(r) for r in recs]
     fp = dict(out.get("fingerprint") or {})
     fp["hosts"] = [(r.get("fingerprint") or {}).get("host") for r in recs]
     fp["processes"] = [r.get("fingerprint") or {} for r in recs]
     out["fingerprint"] = fp
     out.pop("utilisation_timeline", None)  # one process's timeline would pass for the point's
     return out
+
+
+def _process_summary(r: dict) -> dict:
+    """One process's line in the merged record: its host, figures, devices (which GPU) and status."""
+    return {"process_id": r.get("process_id"), "host": (r.get("fingerprint") or {}).get("host"),
+            "n_train_process": r.get("n_train_process"), "median_epoch_s": r.get("median_epoch_s"),
+            "samples_per_s_process": r.get("samples_per_s_process"), "first_epoch_s": r.get("first_epoch_s"),
+            "energy_j_per_epoch": r.get("energy_j_per_epoch"),
+            "final_loss": ((r.get("history") or {}).get("loss") or [None])[-1],
+            "devices": r.get("process_devices"), "gpu_indices_used": r.get("gpu_indices_used"),
+            "device_detail": r.get("device_detail"), "status": r.get("status"), "reason": r.get("reason")}
+
+
+def strip_figures(rec: dict) -> dict:
+    """``rec`` without the figures of a run that did not finish (a failed point claims none)."""
+    for k in FIGURES:
+        if k in rec:
+            rec[k] = [] if k == "epoch_s" else None
+    rec.pop("utilisation_timeline", None)
+    return rec

@@ -99,6 +99,9 @@ COMMON = _spec(
           "gpu); the global batch is batch_size x gpus x hosts", minimum=1),
     Param("hosts", int, "processes, one per host, of one data-parallel point (JAX's distributed runtime; the "
           "coordinator and process id come from the environment: helpers.distribution)", minimum=1),
+    Param("processes", int, "processes of one data-parallel point started by the runner on this host, each on its "
+          "own `gpus` GPU(s) (JAX's distributed runtime on 127.0.0.1; helpers.launch); JAX only, with hosts: 1",
+          minimum=1),
     Param("data_placement", str, "where the training set lives: 'host' (numpy arrays, each batch copied to the "
           "device as Keras fits arrays) or 'device' (put on the device once, batches served from there; jax and "
           "torch, workloads whose data are arrays; helpers.placement)", choices=PLACEMENTS),
@@ -112,14 +115,16 @@ COMMON = _spec(
 # Defaults of the common knobs (a workload's own defaults override them; a grid overrides both).
 COMMON_DEFAULTS = {"n_val": 0, "data_source": "auto", "threads": 0, "precision": "float32",
                    "jit_compile": "auto", "steps_per_execution": 1, "seed": 0, "min_steady_s": 2.0, "gpus": 1,
-                   "hosts": 1, "data_placement": "host", "profile": False, "output_dir": "", "point_id": ""}
+                   "hosts": 1, "processes": 1, "data_placement": "host", "profile": False, "output_dir": "",
+                   "point_id": ""}
 
 # Knobs added after points were first run, with the value those points ran at. A record without the key ran
 # so: at that value the knob stays out of the point id (a point keeps its id, and resume its records, across
 # the upgrade; any other value makes another point) and out of the report's configuration text (an old record
 # is the same configuration as a new one at that value, e.g. the published reference beside today's points).
-LATER_DEFAULTS = {"gpus": 1, "hosts": 1, "steps_per_execution": 1, "data_placement": "host",
-                  "profile": False, "input_dtype": "float32"}  # the last one is a knob of the image workloads (their extra_params)
+# (input_dtype is a knob of the image workloads: their extra_params)
+LATER_DEFAULTS = {"gpus": 1, "hosts": 1, "processes": 1, "steps_per_execution": 1, "data_placement": "host",
+                  "profile": False, "input_dtype": "float32"}
 
 # Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
 # the per-point limit in seconds and the separate runs of each point (``helpers.grid``).
@@ -167,10 +172,11 @@ def check_combination(params: dict[str, Any], where: str = "parameters") -> None
             raise ParamError(f"{where}: key 'data_placement' has value 'device' with backend {backend!r}; allowed "
                              f"with backend {' or '.join(map(repr, PLACEMENT_BACKENDS))} (with TensorFlow, Keras "
                              "feeds fit through a tf.data pipeline on the host)")
-        hosts = params.get("hosts", 1)
-        if isinstance(hosts, int) and hosts > 1:
-            raise ParamError(f"{where}: key 'data_placement' has value 'device' with hosts={hosts}; allowed with "
-                             "hosts: 1 (several hosts feed each process's shard of numpy arrays)")
+        for key in ("hosts", "processes"):
+            n = params.get(key, 1)
+            if isinstance(n, int) and n > 1:
+                raise ParamError(f"{where}: key 'data_placement' has value 'device' with {key}={n}; allowed with "
+                                 f"{key}: 1 (several processes feed each its shard of numpy arrays)")
 
 
 def _similar(a: str, b: str) -> bool:
