@@ -9,5 +9,7 @@ cgb_python || exit $?
 if [[ -f scripts/ensure_chromium.sh ]]; then source scripts/ensure_chromium.sh; fi
 # the launcher test starts a 2-process point under a real mpirun: Debian's openmpi-bin, installed here when missing
 if [[ -f scripts/ensure_openmpi.sh ]]; then source scripts/ensure_openmpi.sh; fi
+# the cluster test starts a single-node Slurm: Debian's slurm-wlm and munge, installed here when missing
+if [[ -f scripts/ensure_slurm.sh ]]; then source scripts/ensure_slurm.sh; fi
 "$PY" -m ruff check helpers tests notebooks benchmarks
 exec "$PY" -m pytest "$@"

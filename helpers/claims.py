@@ -33,7 +33,7 @@ from pathlib import Path
 from . import record as _record
 
 ALIVE = ".alive"  # held by a runner for the life of its run folder
-SHARD_INFO = "shard.json"  # in a shard's run folder: the grid's hash, the shard, its state
+SHARD_INFO = ".shard.json"  # a shard's run folder: grid hash, shard, state (hidden: no record reader reads it)
 RUNNERS_ENV = "CGB_RUNNERS_DIR"  # host-local folder of the runners' busy marks (shared by the host's runners)
 STALE_MARK_S = 86400.0
 
@@ -91,6 +91,8 @@ class Held:
             os.close(self.fd)
             self.fd = None
 
+    __del__ = release  # dropped with its holder (a runner's main() called in a test process returns)
+
 
 def _take(path: Path, info: dict | None) -> tuple[Held | None, str]:
     """An exclusive lock on ``path`` (created if needed), its holder's description when another has it."""
@@ -112,7 +114,7 @@ class FolderLock:
     so a whole-grid run and shards refuse each other, and shards do not."""
 
     def __init__(self, out_root: Path):
-        self.path = Path(out_root) / ".run.lock"
+        self.path, self.fd = Path(out_root) / ".run.lock", None
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
 
     def shared(self) -> bool:
@@ -126,6 +128,13 @@ class FolderLock:
         last shard out renders the report); the share is not taken back."""
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         return _lock(self.fd)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    __del__ = close
 
 
 def shard_lock(out_root: Path, gh: str, shard, info: dict) -> tuple[Held | None, str]:
@@ -223,29 +232,33 @@ def shard_infos(runs: Path) -> list[dict]:
     return out
 
 
-def unfinished(infos: list[dict]) -> list[dict]:
-    """The shards started and never finished (each (grid, shard, N) once: a later run folder that finished it
-    counts)."""
-    done = {(i.get("grid_hash"), i.get("shard")) for i in infos if i.get("finished")}
-    seen, out = set(), []
+def open_campaigns(infos: list[dict]) -> dict[tuple, list[dict]]:
+    """The grids split in N (grid hash, N) of which a shard started and not every shard finished: their run
+    folders' records, by (grid hash, N)."""
+    by: dict[tuple, list[dict]] = {}
     for i in infos:
-        key = (i.get("grid_hash"), i.get("shard"))
-        if key not in done and key not in seen:
-            seen.add(key)
-            out.append(i)
+        by.setdefault((i.get("grid_hash"), i.get("count")), []).append(i)
+    out = {}
+    for (gh, n), group in by.items():
+        done = {i.get("index") for i in group if i.get("finished")}
+        if not isinstance(n, int) or done != set(range(n)):
+            out[(gh, n)] = group
     return out
 
 
 def conflicts(runs: Path, gh: str, count: int) -> list[str]:
-    """Why a shard of grid ``gh`` split in ``count`` must not write here: shards of another grid, or of this grid
-    split in another number, that are not finished (their runs would mix with this grid's)."""
+    """Why a shard of grid ``gh`` split in ``count`` must not write here: another grid's shards (or this grid's
+    split in another number) are under way, started and not all finished (their runs and this grid's would mix)."""
     lines = []
-    for i in unfinished(shard_infos(runs)):
-        if i.get("grid_hash") == gh and i.get("count") == count:
+    for (other, n), group in open_campaigns(shard_infos(runs)).items():
+        if (other, n) == (gh, count):
             continue
-        what = "another grid" if i.get("grid_hash") != gh else f"this grid split in {i.get('count')}"
-        lines.append(f"  shard {i.get('shard')} of {what} (grid hash {i.get('grid_hash')}, "
-                     f"{', '.join(i.get('grids') or [])}), not finished: {i['_dir']}")
+        what = "another grid" if other != gh else "this grid"
+        done = sorted({i.get("index") for i in group if i.get("finished")})
+        lines.append(f"  {what} (hash {other}, {', '.join(group[0].get('grids') or [])}) split in {n}: shards "
+                     f"started {', '.join(sorted({str(i.get('shard')) for i in group}))}, finished "
+                     f"{', '.join(f'{d}/{n}' for d in done) or 'none'}; run folders: "
+                     f"{', '.join(Path(i['_dir']).name for i in group)}")
     return lines
 
 
@@ -336,3 +349,5 @@ class HostRunners:
                 self.path.unlink()
             os.close(self.fd)
             self.fd = None
+
+    __del__ = close

@@ -82,12 +82,12 @@ class Fleet:
         self.held.append(held)
         bad = _claims.conflicts(self.out_root / "runs", self.gh, self.shard.count)
         if bad:
-            return EXIT_BAD, [f"{self.out_root} holds shards that are not finished of a different grid than this "
-                              f"one (hash {self.gh}, {', '.join(self.grids)} in {self.shard.count}); their runs "
+            return EXIT_BAD, [f"{self.out_root} holds shards, not all finished, of a different grid than this one "
+                              f"(hash {self.gh}: {', '.join(self.grids)} split in {self.shard.count}); their runs "
                               "and this grid's would mix in one folder:", *bad,
-                              "Finish them (run the same grid and shard again), give this grid another "
-                              "CGB_OUTPUTS, or, to drop one, delete the shard.json of its run folder (its records "
-                              "stay)."]
+                              "Finish them (run each missing shard of that grid), give this grid another "
+                              "CGB_OUTPUTS, or, to drop that grid's shards, delete the .shard.json of their run "
+                              "folders (their records stay)."]
         return None
 
     def start(self, run_dir: Path, n_runs: int) -> None:
