@@ -16,6 +16,7 @@ import math
 
 MAX_DEPTH = 32  # records nest about 4 deep (fingerprint.versions, utilisation_timeline items)
 MAX_VALUES = 100_000  # values (numbers, strings, lists, mappings) in one record: 30x the largest published one
+MAX_ITEMS = 20_000  # items of one list (epochs, history curves, timeline: a few hundred)
 MAX_TEXT = 16_384  # characters of any one string (a traceback is cut to 2 kB by the notebook)
 MAX_KEY = 256  # characters of a mapping's key
 MAX_KEYS = 512  # keys of one mapping (a record has about 100 at the top)
@@ -51,7 +52,7 @@ def out_of_bounds(obj, depth: int = MAX_DEPTH) -> str | None:
                     return f"a key longer than {MAX_KEY} characters in it"
                 stack.extend((x, d + 1) for x in v.values())
             else:
-                if len(v) > MAX_VALUES:
-                    return f"more than {MAX_VALUES:,} values in it"
+                if len(v) > MAX_ITEMS:
+                    return f"a list of more than {MAX_ITEMS:,} items in it"
                 stack.extend((x, d + 1) for x in v)
     return None

@@ -281,7 +281,7 @@ def test_fifo_dev_zero_and_huge_files_are_skipped_without_hanging(tmp_path):
     os.mkfifo(tmp_path / "fifo.json")
     (tmp_path / "zero.json").symlink_to("/dev/zero")
     with open(tmp_path / "huge.json", "wb") as f:
-        f.truncate(20 * 2**20 + 1)  # the documented cap: 20 MB
+        f.truncate(record.MAX_RECORD_BYTES + 1)  # the documented cap: 2 MB
     code = ("import json, sys; from helpers import record\n"
             f"recs, skipped = record.read_records([{str(tmp_path)!r}])\n"
             "print(json.dumps([[r['point_id'] for r in recs], skipped]))")
@@ -292,7 +292,7 @@ def test_fifo_dev_zero_and_huge_files_are_skipped_without_hanging(tmp_path):
     assert ids == ["p0"]
     assert "not a regular file" in why["fifo.json"]
     assert "outside the folders given" in why["zero.json"]  # a symlink out of the folder is not even opened
-    assert "larger than 20 MB" in why["huge.json"]
+    assert f"larger than {record.MAX_RECORD_BYTES // 2**20} MB" in why["huge.json"]
 
 
 def test_the_false_claim_about_the_full_table_is_gone():
