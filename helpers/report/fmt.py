@@ -18,6 +18,12 @@ from pathlib import Path
 from ..paths import PROJECT_ROOT
 
 MAX_ROWS = 80  # rows per HTML table; the rest is said in a line
+# table cells: up to WRAP_AT characters stay on one line; longer text wraps in a column of 40-48 em (about 75
+# characters a line at 12 px); text past FOLD_AT (under three such lines) is folded behind its first words
+WRAP_AT = 60
+WRAP_HEAD = 24  # column headers up to this many characters stay on one line; longer ones wrap in 12-20 em
+FOLD_AT = 200
+FOLD_HEAD = 90
 
 # Marks on a figure, in every table and chart that shows it (issue 14: never a precision the runs do not have)
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
@@ -33,13 +39,30 @@ MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to
 
 REPORT_CSS = """<style>
 table.cgb{border-collapse:collapse;font-size:12px;margin:4px 0 12px 0}
-table.cgb td,table.cgb th{border:1px solid #ddd;padding:2px 6px;text-align:left !important;vertical-align:top}
+table.cgb td,table.cgb th{border:1px solid #ddd;padding:2px 6px;text-align:left !important;vertical-align:top;
+  white-space:nowrap}
+table.cgb td.cgb-text{white-space:normal;min-width:40em;max-width:48em}
 table.cgb th{background:#f2f2f2}
-section.cgb-section{margin:0 0 28px 0}
+table.cgb th.cgb-text{white-space:normal;min-width:12em;max-width:20em}
+table.cgb details summary{cursor:pointer;color:#555}
+section.cgb-section{margin:0 0 22px 0}
+section.cgb-folded{margin:0 0 6px 0}
+section.cgb-folded p.cgb-absent{margin:0}
 section.cgb-section p.lead{color:#333;max-width:70em}
+p.cgb-finding{font-size:15px;max-width:90em;margin:2px 0 4px 0}
+details.cgb-about{font-size:13px;color:#555;margin:0 0 4px 0}
+details.cgb-about summary{cursor:pointer}
 p.cgb-absent{color:#8a5a00}
-nav.cgb-toc{font-size:13px;margin:6px 0 18px 0}
+nav.cgb-toc{font-size:13px;margin:0 0 4px 0;line-height:1.5}
+h1#CPU-versus-GPU:-Keras-3-training-benchmark-report{margin:4px 0 4px 0;font-size:26px}
+nav.cgb-toc a{margin-right:10px;white-space:nowrap}
 img.cgb-fig{max-width:100%;height:auto;display:block;margin:4px 0 10px 0}
+.cgb-compared{font-size:14px;margin:2px 0 6px 0}
+ul.cgb-verdict{font-size:14px;margin:2px 0 4px 0;padding-left:20px;max-width:90em}
+.jp-Notebook .jp-Cell{padding-top:0;padding-bottom:0}
+.cgb-links{font-size:13px;white-space:nowrap}
+ul.cgb-verdict li{margin:2px 0}
+p.cgb-key{font-size:12px;color:#555;margin:0 0 8px 0}
 </style>"""
 
 
@@ -228,15 +251,25 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS)
             return html.escape(floatfmt.format(v) if floatfmt else num(v, 4))
         return html.escape(str(v))
 
+    def cell(v) -> str:
+        text = fmt(v)
+        if len(text) <= WRAP_AT:
+            return f"<td>{text}</td>"
+        if len(str(v)) <= FOLD_AT:  # a sentence: wrapped in a bounded column, at most three lines
+            return f'<td class="cgb-text">{text}</td>'
+        head = html.escape(str(v)[:FOLD_HEAD].rsplit(" ", 1)[0]) + " …"
+        return f'<td class="cgb-text"><details><summary>{head}</summary>{text}</details></td>'
+
     if df is None or len(df.columns) == 0:
         return note("(nothing to show)")
     extra = ""
     if max_rows is not None and len(df) > max_rows:
-        extra = note("… {} more rows not shown here (the summary notebook's <code>context</code> object holds "
-                     "every row: <code>ctx.summary</code>).", len(df) - max_rows)
+        extra = note("… {} more rows not shown here; results.csv and configurations.csv beside this report hold "
+                     "every run and every configuration.", len(df) - max_rows)
         df = df.head(max_rows)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>"
+    head = "".join(f"<th>{html.escape(str(c))}</th>" if len(str(c)) <= WRAP_HEAD else
+                   f'<th class="cgb-text">{html.escape(str(c))}</th>' for c in df.columns)
+    rows = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>"
                    for row in df.itertuples(index=False))
     return (f'<div style="overflow-x:auto"><table class="cgb"><thead><tr>{head}</tr></thead>'
             f"<tbody>{rows}</tbody></table></div>{extra}")

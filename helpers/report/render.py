@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 _EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\bsrc=[\"']https?://[^>]*>\s*</script>", re.IGNORECASE)
+DEV_TAG = "dev-note"  # summary.ipynb's cells for developers: kept out of report.html
 _MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
 
 
@@ -42,5 +43,7 @@ def render_html(executed_notebook: Path, out_html: Path) -> Path:
     from .inert import inert_html
 
     nb = nbformat.read(str(executed_notebook), as_version=4)
+    # cells written for developers (tagged DEV_TAG: the section registry, the context's names) stay in the notebook
+    nb.cells = [c for c in nb.cells if DEV_TAG not in (c.get("metadata", {}).get("tags") or [])]
     body = inert_html(nb, sanitize=False, exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     return write_text_atomic(out_html, make_self_contained(body))

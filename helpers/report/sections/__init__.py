@@ -20,11 +20,11 @@ from markupsafe import Markup
 from .base import Section
 
 # The registry: module names in the order the report shows them.
+# The answer first, the evidence after it, the method last ("Methods and provenance": from ``methods`` on).
 ORDER = [
-    "overview",
     "verdict",
-    "throughput",
     "speedup",
+    "throughput",
     "cost",
     "first_epoch",
     "scaling",
@@ -34,8 +34,11 @@ ORDER = [
     "history",
     "backends",
     "published",
+    "methods",
+    "overview",
     "provenance",
 ]
+METHODS_FROM = "methods"  # the sections from this one on form the report's last part
 
 def _name(module) -> str:
     return module.__name__.rsplit(".", 1)[-1]
@@ -70,7 +73,6 @@ def build_all(ctx) -> list[Section]:
 
 
 def toc(built: list[Section]) -> str:
-    """Links to every section (those without data say so)."""
-    items = "".join(f'<li><a href="#{Markup.escape(s.name)}">{Markup.escape(s.title)}</a>'
-                    + ("" if s.present else " <i>(absent)</i>") + "</li>" for s in built)
-    return f'<nav class="cgb-toc"><b>Sections</b><ol>{items}</ol></nav>'
+    """One line of links to the sections that have something to show (short names), the methods last."""
+    items = " ".join(f'<a href="#{Markup.escape(s.name)}">{Markup.escape(s.short)}</a>' for s in built if s.present)
+    return f'<nav class="cgb-toc">Sections: {items}</nav>'

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from .. import findings as said
 from ..fmt import MARKS_NOTE, digits, figure, rounded
 from ..table import CONFIG_KEYS
 from .base import Section
 
 TITLE = "Backend against backend on the same device"
+NAV = "Backends"  # its name in the one-line contents
 LEAD = ("TensorFlow, JAX and PyTorch through Keras 3 on the same machine, device, batch, precision, knobs and "
         "epoch size: samples/s and the ratio to the fastest backend of that configuration.")
 
@@ -37,4 +39,4 @@ def build(ctx) -> Section:
     if len(bt) == 0:
         return Section.absent(__name__, "only one backend per device and setting in these records: nothing to "
                                         "compare.")
-    return Section.of(__name__).table(bt).note("{}", MARKS_NOTE)
+    return Section.of(__name__).found(*said.backends(bt)).table(bt).note("{}", MARKS_NOTE)

@@ -22,11 +22,16 @@ from ..fmt import ONE_RUN, SHORT, digits, html_table, isnull, marks, note, num, 
 FOLD_ROWS = 25  # tables longer than this are folded
 
 _ENV = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
+# A section opens with what it found (``finding``, generated from the records); what it shows and how it is
+# measured (``LEAD``) is one click away. A section with nothing to show is one line: its title and why.
 _TEMPLATE = _ENV.from_string(
-    '<section class="cgb-section" id="{{ s.name }}"><h2>{{ s.title }}</h2>'
-    '{% if s.lead %}<p class="lead">{{ s.lead }}</p>{% endif %}'
-    '{% if s.reason %}<p class="cgb-absent">Not shown: {{ s.reason }}</p>{% endif %}'
-    "{% for part in s.parts %}{{ part }}{% endfor %}</section>")
+    '{% if s.reason %}<section class="cgb-section cgb-folded" id="{{ s.name }}">'
+    '<p class="cgb-absent"><b>{{ s.title }}</b>: not shown: {{ s.reason }}</p></section>'
+    '{% else %}<section class="cgb-section" id="{{ s.name }}"><h2>{{ s.title }}</h2>'
+    '{% if s.finding %}<p class="cgb-finding">{{ s.finding }}</p>{% endif %}'
+    '{% if s.lead %}<details class="cgb-about"><summary>What this shows and how</summary>'
+    '<p class="lead">{{ s.lead }}</p></details>{% endif %}'
+    "{% for part in s.parts %}{{ part }}{% endfor %}</section>{% endif %}")
 
 
 @dataclass
@@ -38,12 +43,14 @@ class Section:
     lead: str = ""
     parts: list = field(default_factory=list)
     reason: str | None = None  # set when the section's data is absent
+    finding: object = ""  # what the section found in these records (generated; markup from ``found``)
+    short_name: str = ""  # the section's name in the one-line contents (the module's ``NAV``)
 
     @classmethod
     def of(cls, module) -> Section:
         """An empty section of ``module`` (a section module or its ``__name__``)."""
         module = sys.modules[module] if isinstance(module, str) else module
-        return cls(name=_name(module), title=module.TITLE, lead=module.LEAD)
+        return cls(name=_name(module), title=module.TITLE, lead=module.LEAD, short_name=getattr(module, "NAV", ""))
 
     @classmethod
     def absent(cls, module, reason: str) -> Section:
@@ -52,8 +59,23 @@ class Section:
         return s
 
     @property
+    def short(self) -> str:
+        """The module's ``NAV`` name, else the title's words before its colon: for the one-line contents."""
+        if self.short_name:
+            return self.short_name
+        return " ".join(self.title.split(":")[0].split(" (")[0].split()[:3])
+
+    @property
     def present(self) -> bool:
         return self.reason is None
+
+    def found(self, template: str, *values) -> Section:
+        """The section's opening sentence: what it found for these records (``template`` is trusted markup with
+        ``{}`` slots; every value is escaped)."""
+        from ..fmt import esc
+
+        self.finding = Markup(template.format(*(esc(v) for v in values)))
+        return self
 
     def html(self, markup: str) -> Section:
         """Trusted markup (built with ``fmt``'s escaping helpers)."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from .. import findings as said
 from ..charts import PALETTE, grid
 from ..costs import price_sources, relative_table
 from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, marks, rounded
 from .base import Section, mark_bars
 
 TITLE = "Training time and cost relative to a base configuration"
+NAV = "Time and cost"  # its name in the one-line contents
 LEAD = ("As seed 002 does: per workload, each configuration's time and cost per sample divided by the base's "
         "(the fastest configuration matching the summary parameter base_config). Per sample, so configurations "
         "whose epochs held different numbers of samples compare. Cost = time × the machine's price per hour in "
@@ -83,7 +85,7 @@ def build(ctx) -> Section:
     if c.empty:
         s = Section.absent(__name__, "no successful run: nothing to compare.")
     else:
-        s = Section.of(__name__)
+        s = Section.of(__name__).found(*said.cost(c))
         s.note("Base configuration: {}.", ", ".join(f"{k} = {v}" for k, v in ctx.base_config.items()) or "none given")
         rel, no_base = relative_table(c, ctx.base_config)
         if no_base:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from .. import findings as said
 from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import MARKS_NOTE, shown
 from .base import Section, at_digits, mark_bars, with_marks
 
 TITLE = "Energy per epoch and per 1,000 samples"
+NAV = "Energy"  # its name in the one-line contents
 LEAD = ("Where the GPU's energy was measured (NVML): the board's energy counter differenced at synchronised "
         "epoch boundaries on the GPUs the point used (older records: mean sampled power × epoch time). Per "
         "1,000 samples and per epoch of the source's full dataset, so configurations compare; the idle power "
@@ -53,6 +55,7 @@ def build(ctx) -> Section:
                                         "CPU energy is not measured.")
     s = Section.of(__name__)
     e = e.assign(j_per_1k=1000 * e["energy_j_per_epoch"] / e["n_train"])
+    s.found(*said.energy(e))
     s.figure(mark_bars(bar_facets(e, "j_per_1k", with_marks(labels), log=True, annotate=at_digits(e, "j_per_1k", " J"),
                                   xlabel="joules per 1,000 training samples (log scale)")))
     s.table(energy_table(summ))

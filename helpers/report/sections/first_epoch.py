@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from .. import findings as said
 from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import MARKS_NOTE, rounded, shown, spread_text
 from .base import Section, mark_bars, with_marks
 
 TITLE = "First epoch (compilation) beside the steady state"
+NAV = "First epoch"  # its name in the one-line contents
 LEAD = ("The first epoch includes tracing, XLA/graph compilation and autotuning; it is never summed into the "
         "steady-state figures. Charted: its overhead, the first epoch minus a steady epoch of the same point "
         "(seconds of set-up, a fixed cost that does not grow with the epoch's size).")
@@ -21,7 +23,7 @@ def build(ctx) -> Section:
     if s_.empty:
         return Section.absent(__name__, "no first-epoch times recorded.")
     s_ = s_.assign(compile_s=(s_["first_epoch_s"] - s_["s_per_epoch"]).clip(lower=0))
-    s = Section.of(__name__)
+    s = Section.of(__name__).found(*said.first_epoch(s_))
     s.figure(mark_bars(bar_facets(s_, "compile_s", with_marks(labels), xlabel="first epoch − steady epoch, seconds",
                                   annotate=lambda v: f"{rounded(v, 2)} s")))
     t = s_.sort_values(["workload", "machine", "device", "backend"])

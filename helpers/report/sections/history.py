@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from .. import findings as said
 from ..aggregate import labels
 from ..charts import MAX_LINES, grid
 from ..table import latest_ok
 from .base import Section
 
 TITLE = "Loss and accuracy per epoch"
+NAV = "Loss and accuracy"  # its name in the one-line contents
 LEAD = ("The latest run of each configuration (at most eight per workload). On synthetic data, accuracy only "
         "shows that the model learns; compare accuracies on real data only.")
 
@@ -47,4 +49,4 @@ def build(ctx) -> Section:
     fig = plot_history(ctx.df, ctx.by_path)
     if fig is None:
         return Section.absent(__name__, "no loss/accuracy history recorded.")
-    return Section.of(__name__).figure(fig)
+    return Section.of(__name__).found(*said.history(ctx.summary)).figure(fig)

@@ -8,11 +8,13 @@ import functools
 from ...params import LATER_DEFAULTS
 from ...paths import PROJECT_ROOT
 from .. import bare as _bare
+from .. import findings as said
 from ..aggregate import _knob_items, describe
 from ..fmt import isnull, num, rounded, shown
 from .base import Section
 
 TITLE = "How far from the limit"
+NAV = "MFU and limit"  # its name in the one-line contents
 LEAD = ("How much of the machine each configuration uses: FLOPs per training sample (forward, backward and update), "
         "achieved TFLOP/s (FLOPs per sample × samples/s) and MFU, the share of the device's peak arithmetic it "
         "achieved; then the tuning ladder, one knob at a time, and which rung went furthest.")
@@ -205,9 +207,9 @@ def build(ctx) -> Section:
     summ = ctx.summary
     if summ.empty or not summ["samples_per_s"].notna().any():
         return Section.absent(__name__, "no successful run in these records.")
-    s = Section.of(__name__)
+    s = Section.of(__name__).found(*said.limit(summ))
     counted = summ["flops_per_sample"].notna()
-    s.note("FLOPs per sample of one training step, counted once per model by walking its layers (helpers/flops.py): "
+    s.note("FLOPs per sample of one training step, counted once per model by walking its layers: "
            "2 FLOPs per multiply-add, backward = 2 × forward, plus the optimiser's update per step over the batch; "
            "cross-checked against XLA's cost analysis of the compiled JAX train step (benchmarks/flops.py). "
            "{} of {} configurations have a count; {} of them were counted at report time (records that predate "
@@ -226,7 +228,7 @@ def build(ctx) -> Section:
     lad = ladder_rows(summ)
     if lad.empty:
         return s.note("The ladder has not been run yet: no GPU configuration in these records is one of its rungs "
-                      "(python -m helpers.runner params/ladder.yaml on a GPU machine).")
+                      "(./run_all.sh params/ladder.yaml on a GPU machine).")
     bare = getattr(ctx, "bare", None)
     s.figure(ladder_chart(lad, bare), "the tuning ladder: samples/s and MFU per rung")
     panels = len(_ladders(lad))

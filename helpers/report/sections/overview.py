@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from ...record import SCHEMA
 from ...sampler import COUNTER
+from .. import findings as said
 from ..fmt import ONE_RUN, SHORT, shown_path
 from ..reference import is_reference
 from .base import Section
 
 TITLE = "Records read"
+NAV = "Records read"  # its name in the one-line contents
 LEAD = ("Every record under the folders below, from any number of runs and machines, in one table; "
         "each section below says what it shows or why it has nothing to show.")
 
@@ -36,8 +38,9 @@ def build(ctx) -> Section:
                "; ".join(f"{why} ({n})" for why, n in ctx.skipped_reasons), kind="warn")
     if not ctx.has_records:
         return s.note("<b>No records found.</b> Run <code>./run_all.sh</code> (or "
-                      "<code>python -m helpers.runner params/quick.yaml</code>) first; every section below says "
+                      "<code>./run_all.sh params/quick.yaml</code>) first; every section below says "
                       "what it would show.", kind="warn")
+    s.found(*said.overview(df))
     st = df["status"].value_counts()
     s.note("The {} records: {} ok, {} failed, {} skipped, from <b>{} machine(s)</b>, {} workload(s), "
            "backends: {}; devices used: {}.", len(df), int(st.get("ok", 0)), int(st.get("failed", 0)),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from .. import findings as said
 from ..fmt import isnull, num, short_path
 from .base import Section
 
 TITLE = "Provenance"
+NAV = "Provenance"  # its name in the one-line contents
 LEAD = ("The machines (hardware and software fingerprints) and their leases (one per boot, with the host "
         "calibration measured at the start of each run), library versions, the points that failed or were "
         "skipped with their reasons, and the record files behind every figure.")
@@ -128,6 +130,7 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no records.")
     s = Section.of(__name__)
     if ctx.has_records:
+        s.found(*said.provenance(df))
         s.heading("Machines").table(machines_table(df))
         leases = leases_table(df)
         s.heading("Machines by lease").note(

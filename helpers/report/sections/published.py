@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from .. import findings as said
 from ..charts import PALETTE, colour, grid, plain_log
 from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, marks, rounded
 from ..published import INFERRED, SYNTHETIC_IMAGES, coverage
@@ -13,6 +14,7 @@ from ..published_match import other_figures, versus_published
 from .base import Section, mark_bars
 
 TITLE = "Your machine against the published figures"
+NAV = "Published figures"  # its name in the one-line contents
 LEAD = ("The figures the source documents published (data/published_figures.csv, each with its document and "
         "file/line, or file and commit of the source's own logs), beside your runs of the same workload, device and "
         "variant, in samples/s (seconds per epoch depends on how many samples an epoch holds), measured the same "
@@ -115,6 +117,8 @@ def build(ctx) -> Section:
            "(listed below with the reason).", len(cov), int(cov["shown"].str.startswith("throughput").sum()),
            int((cov["shown"] == "other figures").sum()), len(cant))
     vs = versus_published(summ, pub)
+    s.found(*said.published(len(cov), vs[vs["who"] == "published"]["comparison"].isin(
+        vs[vs["who"] != "published"]["comparison"]).sum() if len(vs) else 0))
     if len(vs):
         src = yours(vs, summ)
         vs = with_runs(vs, src)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from ...params import LATER_DEFAULTS
+from .. import findings as said
 from ..aggregate import _knob_items, labels
 from ..charts import MAX_LINES, colour, grid, plain_log
 from ..devices import device_scaling, findings, plot_devices, published_devices
@@ -20,6 +21,7 @@ from ..table import CONFIG_KEYS
 from .base import Section
 
 TITLE = "Throughput against batch size, CPU threads, augmentation, input workers and GPUs"
+NAV = "Scaling"  # its name in the one-line contents
 LEAD = ("Seed 002 scaled vCPUs, seed 004 tuned batch_size and workers and measured augmentation on/off, seed 002 "
         "found its multi-GPU runs no faster. A panel appears where the records vary that setting (at least two "
         "values for otherwise equal configurations); samples/s (median over runs; bars: between-run interval), so "
@@ -202,4 +204,5 @@ def build(ctx) -> Section:
             s.figure(fig)
     _devices_part(s, ctx)
     _input_part(s, ctx)
+    s.found(*said.scaling(summ, drawn, len(AXES)))
     return s.note("{}", MARKS_NOTE) if drawn else s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import findings as said
 from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import MARKS_NOTE, figure, rounded, speedup_text
@@ -9,6 +10,7 @@ from ..reference import all_pairs, speedup_label
 from .base import Section, at_digits, mark_bars, with_marks
 
 TITLE = "Speedup of the GPU over the CPU (matched configurations)"
+NAV = "All speedups"  # its name in the one-line contents
 LEAD = ("GPU samples/s ÷ CPU samples/s of the same machine, workload, backend, batch size, precision and "
         "knobs (the CPU side: its fastest thread setting); per sample, so the two sides may train on different "
         "numbers of samples. \"% less time\" as seeds 000 and 001 report it. The interval is between runs, from "
@@ -29,7 +31,7 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no GPU/CPU pair to compare: no successful GPU run on a machine that also "
                                         "ran the same configuration on its CPU (see the skipped points under "
                                         "Provenance).")
-    s = Section.of(__name__)
+    s = Section.of(__name__).found(*said.speedup(m))
     fig = bar_facets(m.assign(device="gpu"), "speedup", with_marks(_label), lo="speedup_lo", hi="speedup_hi",
                      log=True, xlabel="GPU ÷ CPU samples/s (log scale; 1 = no gain; whiskers: between runs)",
                      refline=1.0, sort=("backend", "batch_size"), annotate=at_digits(m, "speedup", "×", "digits"))

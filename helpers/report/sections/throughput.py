@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from .. import findings as said
 from ..aggregate import MIN_STEPS, labels, precision_marks, source_epochs
 from ..charts import bar_facets
 from ..fmt import MARKS_NOTE, digits, figure, html_table, rounded, shown
 from .base import Section, at_digits, mark_bars, with_marks
 
 TITLE = "Samples per second by workload × backend × device"
+NAV = "Samples/s"  # its name in the one-line contents
 LEAD = ("Training throughput of every configuration: the median over its runs of each run's steady-state samples "
         "per second; whiskers: the between-run interval (range of 2–4 runs, bootstrap 95% from 5; none for one "
         "run). Blue: CPU, red: GPU; hatched: fixture (test) data, one run (dots) or a short window (crosses). "
@@ -48,7 +50,7 @@ def build(ctx) -> Section:
     summ = ctx.summary
     if summ.empty:
         return Section.absent(__name__, "no successful run in these records.")
-    s = Section.of(__name__)
+    s = Section.of(__name__).found(*said.throughput(summ))
     s.figure(mark_bars(bar_facets(summ, "samples_per_s", with_marks(labels), lo="sps_lo", hi="sps_hi", log=True,
                                   annotate=at_digits(summ, "samples_per_s"),
                                   xlabel="samples per second (log scale; median over runs, whiskers: between runs)")))

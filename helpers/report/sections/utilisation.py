@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from .. import findings as said
 from .. import mfu as mfu_of
 from ..charts import PALETTE
 from ..fmt import MARKS_NOTE, digits, figure, isnull, rounded, short_path, shown
 from .base import Section
 
 TITLE = "Comparison summary and utilisation over time"
+NAV = "Utilisation"  # its name in the one-line contents
 LEAD = ("As seed 001 tabulates it: total time of the median run, seconds per epoch (with the samples an epoch "
         "held) and per step, mean and peak GPU utilisation (NVML: the share of time any kernel ran, not how much "
         "of the GPU's arithmetic was used) beside MFU (the arithmetic done over the device's peak), mean CPU "
@@ -106,7 +108,7 @@ def plot_timeline(rec: dict):
 def build(ctx) -> Section:
     if ctx.summary.empty:
         return Section.absent(__name__, "no successful run in these records.")
-    s = Section.of(__name__)
+    s = Section.of(__name__).found(*said.utilisation(ctx.summary))
     s.table(comparison_summary(ctx.summary))
     s.note("{}", MARKS_NOTE)
     s.note("{}", WHY_THEY_DIFFER)

@@ -1,0 +1,235 @@
+"""The report's answer, first: per workload, how much faster the GPU trains, and what one source epoch takes and
+costs on each side; the sentences that say it, generated from the figures; short names for configurations.
+
+    pairs = headline.best_pairs(all_pairs(ctx.costed))     # one matched pair per workload × backend
+    rows = headline.per_workload(pairs)                    # the fastest GPU configuration's pair per workload
+    for s in headline.sentences(rows, headline.compared(ctx.df)): print(s)
+
+Everything here is a function of the tidy tables (no files, no context object), so the sentences are tested
+against fixtures whose numbers are known.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .fmt import isnull, rounded
+from .reference import is_reference
+
+PREC = {"float32": "fp32", "mixed_bfloat16": "bf16", "mixed_float16": "fp16"}
+
+
+def short_gpu(name) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100'; 'NVIDIA GeForce RTX 4090' -> 'RTX 4090'; '' for nothing."""
+    if isnull(name) or not str(name).strip():
+        return ""
+    words = [w for w in str(name).replace("NVIDIA", "").replace("GeForce", "").split() if w]
+    if not words:
+        return str(name)[:24]
+    if words[0] in ("RTX", "GTX", "Tesla", "Quadro") and len(words) > 1:
+        return " ".join(words[:2])
+    return words[0]
+
+
+def short_cpu(model) -> str:
+    """'AMD EPYC 7B13 64-Core Processor' -> 'AMD EPYC 7B13'; 'Intel(R) Xeon(R) Platinum 8480+' -> 'Xeon 8480+'."""
+    if isnull(model) or not str(model).strip():
+        return "CPU"
+    text = re.sub(r"\((R|TM|tm|r)\)|CPU|Processor|@.*$|\d+-Core", " ", str(model))
+    words = text.split()
+    if "Xeon" in words:
+        rest = [w for w in words[words.index("Xeon") + 1:] if w not in ("Platinum", "Gold", "Silver", "Bronze")]
+        return " ".join(["Xeon", *rest[:1]])
+    return " ".join(words[:3]) or "CPU"
+
+
+def gpu_side(machine) -> str:
+    """The GPU side's short name: 'H100 ref' for the bundled reference, else the GPU's short name."""
+    m = str(machine)
+    if is_reference(m):
+        hw = m.split(": ", 1)[1] if ": " in m else m
+        return f"{short_gpu(hw.split(' · ')[0])} ref"
+    return short_gpu(m.split(" · ")[0])
+
+
+def config_key(r, suffix: str = "_gpu") -> str:
+    """A configuration named briefly: 'H100 ref · jax · b32' (precision only when it is not float32)."""
+    parts = [gpu_side(r.get("gpu_machine", r.get("machine"))), str(r.get("backend"))]
+    if not isnull(r.get("batch_size")):
+        parts.append(f"b{r['batch_size']:g}")
+    prec = str(r.get("precision") or "float32")
+    if prec != "float32":
+        parts.append(PREC.get(prec, prec))
+    return " · ".join(p for p in parts if p)
+
+
+def best_pairs(pairs):
+    """One pair per workload × backend: the one whose GPU side is fastest."""
+    if pairs is None or not len(pairs):
+        return pairs
+    ok = pairs[pairs["speedup"].notna()]
+    return (ok.sort_values("samples_per_s_gpu", ascending=False).groupby(["workload", "backend"], sort=False)
+            .head(1).sort_values(["workload", "backend"]).reset_index(drop=True))
+
+
+def per_workload(pairs):
+    """One pair per workload: its fastest GPU configuration's (the one a reader would train with)."""
+    b = best_pairs(pairs)
+    if b is None or not len(b):
+        return b
+    return (b.sort_values("samples_per_s_gpu", ascending=False).groupby("workload", sort=False).head(1)
+            .sort_values("workload").reset_index(drop=True))
+
+
+def duration(s) -> str:
+    """Seconds for people: '0.42 s', '41 s', '12 min', '3.2 h', '2.1 days'."""
+    if isnull(s):
+        return "?"
+    s = float(s)
+    if s < 60:
+        return f"{rounded(s, 2)} s"
+    if s < 3600:
+        return f"{rounded(s / 60, 2)} min"
+    if s < 48 * 3600:
+        return f"{rounded(s / 3600, 2)} h"
+    return f"{rounded(s / 86400, 2)} days"
+
+
+def times(v) -> str:
+    return f"{rounded(v, 2)}×" if v < 100 else f"{v:,.0f}×"
+
+
+def money(v) -> str:
+    return "" if isnull(v) else (f"${rounded(v, 2)}" if v < 100 else f"${v:,.0f}")
+
+
+def compared(df, here: tuple = ()) -> dict:
+    """What the report compares: the CPU machine(s) and the GPU(s), and whether a GPU is the bundled reference's.
+    ``here`` = (host, CPU model, logical CPUs) of the machine rendering the report: a CPU machine that matches all
+    three is called "this machine" (host names alone are often generic)."""
+    ok = df[df["status"] == "ok"] if len(df) else df
+    cpu = ok[(ok["device"] == "cpu") & ~ok["machine"].map(is_reference)] if len(ok) else ok
+    gpu = ok[ok["device"] == "gpu"] if len(ok) else ok
+    out = {"cpus": [], "gpus": [], "reference": False}
+    for _, r in cpu.drop_duplicates("machine").iterrows():
+        cores = r.get("machine_cpus") if not isnull(r.get("machine_cpus")) else r.get("cpus")
+        out["cpus"].append({"model": short_cpu(r.get("cpu_model")), "cores": None if isnull(cores) else int(cores),
+                            "here": bool(here) and (str(r.get("host")), str(r.get("cpu_model")), cores) == tuple(here)})
+    for m, g in gpu.groupby("machine", sort=True):
+        ref = is_reference(m)
+        out["reference"] |= ref
+        date = str(g["started_at"].dropna().max())[:10] if "started_at" in g and g["started_at"].notna().any() \
+            else ""
+        out["gpus"].append({"name": str(g["gpu"].dropna().iloc[0]) if g["gpu"].notna().any() else gpu_side(m),
+                            "short": gpu_side(m), "reference": ref, "date": date})
+    return out
+
+
+def compared_text(c: dict) -> str:
+    """'Compared: the 2-core AMD EPYC 7B13 of this machine against the NVIDIA H100 80GB HBM3 of the bundled
+    reference run (measured 2026-11-23 on another machine).'"""
+    cpus = c["cpus"]
+    if not cpus:
+        cpu = "no CPU run"
+    elif len(cpus) == 1:
+        n = cpus[0]["cores"]
+        cpu = (f"the {n}-core {cpus[0]['model']}" if n else f"the {cpus[0]['model']}") + \
+            (" of this machine" if cpus[0]["here"] else "")
+    else:
+        cpu = f"{len(cpus)} CPU machines ({', '.join(x['model'] for x in cpus[:3])})"
+    gpus = c["gpus"]
+    if not gpus:
+        return f"Measured: {cpu}; no GPU run, and no bundled reference matches these configurations."
+    named = [f"the {g['name']} of the bundled reference run (measured {g['date']} on another machine)"
+             if g["reference"] else f"the {g['name']}" + (" of the same machine" if len(cpus) == 1 else "")
+             for g in gpus[:3]]
+    more = f" and {len(gpus) - 3} more GPUs" if len(gpus) > 3 else ""
+    return f"Compared: {cpu} against {' and '.join(named)}{more}."
+
+
+def _span(v) -> str:
+    lo, hi = int(v.min()), int(v.max())
+    return f"{lo}" if lo == hi else f"{lo}–{hi}"
+
+
+def runs_sentence(rows) -> str:
+    """'The GPU figures rest on 2–3 runs each, the CPU figures on 1 (10 of 10 rest on a single run a side ...).'"""
+    g, c = rows["n_runs_gpu"].astype(float), rows["n_runs_cpu"].astype(float)
+    one = (g <= 1) | (c <= 1)
+    tail = (f" ({int(one.sum())} of {len(rows)} rest on a single run on one side, marked †: no between-run "
+            "interval)") if one.any() else ""
+    return (f"The GPU figures rest on {_span(g)} run{'s' if g.max() > 1 else ''} each, the CPU figures on "
+            f"{_span(c)}{tail}.")
+
+
+def _first(rows, c: dict) -> str:
+    n = len(rows)
+    lo, hi = rows.iloc[0], rows.iloc[-1]
+    gpu = " and ".join(dict.fromkeys(g["short"] for g in c["gpus"])) or "the GPU"
+    cpu = c["cpus"][0] if len(c["cpus"]) == 1 else None
+    this = "this" if cpu and cpu["here"] else "the"
+    on = (f"On {this} {cpu['cores']}-core {cpu['model']}" if cpu and cpu["cores"] else
+          f"On {this} {cpu['model']}" if cpu else "On these CPUs")
+    faster = rows[rows["speedup"] > 1]
+    what = f"{n} workload{'s' if n != 1 else ''}"
+    if len(faster) == n:
+        text = (f"{on}, {'every one of the ' + what if n > 1 else 'the one workload'} trains "
+                f"{times(lo['speedup'])}" + (f" to {times(hi['speedup'])}" if n > 1 else "") + f" faster on the {gpu}")
+    elif len(faster) == 0:
+        text = (f"{on}, none of the {what} trains faster on the {gpu} (from {times(lo['speedup'])} to "
+                f"{times(hi['speedup'])} of the CPU's speed)")
+    else:
+        slow = rows[rows["speedup"] <= 1]
+        text = (f"{on}, {len(faster)} of the {what} train faster on the {gpu} (up to {times(hi['speedup'])}); "
+                + ", ".join(f"{r['workload']} does not ({times(r['speedup'])})" for _, r in slow.head(3).iterrows()))
+    return text + " (per sample, each workload's fastest GPU configuration against the same on the CPU)."
+
+
+def _cost(rows) -> str:
+    priced = rows[rows["on_demand_per_source_epoch_cpu"].notna() & rows["on_demand_per_source_epoch_gpu"].notna()]
+    if not len(priced):
+        return "No price is known for one side (params/prices.yaml), so the cost per epoch is not compared."
+    if (priced["machine"] == priced["gpu_machine"]).all():
+        r = priced.loc[priced["on_demand_per_source_epoch_cpu"].idxmax()]
+        return (f"One machine, one hourly price: an epoch costs the speedup's factor less on its GPU ({r['workload']}: "
+                f"{money(r['on_demand_per_source_epoch_gpu'])} against {money(r['on_demand_per_source_epoch_cpu'])}, "
+                "on-demand).")
+    cheaper = priced[priced["on_demand_per_source_epoch_gpu"] < priced["on_demand_per_source_epoch_cpu"]]
+    eg = cheaper.iloc[0] if len(cheaper) else None
+    return (f"At on-demand prices an epoch is cheaper on the GPU machine for {len(cheaper)} of the {len(priced)} "
+            "priced workloads" + (f" (e.g. {eg['workload']}: {money(eg['on_demand_per_source_epoch_gpu'])} against "
+                                  f"{money(eg['on_demand_per_source_epoch_cpu'])})" if eg is not None else "") + ".")
+
+
+def sentences(rows, c: dict, pairs=None) -> list[str]:
+    """Three to five sentences a reader can act on, from ``per_workload`` rows, ``compared`` and (to name the
+    backends that lose on the GPU) ``best_pairs``; [] without pairs."""
+    if rows is None or not len(rows):
+        return []
+    rows = rows.sort_values("speedup").reset_index(drop=True)
+    out = [_first(rows, c)]
+    if pairs is not None and len(pairs):
+        slower = pairs[(pairs["speedup"] <= 1) & ~pairs["workload"].isin(rows[rows["speedup"] <= 1]["workload"])]
+        if len(slower):
+            out[0] = out[0][:-1] + "; but " + ", ".join(
+                f"{r['workload']} on {r['backend']} is slower on the GPU ({times(r['speedup'])})"
+                for _, r in slower.sort_values("speedup").head(3).iterrows()) + "."
+    lo, hi = rows.iloc[0], rows.iloc[-1]
+    if len(rows) > 1:
+        why = ""
+        if not isnull(lo.get("mfu_gpu")):
+            why = f": its GPU does {rounded(lo['mfu_gpu'] * 100, 2)}% of its peak arithmetic (too little work a step)"
+        elif not isnull(lo.get("gpu_pct_gpu")):
+            why = f": the GPU is busy {lo['gpu_pct_gpu']:.0f}% of the time"
+        out.append(f"The smallest gain is {lo['workload']} on {lo['backend']} ({times(lo['speedup'])}, batch "
+                   f"{lo['batch_size']:g}){why}; the largest is {hi['workload']} on {hi['backend']} "
+                   f"({times(hi['speedup'])}).")
+    both = rows[rows["source_epoch_s_cpu"].notna() & rows["source_epoch_s_gpu"].notna()]
+    if len(both):
+        r = both.loc[(both["source_epoch_s_cpu"] - both["source_epoch_s_gpu"]).idxmax()]
+        out.append(f"The most time saved is on {r['workload']}: one epoch of its source's dataset "
+                   f"({r['source_samples_cpu']:,.0f} samples) takes {duration(r['source_epoch_s_cpu'])} on the CPU "
+                   f"and {duration(r['source_epoch_s_gpu'])} on the GPU.")
+    out.append(_cost(rows))
+    out.append(runs_sentence(rows))
+    return out
