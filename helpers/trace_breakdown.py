@@ -236,7 +236,7 @@ def breakdown(events: list[Ev], steps: int, device: str, source: str = "", top: 
         "step_ms": step_ms,  # the window over its steps: what the parts add up to
         "parts_ms": per_step,
         "shares": {k: (v / step_ms if step_ms else None) for k, v in per_step.items()},
-        "top": _top(compute, lo, hi, steps, step_ms, top, xla=source != "torch"),
+        "top": _top(compute, lo, hi, steps, step_ms, top, xla=source != "torch", nested=device != "gpu"),
         "events": len(events),
     }
     h2d = [e for e in copies if _H2D.search(e.name) or e.name == "H2D Dispatch"]
@@ -250,11 +250,12 @@ def breakdown(events: list[Ev], steps: int, device: str, source: str = "", top: 
     return out
 
 
-def _top(compute, lo, hi, steps, step_ms, n, xla: bool) -> list[dict]:
+def _top(compute, lo, hi, steps, step_ms, n, xla: bool, nested: bool) -> list[dict]:
+    """The ``n`` names with the most time per step: kernels by their duration, host ops by their own time."""
     inside = [e for e in compute if lo <= e.ts < hi]
     totals: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
-    for e, own in self_times(inside):
+    for e, own in (self_times(inside) if nested else [(e, e.dur) for e in inside]):
         if xla and "::" in e.name:  # the executor's wrappers (ThunkExecutor::Execute, ExecutorState::Process)
             continue
         totals[e.name] += own
