@@ -2,19 +2,28 @@
 
 Usage::
 
-    python benchmarks/report_render.py [--source outputs/] [--n 100 1000] [--keep DIR]
+    python benchmarks/report_render.py [--source outputs/] [--n 100 1000] [--keep DIR] [--hostile] [--repeat 1]
 
 Real records (status ok) under ``--source`` are copied N times with perturbed epoch times (±15%), spread over
 a few synthetic machines, batch sizes and thread counts (so the report aggregates many configurations,
 repeats included); each copy is marked ``fixture: true``. For each N the summary notebook is executed
 through papermill in a fresh kernel and rendered to HTML, exactly as ``run_all.sh`` does; prints seconds.
+
+``--hostile`` (issue 33) renders each N twice, in a fresh process each: the N good records alone, then with the
+hostile set beside them (``benchmarks/hostile.py``: every file that once crashed, stalled or fooled the report);
+prints seconds and peak memory (resident, summed over the rendering process and its children: the summary
+kernel, index workers) of both and what the hostile set adds. ``--repeat R`` renders each R times and keeps the
+fastest and smallest.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
+import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.paths import outputs_dir  # noqa: E402
 from helpers.record import read_records, write_atomic  # noqa: E402
+
+HERE = Path(__file__).resolve()
 
 MACHINES = 5  # synthetic hosts
 BATCHES = (32, 64, 128, 256)
@@ -54,12 +65,66 @@ def synthesise(real: list[dict], n: int, folder: Path, seed: int = 0) -> None:
         write_atomic(folder / f"bench-{i:05d}.json", r)
 
 
+def _measure(folders: list[Path], out_html: Path) -> int:
+    """One render in this process (``--measure``); prints {"s": seconds} as JSON."""
+    from helpers.runner import _register_engine, render_report
+
+    _register_engine()
+    run_dir = out_html.with_suffix("")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    render_report(folders, run_dir, os.environ["CGB_BENCH_KERNEL"], out_html)
+    print(json.dumps({"s": time.perf_counter() - t0}))
+    return 0
+
+
+def _render_once(folders: list[Path], out_html: Path, kernel: str) -> tuple[float, float]:
+    """(seconds, peak MB) of one render in a fresh process. Peak: the largest sum of resident memory over the
+    process and its children (the summary kernel, index workers), sampled every 0.1 s (``ru_maxrss`` would
+    carry this benchmark's own memory into the child it forks)."""
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, str(HERE), "--measure", *map(str, folders), "--out", str(out_html)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CGB_BENCH_KERNEL": kernel})
+    peak, top = 0, psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            tree = [top, *top.children(recursive=True)]
+            rss = 0
+            for q in tree:
+                try:
+                    rss += q.memory_info().rss
+                except psutil.Error:
+                    pass
+            peak = max(peak, rss)
+        except psutil.Error:
+            pass
+        time.sleep(0.1)
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"render failed: {err[-3000:]}")
+    return json.loads(out.strip().splitlines()[-1])["s"], peak / 2**20
+
+
+def _render_apart(folders: list[Path], out_html: Path, kernel: str, repeat: int) -> tuple[float, float]:
+    """(fastest seconds, smallest peak MB) of ``repeat`` renders, each in a fresh process."""
+    runs = [_render_once(folders, out_html, kernel) for _ in range(repeat)]
+    return min(t for t, _ in runs), min(m for _, m in runs)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", type=Path, default=outputs_dir(), help="folder with real records")
     ap.add_argument("--n", type=int, nargs="+", default=[100, 1000], help="record counts to time")
     ap.add_argument("--keep", type=Path, default=None, help="write the records and reports here (kept)")
+    ap.add_argument("--hostile", action="store_true", help="also render with the hostile set beside the records")
+    ap.add_argument("--repeat", type=int, default=1, help="renders per measurement (--hostile): the best is kept")
+    ap.add_argument("--measure", type=Path, nargs="+", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.measure:
+        return _measure(args.measure, args.out)
     real = [r for r in read_records([args.source])[0] if r.get("status") == "ok" and not r.get("fixture")]
     if not real:
         print(f"no ok records under {args.source}: run e.g. python -m helpers.runner params/smoke.yaml first",
@@ -76,6 +141,17 @@ def main(argv=None) -> int:
         folder = base / f"records-{n}"
         folder.mkdir(parents=True, exist_ok=True)
         synthesise(real, n, folder)
+        if args.hostile:
+            from hostile import write_hostile
+
+            hostile = base / f"hostile-{n}"
+            expected = write_hostile(hostile, real[0], base / f"outside-{n}")
+            t_good, m_good = _render_apart([folder], base / f"report-{n}.html", kernel, args.repeat)
+            t_bad, m_bad = _render_apart([folder, hostile], base / f"report-{n}-hostile.html", kernel, args.repeat)
+            print(f"{n} good records: {t_good:.1f} s, peak {m_good:.0f} MB; with the {len(expected)} hostile files "
+                  f"beside them: {t_bad:.1f} s, peak {m_bad:.0f} MB; the hostile set adds "
+                  f"{100 * (t_bad / t_good - 1):+.1f}% time, {100 * (m_bad / m_good - 1):+.1f}% memory", flush=True)
+            continue
         run_dir = base / f"run-{n}"
         run_dir.mkdir(exist_ok=True)
         t0 = time.perf_counter()
