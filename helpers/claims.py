@@ -57,6 +57,12 @@ def _lock(fd: int, shared: bool = False, block: bool = False) -> bool:
         raise
 
 
+def no_locks(exc: OSError, path: Path) -> OSError:
+    """A filesystem that refuses ``flock`` (Lustre mounted without ``flock``, some FUSE mounts): named plainly."""
+    return OSError(exc.errno, f"file locks do not work on this filesystem ({exc.strerror}): shards cannot share "
+                   "it (docs/cluster.md lists where they hold)", str(path))
+
+
 def _read_fd(fd: int) -> str:
     try:
         return os.pread(fd, 4096, 0).decode(errors="replace").strip()
@@ -98,7 +104,12 @@ def _take(path: Path, info: dict | None) -> tuple[Held | None, str]:
     """An exclusive lock on ``path`` (created if needed), its holder's description when another has it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    if not _lock(fd):
+    try:
+        got = _lock(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise no_locks(exc, path) from None
+    if not got:
         text = _read_fd(fd)
         os.close(fd)
         return None, _holder(text)
@@ -118,7 +129,10 @@ class FolderLock:
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
 
     def shared(self) -> bool:
-        return _lock(self.fd, shared=True)
+        try:
+            return _lock(self.fd, shared=True)
+        except OSError as exc:
+            raise no_locks(exc, self.path) from None
 
     def holder(self) -> str:
         return _read_fd(self.fd) or "another process"

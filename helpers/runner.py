@@ -265,7 +265,7 @@ def main(argv=None) -> int:
             print("nothing was run.", file=sys.stderr)
             return refused[0]
         n_grid = len(order)
-        order = fleet.select(order, history, write=not args.validate_only)  # this shard's runs
+        order = fleet.select(order, of_this_machine(history, mkey), write=not args.validate_only)  # this shard's
         lines_shard = fleet.describe(len(order), n_grid)
         if not args.rerun:
             statuses = ("ok", "failed") if args.skip_failed else ("ok",)
