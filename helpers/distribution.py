@@ -61,6 +61,7 @@ DISTRIBUTION = "keras.distribution.DataParallel"
 INIT_TIMEOUT_S = 300  # the processes meet within this (JAX's default), or the point's deadline if sooner
 HEARTBEAT_S = 60  # a process silent this long is dead: the runtime stops the others (JAX's default: 100)
 SHUTDOWN_S = 60  # a process waits this long at exit for the others (JAX's default: 300)
+STUCK_MARGIN_S = 2  # the record of a process left waiting is written this long before JAX's limit
 AGREE_S = 120  # the processes' parameters exchanged within this after they met
 # What Keras' torch backend does with a model wrapped in torch's DistributedDataParallel (docs/multi_gpu.md)
 TORCH_DDP = "torch's own DistributedDataParallel under Keras' fit: see docs/multi_gpu.md"
@@ -165,9 +166,12 @@ def _deadline_s() -> float:
     return max(10.0, min(INIT_TIMEOUT_S, left))
 
 
-def initialize(params: dict, environ=None) -> Plan:
+def initialize(params: dict, environ=None, on_stuck=None) -> Plan:
     """The multi-process runtime, when the point has several processes: call after ``import keras`` and before
-    any computation (JAX's backends must not have started). A no-op plan otherwise."""
+    any computation (JAX's backends must not have started). A no-op plan otherwise.
+
+    JAX ends the process (abort) when the others do not all come within the time limit; ``on_stuck(reason)`` is
+    called just before, so the point's record says what was missing (its caller writes a failed record)."""
     gpus, count = devices_of(params)
     plan = Plan(gpus=gpus, hosts=count)
     if plan.hosts == 1:
@@ -200,6 +204,17 @@ def initialize(params: dict, environ=None) -> Plan:
     keras.utils.set_random_seed(params.get("seed", 0))  # Keras' cross-process seeding is then not needed
     timeout = int(_deadline_s())
     t0 = time.perf_counter()
+    stuck = None
+    if on_stuck is not None:
+        import threading
+
+        stuck = threading.Timer(max(1.0, timeout - STUCK_MARGIN_S), on_stuck, args=(
+            f"process {who.process_id} of {count} ({who.source}) waited {timeout} s at the coordinator "
+            f"{who.coordinator} and not every process came: start all of them with the same grid (a process "
+            "whose runner had the point done before, or failed first, never comes); JAX's runtime then ended this "
+            "process",))
+        stuck.daemon = True
+        stuck.start()
     try:  # what keras.distribution.initialize does, with the point's timeouts and no device narrowing of JAX's
         jax.distributed.initialize(who.coordinator, count, who.process_id, local_device_ids=[],
                                    initialization_timeout=timeout, heartbeat_timeout_seconds=HEARTBEAT_S,
@@ -210,6 +225,9 @@ def initialize(params: dict, environ=None) -> Plan:
             f"process {who.process_id} of {count} ({who.source}) did not meet the others at {who.coordinator} within "
             f"{time.perf_counter() - t0:.0f} s (limit {timeout} s): {first}. Check that every process was started "
             "(with the same grid), that process 0's host is reachable at that address and its port free") from None
+    finally:
+        if stuck is not None:
+            stuck.cancel()
     plan.launch["met_s"] = round(time.perf_counter() - t0, 3)
     agree(params, plan)
     return plan

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from . import claims as _claims
+from . import launch as _launch
 from . import shard as _shard
 from .execute import notebook_params
 from .record import record_name
@@ -108,7 +109,8 @@ class Fleet:
         """(the claim, '') to run ``p``; (None, why) when another runner holds it or finished it since this runner
         planned (``statuses``: the statuses that count as done; None with --rerun)."""
         info = {**_claims.me(), "shard": str(self.shard) if self.shard else None}
-        held, who = _claims.try_claim(self.out_root, p["point_id"], info)
+        # the processes of one mpirun/srun launch run the same point, each its own part: one claim per process
+        held, who = _claims.try_claim(self.out_root, p["point_id"] + _launch.claim_suffix(), info)
         if held is None:
             return None, f"taken by another runner ({who})"
         if statuses:

@@ -72,6 +72,12 @@ def lock_name(environ=None) -> str:
     return ".run.lock" if not rank else f".run.lock.p{rank}"
 
 
+def claim_suffix(environ=None) -> str:
+    """What a runner adds to a run's claim (``fleet``): nothing, or ``.p<rank>`` for process rank > 0 of a launch."""
+    rank = launcher_rank(environ)
+    return f".p{rank}" if rank else ""
+
+
 def point_key(params: dict) -> dict:
     """What every process of one point must agree on: its parameters (but where its record goes) and its repeat."""
     out = {k: v for k, v in params.items() if k not in ("output_dir", "point_id")}

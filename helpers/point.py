@@ -139,7 +139,8 @@ class Point:
 
         backend, dev = self.params["backend"], self.params["device"]
         try:  # several hosts: JAX's distributed runtime first, before any computation
-            self.dist = _distribution.initialize(self.params)
+            # a process left waiting for the others writes its failed record before JAX's runtime ends it
+            self.dist = _distribution.initialize(self.params, on_stuck=lambda why: self._write("failed", why))
         except Exception as exc:
             self.fail(exc)
             raise
