@@ -8,7 +8,8 @@
   ``sbatch --array=0-1 scripts/cluster/slurm_array.sbatch`` gives one merged report. Skipped, with the
   daemons' own error, where Slurm is not installed (scripts/ensure_slurm.sh installs it) or cannot run.
 
-The grid is 4 runs of mlp_mnist at a tiny size (seconds each): the mechanism, not the timings, is tested.
+The grid is 4 runs of mlp_mnist at a tiny size (seconds each): the mechanism, not the timings, is tested
+(``CGB_SLURM_GRID=params/smoke.yaml`` runs the Slurm test over that grid instead).
 """
 
 import os
@@ -241,6 +242,8 @@ def test_sbatch_array_of_a_grid_gives_one_merged_report(slurm, tmp_path):
     env, d = slurm
     grid = tmp_path / "g.yaml"
     grid.write_text(GRID)
+    if os.environ.get("CGB_SLURM_GRID"):  # e.g. params/smoke.yaml (30 runs: minutes on 2 cores)
+        grid = (PROJECT_ROOT / os.environ["CGB_SLURM_GRID"]).resolve()
     out = tmp_path / "out"
     venv_bin = str(Path(sys.executable).parent)
     job_env = {**env_for(tmp_path), "SLURM_CONF": env["SLURM_CONF"], "PATH": f"{venv_bin}:{os.environ['PATH']}"}
@@ -250,7 +253,7 @@ def test_sbatch_array_of_a_grid_gives_one_merged_report(slurm, tmp_path):
                          cwd=PROJECT_ROOT, env=job_env, capture_output=True, text=True, timeout=60)
     assert sub.returncode == 0, sub.stderr
     job = sub.stdout.strip().split(";")[0]
-    deadline = time.time() + 900
+    deadline = time.time() + 1800
     while time.time() < deadline:
         q = subprocess.run(["squeue", "-h", "-j", job], env=env, capture_output=True, text=True)
         if q.returncode == 0 and not q.stdout.strip():

@@ -349,3 +349,23 @@ def test_the_report_marks_configurations_measured_on_a_shared_host():
     assert "host shared: up to 2 other runner(s) busy" in aggregate.precision_marks(row)
     row["shared_host"] = 0
     assert "host shared" not in aggregate.precision_marks(row)
+
+
+# ------------------------------------------------------------------ the cluster files
+
+def test_the_indexed_job_gives_its_count_once_and_the_sbatch_script_passes_its_arguments():
+    import yaml
+
+    from helpers.paths import PROJECT_ROOT
+
+    job = yaml.safe_load((PROJECT_ROOT / "scripts/cluster/k8s_indexed_job.yaml").read_text())
+    spec = job["spec"]
+    (c,) = spec["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in c["env"]}
+    assert spec["completionMode"] == "Indexed" and int(env[_shard.COUNT_ENV]) == spec["completions"]
+    assert c["command"][0] == "./run_all.sh" and env["CGB_OUTPUTS"] in {m["mountPath"] for m in c["volumeMounts"]}
+    script = (PROJECT_ROOT / "scripts/cluster/slurm_array.sbatch").read_text()
+    assert 'exec ./run_all.sh "$@"' in script and "#SBATCH --job-name" in script
+    doc = (PROJECT_ROOT / "docs/cluster.md").read_text()
+    assert "sbatch --array=0-3 scripts/cluster/slurm_array.sbatch" in doc
+    assert "kubectl apply -f scripts/cluster/k8s_indexed_job.yaml" in doc
