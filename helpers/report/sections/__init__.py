@@ -30,6 +30,7 @@ ORDER = [
     "scaling",
     "utilisation",
     "limit",
+    "breakdown",
     "energy",
     "history",
     "backends",

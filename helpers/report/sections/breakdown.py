@@ -1,0 +1,191 @@
+"""Where one steady step's time goes (issue 32): the profiler's breakdown per workload × backend × device, beside MFU,
+and per workload the dominant cost with the knob that addresses it."""
+
+from __future__ import annotations
+
+from ..aggregate import labels
+from ..charts import grid
+from ..fmt import isnull, rounded
+from ..table import CONFIG_KEYS
+from .base import Section
+
+TITLE = "Where the step's time goes (profiler)"
+NAV = "Step breakdown"
+LEAD = ("Points run with profile: true train a few more steps after their timed window under the framework's own "
+        "profiler (jax.profiler, torch.profiler, tf.profiler); the trace lies beside the record. One steady step, in "
+        "milliseconds as traced: device busy (a GPU: kernels; a CPU: the framework's ops), copies between host and "
+        "device while no kernel runs, and host only (the device idles while Python, Keras, the framework's dispatch "
+        "or the data pipeline work). The parts add up to the traced step; the profiler's own overhead (the traced "
+        "step over the same steps unprofiled) is in the table. MFU is the timed window's. docs/profiling.md says how "
+        "to open a trace in Perfetto or TensorBoard.")
+
+PARTS = ("device_busy", "copies", "host_only")
+PART_LABEL = {"device_busy": "device busy", "copies": "copies", "host_only": "host only (device idle)"}
+COLOURS = {"device_busy": "#2ca02c", "copies": "#ff7f0e", "host_only": "#7f7f7f"}
+MAX_BARS = 16  # configurations per panel
+
+
+def rows(ctx):
+    """One row per profiled record: the tidy table's row with the breakdown's figures; and the profiled records
+    without one (their reasons)."""
+    import pandas as pd
+
+    df = ctx.df
+    with_b, without = {}, []
+    for r in ctx.records:
+        if r.get("status") != "ok" or "step_breakdown" not in r:
+            continue
+        b = r.get("step_breakdown")
+        if isinstance(b, dict) and isinstance(b.get("parts_ms"), dict):
+            with_b[r.get("_path")] = b
+        else:
+            without.append((r.get("workload"), r.get("backend"), r.get("device"), r.get("step_breakdown_reason")))
+    if not with_b or not len(df):
+        return pd.DataFrame(), without
+    sub = df[df["path"].isin(list(with_b))].copy()
+    for part in PARTS:
+        sub[part] = [float(with_b[p]["parts_ms"].get(part) or 0.0) for p in sub["path"]]
+    sub["traced_ms"] = sub[list(PARTS)].sum(axis=1)
+    sub["unprofiled_ms"] = [with_b[p].get("unprofiled_step_ms") for p in sub["path"]]
+    sub["overhead"] = [with_b[p].get("profiler_overhead") for p in sub["path"]]
+    sub["top"] = [_top_text(with_b[p].get("top") or []) for p in sub["path"]]
+    sub["trace"] = [(with_b[p].get("trace") or {}).get("path") or (with_b[p].get("trace") or {}).get("reason")
+                    for p in sub["path"]]
+    sub["mfu"] = sub["flops_per_sample"] * sub["samples_per_s"] / sub["peak_flops"]
+    return sub, without
+
+
+def _top_text(top) -> str:
+    return "; ".join(f"{t.get('name')} {rounded(t.get('ms'), 2)} ms" for t in top[:3])
+
+
+def configurations(sub):
+    """The profiled runs pooled per configuration (median of each figure over its runs)."""
+    keys = [k for k in CONFIG_KEYS if k in sub.columns]
+    num = list(PARTS) + ["traced_ms", "unprofiled_ms", "overhead", "mfu", "samples_per_s"]
+    g = sub.groupby(keys, dropna=False, sort=True)
+    out = g[num].median().reset_index()
+    firsts = g[["top", "trace", "config"]].first().reset_index()
+    out = out.merge(firsts, on=keys)
+    out["runs"] = g.size().to_numpy()
+    return out
+
+
+def dominant(r) -> str:
+    return max(PARTS, key=lambda k: (r[k], {"host_only": 2, "copies": 1, "device_busy": 0}[k]))
+
+
+def knob(part: str, r) -> str:
+    """The knob that addresses ``part`` for configuration ``r`` (its backend, device, workload's data path)."""
+    backend, device = str(r.get("backend")), str(r.get("device"))
+    generator = not isnull(r.get("workers"))  # the image workloads that decode on the host (a workers knob)
+    if part == "copies":
+        return "uint8 inputs (input_dtype: uint8) or the data on the device (data_placement: device)"
+    if part == "host_only":
+        if generator:
+            return "more input workers (workers) or a larger batch"
+        if backend == "torch":
+            return "jit_compile: true (torch.compile) or a larger batch"
+        return "steps_per_execution (e.g. 8) or a larger batch"
+    if device == "gpu":
+        return "a larger batch or mixed_bfloat16 (fuller, faster kernels)"
+    return "more CPU threads, or a GPU"
+
+
+def sentence(workload: str, t) -> tuple[str, tuple]:
+    """One workload's sentence: its configurations' most common dominant cost, quoted where it weighs most."""
+    doms = [dominant(r) for r in t.to_dict("records")]
+    common = max(PARTS, key=lambda k: (doms.count(k), {"host_only": 2, "copies": 1, "device_busy": 0}[k]))
+    rs = [r for r, d in zip(t.to_dict("records"), doms) if d == common]
+    worst = max(rs, key=lambda r: r[common] / r["traced_ms"] if r["traced_ms"] else 0)
+    share = worst[common] / worst["traced_ms"] if worst["traced_ms"] else 0
+    of = "" if len(rs) == len(doms) else f" ({len(rs)} of {len(doms)} configurations)"
+    return ("{}: {} dominates{}, {} of {}'s {} ms step; the knob: {}.",
+            (workload, PART_LABEL[common], of, f"{share:.0%}", worst["config"], rounded(worst["traced_ms"], 2),
+             knob(common, worst)))
+
+
+def finding(conf) -> tuple[str, tuple]:
+    doms = [dominant(r) for r in conf.to_dict("records")]
+    counts = ", ".join(f"{PART_LABEL[k]} in {doms.count(k)}" for k in PARTS if doms.count(k))
+    host = (conf["host_only"] / conf["traced_ms"]).dropna()
+    return ("Profiled {} configuration(s) of {} workload(s): the largest part of the step is {}; the device idles "
+            "while the host works for {}–{} of a step.",
+            (len(conf), conf["workload"].nunique(), counts, f"{host.min():.0%}", f"{host.max():.0%}"))
+
+
+def chart(conf):
+    """Stacked bars, ms per step, one panel per workload; each bar's end says its MFU."""
+    import numpy as np
+
+    workloads = sorted(conf["workload"].unique())
+    panels = [conf[conf["workload"] == w].sort_values(["device", "backend"]).head(MAX_BARS) for w in workloads]
+    fig, axes = grid(len(panels), [0.25 * len(p) + 0.9 for p in panels])
+    for ax, w, p in zip(axes, workloads, panels):
+        y = np.arange(len(p))
+        left = np.zeros(len(p))
+        for part in PARTS:
+            vals = p[part].to_numpy(dtype=float)
+            ax.barh(y, vals, left=left, color=COLOURS[part], label=PART_LABEL[part])
+            left += vals
+        ax.set_yticks(y, labels(p), fontsize=7)
+        ax.invert_yaxis()
+        for yi, total, m in zip(y, left, p["mfu"]):
+            mfu = "" if isnull(m) else f" · MFU {m * 100:.2g}%"
+            ax.text(total, yi, f" {rounded(total, 2)} ms{mfu}", va="center", fontsize=6.5)
+        ax.set_title(w)
+        ax.set_xlabel("ms per step, as traced", fontsize=8)
+        ax.set_xlim(0, max(left.max(), 1e-9) * 1.45)
+    axes[0].legend(fontsize=7, loc="lower right", frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def table(conf):
+    import pandas as pd
+
+    def ms_share(part):
+        return [f"{rounded(r[part], 2)} ({r[part] / r['traced_ms']:.0%})" if r["traced_ms"] else ""
+                for r in conf.to_dict("records")]
+
+    return pd.DataFrame({
+        "workload": conf["workload"], "machine": conf["machine"], "device · backend": conf["config"],
+        "batch": conf["batch_size"], "traced ms/step": [rounded(v, 3) for v in conf["traced_ms"]],
+        **{f"{PART_LABEL[p]} ms (share)": ms_share(p) for p in PARTS},
+        "unprofiled ms/step": [rounded(v, 3) for v in conf["unprofiled_ms"]],
+        "profiler ×": [rounded(v, 2) for v in conf["overhead"]],
+        "MFU": ["" if isnull(v) else f"{v * 100:.2g}%" for v in conf["mfu"]],
+        "top kernels / ops (ms per step)": conf["top"], "trace (beside the record)": conf["trace"],
+        "runs": conf["runs"],
+    })
+
+
+def build(ctx) -> Section:
+    sub, without = rows(ctx)
+    if not len(sub):
+        why = "no record has a step breakdown: run points with profile: true (docs/profiling.md)"
+        if without:
+            why += f"; {len(without)} profiled point(s) have none: " + "; ".join(
+                f"{w} {b}/{d}: {r}" for w, b, d, r in without[:3])
+        return Section.absent(__name__, why)
+    conf = configurations(sub)
+    s = Section.of(__name__)
+    template, values = finding(conf)
+    _found(s, template, *values)
+    s.figure(chart(conf), "the step's time per part, stacked, per configuration")
+    for w in sorted(conf["workload"].unique()):
+        template, values = sentence(w, conf[conf["workload"] == w])
+        s.note(template, *values)
+    s.table(table(conf.sort_values(["workload", "machine", "device", "backend"])))
+    if without:
+        s.note("{} profiled point(s) have no breakdown: {}.", len(without),
+               "; ".join(f"{w} {b}/{d}: {r}" for w, b, d, r in without[:5]), kind="warn")
+    return s
+
+
+def _found(s: Section, template: str, *values) -> None:
+    """The section's opening sentence (``Section.found`` where the report has it, else the first note)."""
+    if hasattr(s, "found"):
+        s.found(template, *values)
+    else:
+        s.note(template, *values)
