@@ -153,13 +153,13 @@ class FolderLock:
 
 def shard_lock(out_root: Path, gh: str, shard, info: dict) -> tuple[Held | None, str]:
     """One runner per shard of a grid: (held, '') or (None, who holds it)."""
-    return _take(Path(out_root) / "shards" / f"{gh}-{shard.index}-of-{shard.count}.lock", info)
+    return _take(Path(out_root) / ".shards" / f"{gh}-{shard.index}-of-{shard.count}.lock", info)
 
 
 def try_claim(out_root: Path, point_id: str, info: dict) -> tuple[Held | None, str]:
     """This runner takes the run ``point_id``: (held, '') or (None, who holds it). Release it once the run's
     record is complete; the file stays (the next holder locks the same file)."""
-    return _take(Path(out_root) / "claims" / f"{point_id}.claim", info)
+    return _take(Path(out_root) / ".claims" / f"{point_id}.claim", info)
 
 
 def hold_alive(run_dir: Path) -> Held:

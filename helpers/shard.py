@@ -15,7 +15,7 @@ The split: each run has an estimated cost in seconds (the median wall time of ea
 same workload, backend and device on this machine; else ``prior_s``, from the committed FLOPs count of the
 workload at its size), and runs go, the costliest first, to the shard with the least so far (ties: the run
 key, the lower shard): a deterministic balance. Estimates change as records come in, so the first shard to
-start fixes the split in the outputs folder (``shards/<grid hash>-of-<N>.json``, created once, atomically);
+start fixes the split in the outputs folder (``.shards/<grid hash>-of-<N>.json``, created once, atomically);
 every later shard of that grid and N, on any host, and every restart reads it: the shards' union is the grid
 and no run is in two shards, however late a shard starts.
 """
@@ -199,7 +199,7 @@ class Plan:
 
 
 def plan_path(out_root: Path, gh: str, n: int) -> Path:
-    return Path(out_root) / "shards" / f"{gh}-of-{n}.json"
+    return Path(out_root) / ".shards" / f"{gh}-of-{n}.json"
 
 
 def read_plan(out_root: Path, order: list[dict], gh: str, n: int) -> Plan | None:

@@ -207,6 +207,7 @@ def test_two_shards_one_folder_union_is_the_grid_and_the_last_renders_the_report
     assert "rendered by the last shard to finish" in capsys.readouterr().out and not reports
     assert runner.main([str(g), "--shard", "1/2"]) == 0
     assert reports == [[str(outputs)]] and (outputs / "report.html").is_file()  # one report, of the whole folder
+    assert not record.read_records([outputs])[1]  # the report reads the folder: no bookkeeping file read as a record
     recs = complete(outputs)
     assert sorted(r["point_id"] for r in recs) == sorted(r["point_id"] for r in runs_of(g))  # the grid, once each
     assert len(calls) == 5
@@ -215,7 +216,7 @@ def test_two_shards_one_folder_union_is_the_grid_and_the_last_renders_the_report
     assert all(r["concurrent_runners"] == 0 and r["cuda_visible_devices"] is None for r in recs)
     infos = claims.shard_infos(outputs / "runs")
     assert sorted((i["shard"], i["finished"]) for i in infos) == [("0/2", True), ("1/2", True)]
-    plan = json.loads((outputs / "shards" / f"{gh}-of-2.json").read_text())
+    plan = json.loads((outputs / ".shards" / f"{gh}-of-2.json").read_text())
     assert sorted(plan["assign"].values()) == [0, 0, 0, 1, 1] or sorted(plan["assign"].values()) == [0, 0, 1, 1, 1]
     # resume of a shard: nothing to do
     assert runner.main([str(g), "--shard", "1/2", "--no-report"]) == 0
