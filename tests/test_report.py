@@ -22,6 +22,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import test_report_first_screen as first_screen
+from markupsafe import Markup
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
@@ -242,7 +244,7 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     page = (outputs / "report.html").read_text()
     for mod in sections.modules():  # every registered section is there, with its data or the reason it has none
-        assert f'id="{mod.__name__.rsplit(".", 1)[-1]}"' in page and fmt.esc(mod.TITLE) in page, mod.__name__
+        assert f'id="{mod.__name__.rsplit(".", 1)[-1]}"' in page and str(Markup.escape(mod.TITLE)) in page, mod.__name__
     assert "failed to build" not in page
     assert "<script>window.__xss" not in page and "&lt;script&gt;window.__xss" in page
     assert "FIXTURE-&lt;b&gt;bold&lt;/b&gt;" in page
@@ -262,9 +264,10 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(tmp_path):
         if os.environ.get("CI"):  # CI must check the page in a real browser, not skip it
             pytest.fail("Chromium not installed in CI (scripts/ensure_chromium.sh should have installed it)")
         pytest.skip("Chromium not installed (scripts/ensure_chromium.sh installs it)")
-    br = Browser(exe)
+    br = Browser(exe, width=first_screen.WIDTH, height=first_screen.HEIGHT)
     try:
         br.open((outputs / "report.html").as_uri())
+        first_screen.assert_first_screen(first_screen.page_facts(br))  # the answer in the first 1400×900 px
         imgs = br.eval("Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.src.slice(0, 30)])")
         assert imgs and len(imgs) >= 8, imgs
         assert all(c and w > 0 for c, w, _ in imgs), [i for i in imgs if not (i[0] and i[1] > 0)]
@@ -302,17 +305,15 @@ def test_report_of_the_committed_h100_records_has_every_section_in_chromium(tmp_
         if os.environ.get("CI"):
             pytest.fail("Chromium not installed in CI (scripts/ensure_chromium.sh should have installed it)")
         pytest.skip("Chromium not installed (scripts/ensure_chromium.sh installs it)")
-    br = Browser(exe)
+    br = Browser(exe, width=first_screen.WIDTH, height=first_screen.HEIGHT)
     try:
         br.open((tmp_path / "out" / "report.html").as_uri())
         assert br.console_errors() == []
+        first_screen.assert_first_screen(first_screen.page_facts(br))
         imgs = br.eval("Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
         assert len(imgs) >= 9 and all(c and w > 0 for c, w in imgs)
         ids = br.eval("Array.from(document.querySelectorAll('section.cgb-section')).map(s => s.id)")
         assert ids == sections.ORDER
-        # sized to read: the page is not an endless scroll (the old report was about 60 screens)
-        height = br.eval("document.documentElement.scrollHeight")
-        assert height < 40 * 900, height
     finally:
         br.close()
 
@@ -361,7 +362,7 @@ def _check_sections(ctx) -> dict:
         assert s.present == (s.reason is None)
         assert s.parts or not s.present, s.name
         page = s._repr_html_()
-        assert f'id="{s.name}"' in page and fmt.esc(s.title) in page
+        assert f'id="{s.name}"' in page and str(Markup.escape(s.title)) in page
         out[s.name] = s
     return out
 
@@ -375,8 +376,8 @@ def test_every_section_keeps_the_contract_on_no_records(tmp_path):
     absent = [n for n, s in built.items() if not s.present]
     assert set(absent) >= {"verdict", "throughput", "speedup", "first_epoch", "energy", "history", "backends"}
     assert all(built[n].reason for n in absent)
-    toc = sections.toc(list(built.values()))
-    assert toc.count("<li>") == len(sections.ORDER) and "(absent)" in toc
+    toc = sections.toc(list(built.values()))  # one line of links to the sections that have something to show
+    assert toc.count("<a ") == len(built) - len(absent) and all(f'href="#{n}"' not in toc for n in absent)
 
 
 def test_every_section_keeps_the_contract_on_the_h100_reference(reference_ctx):
@@ -393,7 +394,7 @@ def test_a_section_that_raises_is_shown_as_failed_not_lost(tmp_path, monkeypatch
     monkeypatch.setattr(mod, "build", lambda ctx: 1 / 0)
     s = sections.build(mod, ctx)
     assert not s.present and "ZeroDivisionError" in s.reason and "Traceback" in s._repr_html_()
-    with pytest.raises(KeyError, match="unknown report section 'nope'; known: overview"):
+    with pytest.raises(KeyError, match="unknown report section 'nope'; known: verdict"):
         sections.get("nope")
 
 
