@@ -111,7 +111,8 @@ def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Pat
 
     executed = run_dir / "summary.ipynb"
     os.environ["CGB_KERNEL_STDERR"] = str(run_dir / "summary.stderr.log")  # the kernel's own chatter: a file
-    params = {**(parameters or {}), "inputs": [str(f) for f in folders]}
+    # results.csv and configurations.csv beside the report (the notebook writes them from its context)
+    params = {**(parameters or {}), "inputs": [str(f) for f in folders], "csv_dir": str(Path(out_html).parent)}
     pm.execute_notebook(str(NOTEBOOKS / "summary.ipynb"), str(executed), parameters=params, engine_name="cgb",
                         kernel_name=kernel, progress_bar=False, cwd=str(NOTEBOOKS))
     out = render_html(executed, out_html)

@@ -123,9 +123,10 @@ def main(argv=None) -> int:
         if proc.returncode != 0:
             print(f"error: the report failed (exit {proc.returncode})", file=sys.stderr)
             return proc.returncode
-        for name in ("report.html", "index.html"):  # the report links the index, the index the report
+        # the report links the index and the CSVs of its runs and configurations, the index the report
+        for name in ("report.html", "index.html", "results.csv", "configurations.csv"):
             (args.to / name).write_bytes((Path(tmp) / name).read_bytes())
-    print(f"report -> {args.to / 'report.html'} (and index.html)")
+    print(f"report -> {args.to / 'report.html'} (and index.html, results.csv, configurations.csv)")
     return 0
 
 

@@ -1,0 +1,91 @@
+"""The report's figures as CSV, for pandas or a spreadsheet: ``results.csv`` (one row per run) and
+``configurations.csv`` (one row per configuration), written beside report.html.
+
+    write_csvs(ctx, Path("outputs"))     # -> (outputs/results.csv, outputs/configurations.csv)
+    pd.read_csv("outputs/results.csv")   # numbers read back as numbers, empty cells as NaN
+
+Column names carry their units (``_s`` seconds, ``_pct`` percent, ``_mb`` MiB, ``_w`` watts, ``_j`` joules,
+``_per_s`` per second, ``_fraction`` 0..1, money in the prices file's currency).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .fmt import marks, shown_path
+from .render import write_text_atomic
+
+RESULTS = "results.csv"
+CONFIGURATIONS = "configurations.csv"
+
+# the tidy table's columns, renamed where the name lacks its unit; lists and local paths are left out
+RESULT_UNITS = {"ram_gb": "ram_gib", "cpus": "cpus_used", "machine_cpus": "machine_logical_cpus", "gpus": "gpu_count",
+                "epoch_q1": "epoch_q1_s", "epoch_q3": "epoch_q3_s", "epoch_min": "epoch_min_s",
+                "epoch_max": "epoch_max_s", "cpu_pct": "cpu_busy_pct", "proc_cpu_pct": "process_cpu_pct",
+                "gpu_pct": "gpu_busy_pct", "gpu_pct_max": "gpu_busy_max_pct", "gpu_sm_now": "gpu_sm_clock_mhz",
+                "gpu_mem_now": "gpu_mem_clock_mhz", "cal_dispatch": "cal_dispatch_mcalls_per_s",
+                "cal_matmul": "cal_matmul_gflop_per_s", "cal_matmul_1t": "cal_matmul_1thread_gflop_per_s",
+                "peak_flops": "peak_flop_per_s", "input_mb_per_step": "input_mb_per_step",
+                "energy_j_per_epoch": "energy_j_per_epoch", "power_w": "power_w"}
+RESULT_DROP = ("epoch_list", "notebook")
+
+CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
+    "machine": "machine", "workload": "workload", "backend": "backend", "device": "device",
+    "precision": "precision", "jit_compile": "jit_compile", "batch_size": "batch_size", "threads": "threads",
+    "n_train": "samples_per_epoch", "augment": "augment", "workers": "workers", "knobs": "knobs",
+    "data_source": "data_source", "n_runs": "runs", "n_leases": "leases", "samples_per_s": "samples_per_s_median",
+    "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "sps_interval": "interval_kind",
+    "runs_sps_min": "samples_per_s_min_run", "runs_sps_max": "samples_per_s_max_run",
+    "steady_s": "steady_window_s", "min_steady_s": "min_steady_s", "short_window": "short_window",
+    "s_per_epoch": "steady_epoch_s", "s_per_step": "step_s", "first_epoch_s": "first_epoch_s",
+    "source_samples": "source_epoch_samples", "source_epoch_s": "source_epoch_s",
+    "flops_per_sample": "flop_per_sample", "achieved_tflops": "achieved_tflop_per_s", "mfu": "mfu_fraction",
+    "cpu_pct": "cpu_busy_pct", "gpu_pct": "gpu_busy_pct", "gpu_mem_mb": "gpu_mem_peak_mb",
+    "energy_j_per_epoch": "energy_j_per_epoch", "on_demand_per_h": "on_demand_{cur}_per_h",
+    "on_demand_per_source_epoch": "on_demand_{cur}_per_source_epoch",
+    "preemptible_per_source_epoch": "preemptible_{cur}_per_source_epoch", "profile": "price_profile",
+    "fixture": "fixture",
+}
+
+
+FORMULA = ("=", "+", "-", "@", "\t", "\r")  # a text cell a spreadsheet would run as a formula (CSV injection)
+
+
+def inert(frame):
+    """Text cells that start like a spreadsheet formula get a leading apostrophe (records are untrusted);
+    numbers are left as they are."""
+    out = frame.copy()
+    for c in out.columns:
+        if out[c].dtype == object or str(out[c].dtype).startswith("str"):
+            out[c] = [f"'{v}" if isinstance(v, str) and v.startswith(FORMULA) else v for v in out[c]]
+    return out
+
+
+def results_frame(df):
+    """One row per run (the tidy table), units in the column names, the record's path relative to the project."""
+    out = df.drop(columns=[c for c in RESULT_DROP if c in df.columns]).copy()
+    if "path" in out:
+        out["path"] = [shown_path(p) if isinstance(p, str) and p else p for p in out["path"]]
+        out = out.rename(columns={"path": "record"})
+    return out.rename(columns=RESULT_UNITS)
+
+
+def configurations_frame(costed, currency: str = "USD"):
+    """One row per configuration: median, interval and range over runs, runs, leases, the marks, costs."""
+    import pandas as pd
+
+    if costed is None or not len(costed):
+        return pd.DataFrame(columns=[v.format(cur=currency.lower()) for v in CONFIG_COLUMNS.values()] + ["marks"])
+    cols = {k: v.format(cur=currency.lower()) for k, v in CONFIG_COLUMNS.items() if k in costed.columns}
+    out = costed[list(cols)].rename(columns=cols).copy()
+    out["marks"] = [marks(n, bool(s)) for n, s in zip(costed["n_runs"], costed["short_window"])]
+    return out
+
+
+def write_csvs(ctx, folder: Path) -> tuple[Path, Path]:
+    """``results.csv`` and ``configurations.csv`` of ``ctx`` in ``folder`` (each written atomically)."""
+    folder = Path(folder)
+    res = write_text_atomic(folder / RESULTS, inert(results_frame(ctx.df)).to_csv(index=False))
+    cur = (ctx.prices or {}).get("currency", "USD")
+    conf = write_text_atomic(folder / CONFIGURATIONS, inert(configurations_frame(ctx.costed, cur)).to_csv(index=False))
+    return res, conf
