@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import io
 
-from .fmt import esc, num
+from .fmt import esc, isnull, num
 
 PALETTE = {"cpu": "#1f77b4", "gpu": "#d62728", "published": "#aaaaaa", "other": "#7f7f7f",
            "first": "#ff7f0e", "base": "#444444", "cost": "#2ca02c"}
@@ -114,11 +114,13 @@ def cap(sub, by: str, n: int = MAX_BARS, largest: bool = True):
 def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | None = None, xlabel: str = "",
                log: bool = False, facet: str = "workload", colour_by: str = "device", ncols: int = 2,
                sort=("device", "backend", "machine", "batch_size"), annotate=None, refline: float | None = None):
-    """Horizontal bars of ``value`` (whiskers ``lo``..``hi``), one panel per ``facet`` value.
+    """Horizontal bars of ``value`` (whiskers ``lo``..``hi``), one panel per ``facet`` value, every panel on
+    one shared axis.
 
     ``labeller(sub) -> list[str]`` names the bars of one panel; ``annotate(value) -> str`` the text at
     each bar's end. Returns None when nothing has a value."""
     import numpy as np
+    import pandas as pd
 
     s = frame[frame[value].notna()] if len(frame) else frame
     facets = sorted(s[facet].dropna().unique()) if len(s) else []
@@ -131,6 +133,11 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
         panels.append((f, sub, dropped))
     heights = [0.2 * len(p[1]) + 0.9 for p in panels]
     fig, axes = grid(len(panels), heights, ncols=ncols)
+    # one axis for every panel: a bar's length compares across workloads (its own range per panel hid 7x against 320x)
+    drawn = pd.concat([p[1] for p in panels])
+    ends = [drawn[value]] + [drawn[c] for c in (lo, hi) if c and c in drawn]
+    vals = [float(v) for col in ends for v in col if not isnull(v) and (v > 0 or not log)]
+    span = ((min(vals) / 1.6, max(vals) * 3.0) if log else (min(0.0, min(vals)), max(vals) * 1.25)) if vals else None
     for ax, (f, sub, dropped) in zip(axes, panels):
         med = sub[value].to_numpy(dtype=float)
         err = None
@@ -148,6 +155,8 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
         ax.invert_yaxis()
         if log:
             plain_log(ax)
+        if span and span[1] > span[0]:
+            ax.set_xlim(*span)
         if refline is not None:
             ax.axvline(refline, ls=":", color="k", lw=0.8)
         for yi, m in zip(y, med):

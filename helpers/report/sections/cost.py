@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..charts import PALETTE, grid
+from ..charts import PALETTE, grid, plain_log
 from ..costs import price_sources, relative_table
 from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, marks, rounded
 from .base import Section, mark_bars
@@ -16,7 +16,14 @@ LEAD = ("As seed 002 does: per workload, each configuration's time and cost per 
         "params/prices.yaml (on-demand and preemptible/spot), the whole machine rented.")
 
 
+def _limits(values) -> tuple[float, float]:
+    v = [x for x in values if not isnull(x) and x > 0]
+    return (min(v + [1.0]) / 1.5, max(v + [1.0]) * 1.5) if v else (0.1, 10.0)
+
+
 def plot_relative(rel):
+    """Per workload, time and cost per sample × the base, on log axes shared by every panel (a bar's length
+    compares across workloads); machines are named only when the records hold several."""
     import numpy as np
 
     r = rel[rel["time × base"].notna()]
@@ -24,29 +31,36 @@ def plot_relative(rel):
         return None
     workloads = sorted(r["workload"].unique())
     panels = [(wl, r[r["workload"] == wl].head(20)) for wl in workloads]
-    fig, axes = grid(2 * len(panels), [h for _, sub in panels for h in [0.2 * len(sub) + 0.9] * 2], ncols=2)
+    several = r["machine"].nunique() > 1
+    cost_all = r["cost × base (preemptible)"].fillna(r["cost × base (on-demand)"])
+    tlim, clim = _limits(r["time × base"]), _limits(cost_all)
+    fig, axes = grid(2 * len(panels), [h for _, sub in panels for h in [0.17 * len(sub) + 0.8] * 2], ncols=2)
     for i, (wl, sub) in enumerate(panels):
         a1, a2 = axes[2 * i], axes[2 * i + 1]
         y = np.arange(len(sub))
-        labs = [f"{m.split(' (')[0]} · {c} · bs={b:g}{' ' + k if k else ''}" for m, c, b, k in
-                zip(sub["machine"], sub["device · backend"], sub["batch"], sub.get("marks", [""] * len(sub)))]
+        labs = [(f"{m.split(' (')[0]} · " if several else "") + f"{c} · b{b:g}{' ' + k if k else ''}" for m, c, b, k
+                in zip(sub["machine"], sub["device · backend"], sub["batch"], sub.get("marks", [""] * len(sub)))]
         dev = [c.split(" · ")[0] for c in sub["device · backend"]]
         a1.barh(y, sub["time × base"], color=[PALETTE["base"] if b else PALETTE.get(d, PALETTE["other"])
                                               for b, d in zip(sub["base"], dev)])
         a1.axvline(1.0, ls=":", color="k", lw=0.8)
-        a1.set_yticks(y, labs, fontsize=7)
+        a1.set_yticks(y, labs, fontsize=8)
         a1.invert_yaxis()
-        a1.set_title(f"{wl}: time per sample × base (lower is better)")
+        plain_log(a1)
+        a1.set_xlim(*tlim)
+        a1.set_title(f"{wl}: time per sample × base (log; lower is better)")
         a1.set_xlabel("× the base's time per sample", fontsize=8)
         cost = sub["cost × base (preemptible)"].fillna(sub["cost × base (on-demand)"])
         a2.barh(y, cost.fillna(0), color=[PALETTE["base"] if b else PALETTE["cost"] for b in sub["base"]])
+        plain_log(a2)
+        a2.set_xlim(*clim)
         for yi, c in zip(y, cost):
             if isnull(c):
-                a2.text(0.02, yi, "no price", va="center", fontsize=7, color="#8a5a00")
+                a2.text(clim[0] * 1.1, yi, "no price", va="center", fontsize=8, color="#8a5a00")
         a2.axvline(1.0, ls=":", color="k", lw=0.8)
         a2.set_yticks(y, [""] * len(y))
         a2.invert_yaxis()
-        a2.set_title("cost per sample × base (preemptible, else on-demand)")
+        a2.set_title("cost per sample × base (log; preemptible, else on-demand)")
         a2.set_xlabel("× the base's cost per sample", fontsize=8)
     fig.tight_layout()
     return fig
