@@ -1,0 +1,192 @@
+"""The documentation a newcomer reads: the README's shape, its links, the generated knob table, nothing lost.
+
+- README.md is at most 150 lines and gives the two commands (`./run_all.sh`, `./run_tests.sh`) within its first
+  40 lines; it links its screenshot, every page of docs/ and every reference's README.
+- Every relative link in README.md, docs/*.md and reference/**/README.md resolves to a file (or folder) here.
+- docs/knobs.md is exactly what ``python -m helpers.knobs_doc`` prints (helpers/params.py's table).
+- docs/report.md names every registered report section.
+- Nothing is lost: every number of the round-2 README (frozen at tests/data/readme_round2.md) appears in
+  README.md, docs/**/*.md or reference/**/README.md.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import PROJECT_ROOT
+
+README = PROJECT_ROOT / "README.md"
+OLD_README = Path(__file__).parent / "data" / "readme_round2.md"
+COMMANDS = ("./run_all.sh", "./run_tests.sh")
+MAX_LINES = 150
+COMMANDS_WITHIN = 40
+
+# A number as the prose writes it: 1,327,443 · 0.0018 · 3.15.1 · 48 (2+ digits, or any with a decimal part).
+NUMBER = re.compile(r"(?<![\d.,])\d+(?:,\d{3})*(?:\.\d+)*")
+# [text](target) and <img src="target">
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|<img[^>]+src=\"([^\"]+)\"")
+
+
+def numbers(text: str) -> set[str]:
+    return {n for n in NUMBER.findall(text) if "." in n or len(n.replace(",", "")) >= 2}
+
+
+def pages() -> list[Path]:
+    """README.md, docs/**/*.md and reference/**/README.md."""
+    return [README, *sorted((PROJECT_ROOT / "docs").rglob("*.md")),
+            *sorted((PROJECT_ROOT / "reference").rglob("README.md"))]
+
+
+def links(path: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)  # not inside code blocks
+    text = re.sub(r"`[^`\n]*`", "", text)  # nor inside inline code
+    return [a or b for a, b in LINK.findall(text)]
+
+
+def relative(target: str) -> bool:
+    return not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) and not target.startswith(("#", "/"))
+
+
+# ------------------------------------------------------------------ the newcomer's check
+
+
+def test_readme_is_a_page_with_the_two_commands_first():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= MAX_LINES, f"README.md has {len(lines)} lines (at most {MAX_LINES}): move detail to docs/"
+    head = "\n".join(lines[:COMMANDS_WITHIN])
+    for cmd in COMMANDS:
+        assert re.search(re.escape(cmd) + r"(\s|$)", head), f"{cmd} is not within README.md's first " \
+                                                            f"{COMMANDS_WITHIN} lines"
+    # .ci/run calls the README's test command
+    assert "./run_tests.sh" in (PROJECT_ROOT / ".ci" / "run").read_text()
+
+
+def test_every_relative_link_resolves():
+    bad = []
+    checked = 0
+    for page in pages():
+        for target in links(page):
+            if not relative(target):
+                continue
+            path = target.split("#", 1)[0]
+            if not path:
+                continue
+            checked += 1
+            if not (page.parent / path).resolve().exists():
+                bad.append(f"{page.relative_to(PROJECT_ROOT)}: {target}")
+    assert checked > 20
+    assert not bad, "links to nothing:\n" + "\n".join(bad)
+
+
+def test_readme_reaches_every_docs_page_and_reference():
+    """One topic a page, each reachable from the README (directly, or through a page the README links)."""
+    seen: set[Path] = set()
+    todo = [README.resolve()]
+    while todo:
+        page = todo.pop()
+        if page in seen:
+            continue
+        seen.add(page)
+        for target in links(page):
+            if relative(target):
+                dest = (page.parent / target.split("#", 1)[0]).resolve()
+                if dest.suffix == ".md" and dest.is_file():
+                    todo.append(dest)
+    wanted = {p.resolve() for p in pages()}
+    missing = sorted(str(p.relative_to(PROJECT_ROOT)) for p in wanted - seen)
+    assert not missing, f"not reachable from README.md: {missing}"
+    direct = {(README.parent / t.split("#", 1)[0]).resolve() for t in links(README) if relative(t)}
+    for ref in (PROJECT_ROOT / "reference").rglob("README.md"):
+        assert ref.resolve() in direct, f"README.md's published results do not link {ref.relative_to(PROJECT_ROOT)}"
+    assert (PROJECT_ROOT / "SECURITY.md").resolve() in direct
+
+
+def test_readme_shows_the_report_screenshot():
+    text = README.read_text(encoding="utf-8")
+    shots = [t for t in links(README) if t.endswith(".png")]
+    assert shots, "README.md shows no screenshot of the report"
+    for shot in shots:
+        data = (PROJECT_ROOT / shot).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert len(data) < 600_000, f"{shot}: {len(data)} bytes; keep it a few hundred KB"
+        width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+        assert (width, height) == (1400, 900), (shot, width, height)
+    assert "report_screenshot.sh" in text or "report_screenshot.sh" in (PROJECT_ROOT / "docs" / "report.md").read_text()
+
+
+# ------------------------------------------------------------------ generated from the code
+
+
+def test_knobs_page_is_generated_from_the_code():
+    out = subprocess.run([sys.executable, "-m", "helpers.knobs_doc"], cwd=PROJECT_ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    committed = (PROJECT_ROOT / "docs" / "knobs.md").read_text(encoding="utf-8")
+    assert committed == out.stdout, "docs/knobs.md differs from the code: run " \
+                                    "`python -m helpers.knobs_doc > docs/knobs.md`"
+
+
+def test_knobs_page_has_every_knob_with_its_default():
+    from helpers import knobs_doc, workloads
+    from helpers import params as P
+
+    text = knobs_doc.render()
+    for name in P.COMMON:
+        assert re.search(rf"^\| `{name}` \| [^|]+ \|", text, re.M), name
+    for key in P.RUNNER_KEYS:
+        assert f"| `{key}` |" in text, key
+    for wl in workloads.names():
+        w = workloads.get(wl)
+        for name in w.extra_params:
+            assert re.search(rf"^\| `{name}` \| [^|]+ \|", text, re.M), (wl, name)
+        assert f"| `{wl}` | `{w.defaults['batch_size']}` |" in text, wl
+    assert "| `precision` | `float32` | `float32`, `mixed_float16`, `mixed_bfloat16` |" in text
+    assert "| `jit_compile` | `auto` | `auto`, `true`, `false` |" in text
+
+
+def test_report_page_names_every_section():
+    from helpers.report import sections
+
+    text = (PROJECT_ROOT / "docs" / "report.md").read_text(encoding="utf-8")
+    missing = [name for name in sections.ORDER if f"`{name}`" not in text]
+    assert not missing, f"docs/report.md does not describe the report sections {missing} (helpers/report/sections)"
+
+
+# ------------------------------------------------------------------ nothing lost
+
+
+def test_numbers_extracted_as_written():
+    assert numbers("1,327,443 × 50 table, 0.0018, Keras 3.15.1, 48 minutes, 2 GPUs, 3.0–8.5 s") == {
+        "1,327,443", "50", "0.0018", "3.15.1", "48", "3.0", "8.5"}
+
+
+@pytest.mark.skipif(not OLD_README.exists(), reason="the frozen round-2 README is not here")
+def test_no_figure_of_the_old_readme_is_lost():
+    old = numbers(OLD_README.read_text(encoding="utf-8"))
+    assert len(old) > 300  # the round-2 README's figures
+    new: set[str] = set()
+    for page in pages():
+        new |= numbers(page.read_text(encoding="utf-8"))
+    lost = sorted(old - new, key=lambda n: float(n.replace(",", "").split(".")[0] or 0))
+    assert not lost, f"{len(lost)} figures of the round-2 README are in no README.md, docs/ or reference/ page: {lost}"
+
+
+# inline code of the round-2 README written another way now: where it went
+RESTATED = {"auto|real|synthetic": "docs/knobs.md (data_source)", "auto|true|false": "docs/knobs.md (jit_compile)",
+            "float32|mixed_float16|mixed_bfloat16": "docs/knobs.md (precision)"}
+
+
+@pytest.mark.skipif(not OLD_README.exists(), reason="the frozen round-2 README is not here")
+def test_no_name_of_the_old_readme_is_lost():
+    """Every `code` span of the round-2 README (a knob, a file, a command, a variable) is still written somewhere."""
+    spans = re.compile(r"`([^`\n]+)`")
+    old = set(spans.findall(OLD_README.read_text(encoding="utf-8")))
+    assert len(old) > 150
+    text = "\n".join(page.read_text(encoding="utf-8") for page in pages())
+    lost = sorted(s for s in old if s not in text and s not in RESTATED)
+    assert not lost, f"named in the round-2 README, now nowhere in README.md, docs/ or reference/: {lost}"
