@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 import shutil
 import statistics
 import time
@@ -28,7 +29,8 @@ from . import trace_breakdown as tb
 
 WINDOW_S = 0.5  # seconds of profiled steps aimed at (a trace of a few MB at most)
 MIN_STEPS, MAX_STEPS = 3, 20
-TRACE_MAX_BYTES = 48 * 2**20  # a trace kept beside the record: at most this (an outputs folder stays portable)
+# a trace kept beside the record: at most this (an outputs folder stays portable); CGB_TRACE_MAX_MB sets another
+TRACE_MAX_BYTES = int(float(os.environ.get("CGB_TRACE_MAX_MB") or 48) * 2**20)
 WARM, OFF, ON, OFF2 = range(4)  # the four epochs of the profiling fit
 OPEN_HOW = {
     "jax": "Perfetto: open perfetto_trace.json.gz at https://ui.perfetto.dev; TensorBoard: tensorboard --logdir "

@@ -35,6 +35,15 @@ _MEMSET = re.compile(r"memset", re.I)
 # bookkeeping and waits on the XLA / TensorFlow host threads: not work
 _NOT_WORK = re.compile(r"^(ThreadpoolListener|Wait for|ThunkExecutor::Execute \(wait|end: |ExecutorDoneCallback)")
 _HOST_OP_THREADS = ("tf_XLA", "tf_Compute", "tf_numa", "tf_XLAEigen")
+# GPU kernels by family, from their names (cuDNN / cuBLAS / CUTLASS / XLA / ATen naming), first match wins
+FAMILIES = (
+    ("layout", re.compile(r"convertTensor|transpose|nchwToNhwc|nhwcToNchw|permute", re.I)),
+    ("matmul_conv", re.compile(r"gemm|conv|cudnn|xmma|cutlass|cublas|nvjet|wgrad|dgrad|implicit|\bdot\b|_mm_|sm\d\d_",
+                               re.I)),
+    ("reduce", re.compile(r"reduce|norm|softmax|mean|sum_", re.I)),
+    ("elementwise", re.compile(r"elementwise|fusion|copy|cast|fill|add|mul|relu|where|loop_|vectorized|unrolled",
+                               re.I)),
+)
 
 
 class Ev(NamedTuple):
@@ -239,6 +248,8 @@ def breakdown(events: list[Ev], steps: int, device: str, source: str = "", top: 
         "top": _top(compute, lo, hi, steps, step_ms, top, xla=source != "torch", nested=device != "gpu"),
         "events": len(events),
     }
+    if device == "gpu":  # where the kernels' time goes by family: convolutions and matmuls against the rest
+        out["kernel_families_ms"] = families(compute, lo, hi, steps)
     h2d = [e for e in copies if _H2D.search(e.name) or e.name == "H2D Dispatch"]
     if copies:
         out["h2d_ms"] = _length(_union(_clip(h2d, lo, hi))) / 1000 / steps
@@ -247,6 +258,21 @@ def breakdown(events: list[Ev], steps: int, device: str, source: str = "", top: 
         if host_ops:
             idle = _subtract([(lo, hi)], busy_or_copy)
             out["host_ops_while_idle_ms"] = _length(_intersect(idle, _union(_clip(host_ops, lo, hi)))) / 1000 / steps
+    return out
+
+
+def family(name: str) -> str:
+    return next((f for f, pat in FAMILIES if pat.search(name)), "other")
+
+
+def families(kernels, lo, hi, steps) -> dict:
+    """Kernel time per step by family (``FAMILIES``: layout changes, matmuls and convolutions, reductions and
+    normalisations, elementwise work with casts and copies, other), each kernel's duration inside the window."""
+    out = {f: 0.0 for f, _ in FAMILIES} | {"other": 0.0}
+    for e in kernels:
+        a, b = max(e.ts, lo), min(e.ts + e.dur, hi)
+        if b > a:
+            out[family(e.name)] += (b - a) / 1000 / steps
     return out
 
 

@@ -84,7 +84,10 @@ def test_without_profiled_records_the_section_is_one_line_saying_how(tmp_path):
     ("host_only", "torch", "gpu", {}, "jit_compile"),
     ("host_only", "torch", "gpu", {"workers": 4}, "more input workers"),
     ("copies", "jax", "gpu", {}, "uint8 inputs"),
-    ("device_busy", "jax", "gpu", {}, "a larger batch"),
+    ("device_busy", "jax", "gpu", {}, "a larger batch or mixed_bfloat16"),
+    ("device_busy", "jax", "gpu", {"precision": "mixed_bfloat16"}, "a larger batch (fuller"),
+    ("device_busy", "torch", "gpu", {"matmul_share": 0.06}, "convolutions and matmuls are 6% of the kernel time"),
+    ("device_busy", "torch", "gpu", {"matmul_share": 0.06}, "jit_compile: true (torch.compile fuses them)"),
 ])
 def test_each_cost_names_its_knob(part, backend, device, extra, says):
     from helpers.report.sections import breakdown

@@ -40,6 +40,25 @@ def test_gpu_parts_partition_the_window_kernels_first_then_copies_then_the_host(
     assert b["top"][0]["ms"] == pytest.approx(0.25) and b["top"][0]["calls_per_step"] == 1.0
 
 
+@pytest.mark.parametrize("name, family", [
+    ("sm90_xmma_fprop_implicit_gemm_bf16bf16", "matmul_conv"), ("gemm_fusion_dot_3", "matmul_conv"),
+    ("void cudnn::engines_precompiled::convertTensor_kernel<float>", "layout"),
+    ("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float, MeanOps>>", "reduce"),
+    ("input_reduce_select_fusion_1", "reduce"), ("loop_add_fusion", "elementwise"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", "elementwise"),
+    ("void at::native::unrolled_elementwise_kernel<direct_copy_kernel_cuda>", "elementwise"), ("foo", "other")])
+def test_kernels_fall_into_families(name, family):
+    assert tb.family(name) == family
+
+
+def test_gpu_kernel_families_add_each_kernels_time_in_the_window():
+    gpu, s = "/device:GPU:0", "Stream #1"
+    events = [_ev(W, 0, 100, "/host:CPU", "python"), _ev("sm90_gemm", 0, 30, gpu, s),
+              _ev("loop_add_fusion", 30, 20, gpu, s), _ev("reduce_kernel", 90, 20, gpu, s)]  # half in the window
+    fam = tb.breakdown(events, steps=1, device="gpu")["kernel_families_ms"]
+    assert fam == pytest.approx({"layout": 0, "matmul_conv": 0.03, "reduce": 0.01, "elementwise": 0.02, "other": 0})
+
+
 def test_torch_categories_and_host_ops_while_the_device_idles():
     events = [_ev(W, 0, 100, cat="user_annotation"),
               _ev("aten::linear", 0, 40, cat="cpu_op"), _ev("aten::addmm", 5, 30, cat="cpu_op"),

@@ -49,10 +49,25 @@ def rows(ctx):
     sub["unprofiled_ms"] = [with_b[p].get("unprofiled_step_ms") for p in sub["path"]]
     sub["overhead"] = [with_b[p].get("profiler_overhead") for p in sub["path"]]
     sub["top"] = [_top_text(with_b[p].get("top") or []) for p in sub["path"]]
+    sub["families"] = [_families_text(with_b[p].get("kernel_families_ms")) for p in sub["path"]]
+    sub["matmul_share"] = [_matmul_share(with_b[p].get("kernel_families_ms")) for p in sub["path"]]
     sub["trace"] = [(with_b[p].get("trace") or {}).get("path") or (with_b[p].get("trace") or {}).get("reason")
                     for p in sub["path"]]
     sub["mfu"] = sub["flops_per_sample"] * sub["samples_per_s"] / sub["peak_flops"]
     return sub, without
+
+
+def _families_text(fam) -> str:
+    """GPU kernel time by family, largest first (``trace_breakdown.FAMILIES``)."""
+    if not isinstance(fam, dict):
+        return ""
+    return "; ".join(f"{k.replace('_', '/')} {rounded(v, 2)}" for k, v in sorted(fam.items(), key=lambda kv: -kv[1])
+                     if v and v > 0)
+
+
+def _matmul_share(fam):
+    total = sum(v for v in fam.values() if v) if isinstance(fam, dict) else 0
+    return (fam.get("matmul_conv") or 0) / total if total else None
 
 
 def _top_text(top) -> str:
@@ -62,10 +77,10 @@ def _top_text(top) -> str:
 def configurations(sub):
     """The profiled runs pooled per configuration (median of each figure over its runs)."""
     keys = [k for k in CONFIG_KEYS if k in sub.columns]
-    num = list(PARTS) + ["traced_ms", "unprofiled_ms", "overhead", "mfu", "samples_per_s"]
+    num = list(PARTS) + ["traced_ms", "unprofiled_ms", "overhead", "mfu", "samples_per_s", "matmul_share"]
     g = sub.groupby(keys, dropna=False, sort=True)
     out = g[num].median().reset_index()
-    firsts = g[["top", "trace", "config"]].first().reset_index()
+    firsts = g[["top", "families", "trace", "config"]].first().reset_index()
     out = out.merge(firsts, on=keys)
     out["runs"] = g.size().to_numpy()
     return out
@@ -88,7 +103,13 @@ def knob(part: str, r) -> str:
             return "jit_compile: true (torch.compile) or a larger batch"
         return "steps_per_execution (e.g. 8) or a larger batch"
     if device == "gpu":
-        return "a larger batch or mixed_bfloat16 (fuller, faster kernels)"
+        share = r.get("matmul_share")
+        if not isnull(share) and share < 0.5:  # busy, but mostly not with the model's arithmetic
+            fuse = "jit_compile: true (torch.compile fuses them)" if backend == "torch" else "mixed_bfloat16"
+            return (f"fewer, fused kernels: convolutions and matmuls are {share:.0%} of the kernel time, the rest "
+                    f"elementwise work, casts and reductions; {fuse}")
+        bf16 = " or mixed_bfloat16" if str(r.get("precision", "float32")) == "float32" else ""
+        return f"a larger batch{bf16} (fuller, faster kernels)"
     return "more CPU threads, or a GPU"
 
 
@@ -136,8 +157,10 @@ def chart(conf):
         ax.set_title(w)
         ax.set_xlabel("ms per step, as traced", fontsize=8)
         ax.set_xlim(0, max(left.max(), 1e-9) * 1.45)
-    axes[0].legend(fontsize=7, loc="lower right", frameon=False)
     fig.tight_layout()
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper left", bbox_to_anchor=(0.0, 0.0), ncols=len(PARTS), fontsize=7,
+               frameon=False)
     return fig
 
 
@@ -155,7 +178,8 @@ def table(conf):
         "unprofiled ms/step": [rounded(v, 3) for v in conf["unprofiled_ms"]],
         "profiler ×": [rounded(v, 2) for v in conf["overhead"]],
         "MFU": ["" if isnull(v) else f"{v * 100:.2g}%" for v in conf["mfu"]],
-        "top kernels / ops (ms per step)": conf["top"], "trace (beside the record)": conf["trace"],
+        "top kernels / ops (ms per step)": conf["top"], "GPU kernels by family (ms per step)": conf["families"],
+        "trace (beside the record)": conf["trace"],
         "runs": conf["runs"],
     })
 
