@@ -190,3 +190,38 @@ def test_no_name_of_the_old_readme_is_lost():
     text = "\n".join(page.read_text(encoding="utf-8") for page in pages())
     lost = sorted(s for s in old if s not in text and s not in RESTATED)
     assert not lost, f"named in the round-2 README, now nowhere in README.md, docs/ or reference/: {lost}"
+
+
+# ------------------------------------------------------------------ the screenshot script
+
+
+def _chromium() -> str | None:
+    import os
+    import shutil
+
+    for name in (os.environ.get("CGB_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (scripts/ensure_chromium.sh)")
+def test_report_screenshot_script_writes_the_first_screen(tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text("<!doctype html><html><body style='margin:0'><div style='height:3000px;background:#c00'>"
+                    "<h1>The verdict</h1></div></body></html>")
+    out = tmp_path / "shot" / "top.png"
+    run = subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "report_screenshot.sh"), str(page), str(out)],
+                         capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == (1400, 900)
+    from PIL import Image
+
+    with Image.open(out) as img:
+        r, g, b = img.convert("RGB").getpixel((700, 850))
+    assert r > 150 and g < 60 and b < 60  # the page's red block fills the first screen to its bottom
+    missing = subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "report_screenshot.sh"),
+                              str(tmp_path / "none.html"), str(tmp_path / "x.png")], capture_output=True, text=True)
+    assert missing.returncode == 1 and "no report at" in missing.stderr
