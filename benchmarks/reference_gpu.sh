@@ -21,7 +21,10 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 mkdir -p /tmp/cgb
-[ -f .whl/reference_runs.tgz ] && tar xzf .whl/reference_runs.tgz -C /tmp/cgb
+# a warm machine (the call before ran here) keeps its runs; a fresh lease starts from the carried tarball
+if [ -d /tmp/cgb/reference_runs ]; then echo "runs of an earlier call on this machine: resumed"
+elif [ -f .whl/reference_runs.tgz ]; then tar xzf .whl/reference_runs.tgz -C /tmp/cgb; echo "runs of earlier leases: resumed"
+fi
 export PYTHONUNBUFFERED=1 CGB_OUTPUTS=/tmp/cgb/reference_runs
 python3 -m helpers.runner params/reference.yaml --budget "$BUDGET" --no-report --yes || echo "runner exit $?"
 # the runs so far, per configuration: runs and leases (boot ids), what a publication needs

@@ -64,7 +64,11 @@ SHUTDOWN_S = 60  # a process waits this long at exit for the others (JAX's defau
 STUCK_MARGIN_S = 2  # the record of a process left waiting is written this long before JAX's limit
 AGREE_S = 120  # the processes' parameters exchanged within this after they met
 # What Keras' torch backend does with a model wrapped in torch's DistributedDataParallel (docs/multi_gpu.md)
-TORCH_DDP = "torch's own DistributedDataParallel under Keras' fit: see docs/multi_gpu.md"
+# (benchmarks/torch_ddp_probe.py, 2 CPU processes, gloo, Keras 3.15, torch 2.13)
+TORCH_DDP = ("torch's own DistributedDataParallel is not wired in: Keras' fit cannot be called on it "
+             "(\"AttributeError: 'DistributedDataParallel' object has no attribute 'fit'\"), fit on its .module "
+             "trains each process alone (no gradient is averaged: the processes' weights part), and only a Keras "
+             "model around keras.layers.TorchModuleWrapper(DDP(model)) trains in step: docs/multi_gpu.md")
 FIGURES = ("epoch_s", "median_epoch_s", "step_s", "samples_per_s", "samples_per_s_spread", "epoch_spread",
            "first_epoch_s", "compile_overhead_s", "steady_s", "energy_j_per_epoch", "achieved_tflops", "mfu")
 
@@ -241,9 +245,12 @@ def agree(params: dict, plan: Plan) -> None:
     client = distributed.global_state.client
     mine = _launch.point_key(params)
     client.key_value_set(f"cgb/point/{plan.process_id}", json.dumps(mine, sort_keys=True, default=str))
-    for i in range(plan.hosts):
-        theirs = json.loads(client.blocking_key_value_get(f"cgb/point/{i}", AGREE_S * 1000))
-        if theirs != json.loads(json.dumps(mine, sort_keys=True, default=str)):
+    mine = json.loads(json.dumps(mine, sort_keys=True, default=str))
+    others = [json.loads(client.blocking_key_value_get(f"cgb/point/{i}", AGREE_S * 1000)) for i in range(plan.hosts)]
+    # every process has read every other's before any leaves (a process that left first would end the others)
+    client.wait_at_barrier("cgb/agree", AGREE_S * 1000)
+    for i, theirs in enumerate(others):
+        if theirs != mine:
             diff = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
             said = ", ".join(f"{k}: {theirs.get(k)!r} there, {mine.get(k)!r} here" for k in diff[:6])
             raise DistributionError(f"process {i} runs another point than process {plan.process_id} ({said}): start "

@@ -6,10 +6,10 @@ them from the environment its launcher set, first match wins (``detect``)::
     explicit   KERAS_DISTRIBUTION_JOB_ADDRESSES=host:port  KERAS_DISTRIBUTION_PROCESS_ID=i
                [KERAS_DISTRIBUTION_NUM_PROCESSES=n]         (Keras' own; JAX_COORDINATOR_ADDRESS / JAX_PROCESS_ID
                also read). The runner's ``processes: N`` sets these for each process it starts (local_launch).
-    mpirun     Open MPI: OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK; the coordinator is mpirun's host (JAX's
-               OmpiCluster reads it from OMPI_MCA_orte_hnp_uri)
+    mpirun     Open MPI: OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK; the coordinator is mpirun's host, read
+               from OMPI_MCA_orte_hnp_uri as JAX's cluster detection (OmpiCluster) reads it
     srun       Slurm: SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID; the coordinator is the step's first node
-               (JAX's SlurmCluster)
+               (SLURM_STEP_NODELIST), as JAX's SlurmCluster reads it
 
 Nothing is set by hand under mpirun or srun. The coordinator's port under a launcher: ``JAX_COORDINATOR_PORT``
 when set, else one of 61440..65535 drawn from the job id and the point (``point_key``): every process of one
@@ -137,11 +137,28 @@ def detect(count: int, params: dict, environ=None) -> Launch:
                                 f"{'-np' if source == 'mpirun' else '--ntasks'} {count}), or set the point's hosts "
                                 f"to {size}")
     port = env.get("JAX_COORDINATOR_PORT") or _port(job, params)
-    from jax._src import clusters  # JAX's own cluster detection (imports no backend)
+    host = _ompi_host(env["OMPI_MCA_orte_hnp_uri"]) if cluster == "ompi" else _slurm_first(env["SLURM_STEP_NODELIST"])
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address
+    return Launch(source, f"{host}:{port}", count, int(rank), int(local) if (local or "").isdigit() else None)
 
-    env_cls = next(c for c in clusters.ClusterEnv._cluster_types if c.name == cluster)
-    coordinator = env_cls.get_coordinator_address(timeout_secs=None, override_coordinator_port=port)
-    return Launch(source, coordinator, count, int(rank), int(local) if (local or "").isdigit() else None)
+
+def _ompi_host(uri: str) -> str:
+    """mpirun's host from Open MPI's ``OMPI_MCA_orte_hnp_uri`` (``jobid.0;tcp://10.0.0.1,10.1.0.1:34911``), as
+    JAX's ``OmpiCluster`` reads it."""
+    m = re.search(r"tcp://(.+?)[,:]|tcp6://\[(.+?)[,\]]", uri)
+    if m is None:
+        raise DistributionError(f"cannot read mpirun's address from OMPI_MCA_orte_hnp_uri={uri!r}: set "
+                                f"{COORDINATOR_ENV[0]}=host:port for every process")
+    return next(g for g in m.groups() if g is not None)
+
+
+def _slurm_first(nodes: str) -> str:
+    """The first node of a Slurm node list (``node[003-004,007],gpu1`` -> ``node003``), as JAX's ``SlurmCluster``
+    reads it."""
+    m = re.match(r"([^,\[]+)(?:\[([^,\]-]+))?", nodes.strip())
+    if m is None:
+        raise DistributionError(f"cannot read the first node of SLURM_STEP_NODELIST={nodes!r}")
+    return m.group(1) + (m.group(2) or "")
 
 
 def _knobs(params: dict) -> str:

@@ -33,6 +33,8 @@ from .paths import NOTEBOOKS, PROJECT_ROOT
 POLL_S = 0.2
 GRACE_S = 5.0  # a process asked to stop (SIGTERM: its kernel killed) gets this long before SIGKILL
 AFTER_S = 60.0  # process 0 done: the others finish their part (the record's gather) within this
+PEER_S = 15.0  # process 0 failed: the others get this long to end and say why (one killed: the cause)
+KILLED = "its kernel was killed"
 EXIT_SKIPPED = 3
 
 
@@ -103,6 +105,7 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
                                         ".spec.json")], cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=True), out, spec)
     ended: dict[int, tuple[float, int]] = {}  # process -> (time, exit code)
+    stopped: set[int] = set()  # the processes stopped here (their exit is ours, not a cause)
     first_bad: list[int] = []
     done = threading.Event()
 
@@ -115,7 +118,8 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
                         first_bad.append(i)
                         log(f"  process {i} of {n} ended ({_exit_text(proc.returncode)}): stopping the others")
                         for j in workers:
-                            if j != i:
+                            if j != i and j not in ended:
+                                stopped.add(j)
                                 _stop(workers[j])
             if first_bad:
                 kill_kernel(engine)  # process 0's kernel (again, until it has started and is gone)
@@ -135,24 +139,27 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
             else:
                 os.environ[k] = v
         t_end = time.time()
-        if rec is not None and rec.get("status") == "ok" and not first_bad:  # the others end their part themselves
+        if rec is not None and not first_bad:  # the others end their part themselves (ok), or say why they failed
+            wait_s = AFTER_S if rec.get("status") == "ok" else PEER_S
             for proc, _, _ in workers.values():
                 try:
-                    proc.wait(timeout=max(1.0, AFTER_S - (time.time() - t_end)))
+                    proc.wait(timeout=max(0.1, wait_s - (time.time() - t_end)))
                 except subprocess.TimeoutExpired:
                     break
         done.set()
         watcher.join()
         for i, w in workers.items():
             if w[0].poll() is None:
+                stopped.add(i)
                 _stop(w)
             if i not in ended:
                 ended[i] = (time.time(), w[0].wait())
             w[1].close()
-    return _outcome(rec, n, workers, ended, first_bad, t_end, slices)
+    return _outcome(rec, n, workers, ended, first_bad, t_end, slices, stopped)
 
 
-def _outcome(rec: dict, n: int, workers: dict, ended: dict, first_bad: list, t_end: float, slices) -> dict:
+def _outcome(rec: dict, n: int, workers: dict, ended: dict, first_bad: list, t_end: float, slices,
+             stopped: set) -> dict:
     """Process 0's record as the point's, with every process's part; failed (no figure) where one did not finish."""
     from .distribution import strip_figures
 
@@ -162,16 +169,21 @@ def _outcome(rec: dict, n: int, workers: dict, ended: dict, first_bad: list, t_e
         st = _read(spec["status"])
         log_file = Path(spec["status"]).with_name(Path(spec["status"]).name.replace(".status.json", ".log"))
         parts.append({"process_id": i, "cuda_visible_devices": slices[i], "exit": ended[i][1],
-                      "status": st.get("status") or ("killed" if ended[i][1] < 0 else "failed"),
+                      "status": ("stopped" if i in stopped else st.get("status")
+                                 or ("killed" if ended[i][1] < 0 else "failed")),
                       "reason": st.get("reason"), "notebook": os.path.relpath(spec["executed"], here),
                       "log": os.path.relpath(log_file, here)})
     rec["launch_processes"] = parts  # each process the runner started: its GPUs, exit, notebook and log
     bad = [q for q in parts[1:] if q["exit"] != 0]
     if rec.get("status") == "ok" and not bad:
         return _rewrite(rec)
-    # the cause: the first process that ended badly (a worker ending before process 0 was done), else process 0's
-    if first_bad and ended[first_bad[0]][0] <= t_end + POLL_S:
-        q = parts[first_bad[0]]
+    # the cause: a process whose kernel was killed (the others then fail on a closed connection), else the first
+    # process that ended badly before process 0 was done, else process 0
+    killed = [q for q in parts[1:] if q["exit"] and q["status"] != "stopped"
+              and (q["exit"] < 0 or KILLED in (q.get("reason") or ""))]
+    early = [parts[first_bad[0]]] if first_bad and ended[first_bad[0]][0] <= t_end + POLL_S else []
+    if killed or early:
+        q = (killed or early)[0]
         what = {"killed": f"was killed ({_exit_text(q['exit'])})", "skipped": "was skipped"}.get(
             q["status"], f"failed ({_exit_text(q['exit'])})")
         cause = f"process {q['process_id']} of {n} {what}: {q.get('reason') or 'no reason written (see its log)'}"
@@ -257,12 +269,14 @@ def worker(spec_path: str) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     stop = threading.Event()
+    kernel_proc = []  # the kernel's Popen (its exit status read after a failure)
 
     def pidfile():  # the kernel's pid, for the runner to stop it even if this process is killed
         while not stop.is_set():
             prov = getattr(getattr(getattr(engine, "current", None), "km", None), "provisioner", None)
             pid = getattr(prov, "pid", None)
             if pid:
+                kernel_proc.append(getattr(prov, "process", None))
                 Path(spec["pidfile"]).write_text(str(pid))
                 return
             stop.wait(0.2)
@@ -278,6 +292,10 @@ def worker(spec_path: str) -> int:
         evalue = getattr(exc, "evalue", str(exc))
         status, code = ("skipped", EXIT_SKIPPED) if ename == "PointSkipped" else ("failed", 1)
         reason = f"{ename}: {evalue}"[:2000]
+        kproc = kernel_proc[0] if kernel_proc else None
+        rc = kproc.poll() if kproc is not None else None
+        if rc is not None and rc < 0:  # its kernel was killed (out of memory, a signal): say which signal
+            reason = f"{KILLED} ({_exit_text(rc)}) during the run ({reason})"
     finally:
         stop.set()
     _record.write_atomic(Path(spec["status"]), {"status": status, "reason": reason})

@@ -2,11 +2,12 @@
 # The first screen of a report as a PNG, as a reader's browser shows it (1400 x 900), for the README.
 #
 #   scripts/report_screenshot.sh REPORT.html OUT.png [WIDTHxHEIGHT]
+#   scripts/report_screenshot.sh --docs [DEFAULT_RUN_REPORT.html]    both pictures of the docs (below)
 #
-# The README's two pictures, refreshed after the references are re-rendered:
+# The docs' two pictures, refreshed after the references are re-rendered (what --docs does):
 #   scripts/report_screenshot.sh reference/h100/report.html docs/images/report-top-h100.png
-#   scripts/report_screenshot.sh /tmp/default_run/report.html docs/images/report-top-default.png
-#     (any default CPU run's report: CGB_OUTPUTS=$(mktemp -d) ./run_all.sh, then its report.html)
+#   scripts/report_screenshot.sh outputs/report.html docs/images/report-top-default.png
+#     (any default CPU run's report: ./run_all.sh, or CGB_OUTPUTS=$(mktemp -d) ./run_all.sh and its report.html)
 #
 # Headless Chromium (scripts/ensure_chromium.sh installs it; CGB_CHROMIUM names another binary) loads the page
 # from a file (the report is self-contained and asks for nothing over the network), in a fresh profile, with no
@@ -14,10 +15,17 @@
 # project's Pillow) so that it stays a few hundred KB in the repository. Exit 1 on a missing report or a failed
 # screenshot, with the reason.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+self="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+root="$(dirname "$(dirname "$self")")"
 
+if [[ "${1:-}" == "--docs" ]]; then
+  default_report="${2:-${CGB_OUTPUTS:-$root/outputs}/report.html}"
+  "$self" "$root/reference/h100/report.html" "$root/docs/images/report-top-h100.png"
+  "$self" "$default_report" "$root/docs/images/report-top-default.png"
+  exit 0
+fi
 if [[ $# -lt 2 || "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,11p' "$self" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 report="$1"
@@ -25,14 +33,15 @@ out="$2"
 size="${3:-1400x900}"
 [[ -f "$report" ]] || { echo "error: no report at $report" >&2; exit 1; }
 [[ "$size" =~ ^[0-9]+x[0-9]+$ ]] || { echo "error: size must be WIDTHxHEIGHT, got $size" >&2; exit 2; }
+abs_report="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
+mkdir -p "$(dirname "$out")"
+abs_out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
+cd "$root"
 
 source scripts/ensure_chromium.sh
 _cgb_ensure_chromium
 [[ -n "${CGB_CHROMIUM:-}" ]] || { echo "error: Chromium not found (scripts/ensure_chromium.sh)" >&2; exit 1; }
 
-abs_report="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
-mkdir -p "$(dirname "$out")"
-abs_out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
 profile="$(mktemp -d -t cgb-shot-XXXXXX)"
 raw="$profile/shot.png"
 trap 'rm -rf "$profile"' EXIT
