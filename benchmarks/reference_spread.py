@@ -10,6 +10,16 @@ epoch, as the report takes it), the run-to-run range and its width relative to t
 the configuration ran on several leases, one row over them: all its runs, their median, the range of the
 lease medians and its relative width (lease to lease). The last column is the median run's steady window
 in seconds (the sum of its steady epochs). A plain text table on stdout; writes nothing.
+
+Then the held-out-lease coverage (issue 36): what a reader should expect of a range on a fresh machine. For every
+configuration measured on two or more leases under the current protocol (record schema 2 or later, not a
+profiled run), each lease in turn is held out: does its median fall inside the min–max of the other leases'
+runs? It prints the count per device (held-out leases inside / held out) and the cells whose held-out median
+fell outside, with how far. ``--min-leases K`` counts only configurations with at least K leases.
+
+``--markdown`` prints instead the published table (reference/<gpu>/README.md): every configuration of the current
+protocol measured on both the GPU and the CPU (same workload, backend, batch and precision), with each side's
+median, runs and leases, the GPU's min–max over its runs, and the speedup (GPU median ÷ CPU median).
 """
 
 from __future__ import annotations
@@ -80,6 +90,79 @@ def spread_rows(df) -> list[list[str]]:
     return rows
 
 
+def holdout(df, min_leases: int = 2) -> list[dict]:
+    """One entry per (configuration, held-out lease) of the current protocol's runs (schema >= 2, not profiled) on
+    ``min_leases`` or more leases: the held-out lease's median samples/s, the other leases' runs' min and max,
+    ``inside`` (min <= median <= max) and ``off`` (how far outside, relative to the nearer end; 0 inside)."""
+    ok = _current(df)
+    ok = ok[ok["boot_id"].notna()]
+    if ok.empty:
+        return []
+    ok["hardware"] = ok["gpu"].where(ok["device"] == "gpu", ok["cpu_model"]).fillna("?").astype(str)
+    out = []
+    for key, g in ok.groupby(SHOWN + OTHER, dropna=False, sort=True):
+        by_lease = {lease: list(run_figures(h)) for lease, h in g.groupby("boot_id", sort=True)}
+        if len(by_lease) < max(2, min_leases):
+            continue
+        for lease, sps in by_lease.items():
+            rest = [v for other, vals in by_lease.items() if other != lease for v in vals]
+            if len(rest) < 2:  # one other run is no range
+                continue
+            med, lo, hi = statistics.median(sps), min(rest), max(rest)
+            off = 0.0 if lo <= med <= hi else (med - hi) / hi if med > hi else (med - lo) / lo
+            out.append({**dict(zip(SHOWN, key)), "lease": str(lease)[:8], "runs": len(sps), "median": med,
+                        "other_runs": len(rest), "other_leases": len(by_lease) - 1, "lo": lo, "hi": hi,
+                        "inside": off == 0.0, "off": off})
+    return out
+
+
+def render_holdout(entries: list[dict]) -> str:
+    lines = ["held-out-lease coverage (schema >= 2, profiled runs left out): each lease of a configuration held out "
+             "in turn; its median inside the min-max of the other leases' runs?"]
+    for device in sorted({e["device"] for e in entries}):
+        es = [e for e in entries if e["device"] == device]
+        cells = {(e["workload"], e["backend"], e["batch_size"], e["precision"]) for e in es}
+        inside = sum(e["inside"] for e in es)
+        lines.append(f"  {device}: {inside} of {len(es)} held-out leases inside ({100 * inside / len(es):.0f}%), "
+                     f"{len(cells)} configurations, {min(e['other_leases'] for e in es) + 1}-"
+                     f"{max(e['other_leases'] for e in es) + 1} leases each")
+        for e in es:
+            if not e["inside"]:
+                lines.append(f"    outside: {e['workload']} {e['backend']} b{e['batch_size']:g} lease {e['lease']} "
+                             f"median {num(e['median'])} vs {num(e['lo'])}-{num(e['hi'])} "
+                             f"({e['other_runs']} runs, {e['other_leases']} leases): {100 * e['off']:+.0f}%")
+    return "\n".join(lines)
+
+
+def _current(df):
+    ok = df[(df["status"] == "ok") & df["median_epoch_s"].notna()].copy()
+    return ok[(ok["schema"].fillna(1) >= 2) & ~ok["knobs"].fillna("").str.contains("profile=True")]
+
+
+def markdown(df) -> str:
+    """The README table: GPU cells of the current protocol beside their CPU twins (see the module docstring)."""
+    ok = _current(df)
+    key = ["workload", "backend", "batch_size", "precision"]
+    side = {}
+    for k, g in ok.groupby(key + ["device"], dropna=False, sort=False):
+        sps = list(run_figures(g))
+        side[k] = (statistics.median(sps), min(sps), max(sps), len(sps), g["boot_id"].dropna().nunique())
+    lines = ["| workload (batch) | backend | CPU samples/s, median (runs / leases) "
+             "| GPU samples/s, median (runs / leases) | GPU min–max over its runs | speedup |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for k in dict.fromkeys(tuple(k[:4]) for k in side):
+        c, g = side.get((*k, "cpu")), side.get((*k, "gpu"))
+        if not (c and g):
+            continue
+        prec = "" if k[3] == "float32" else f", {k[3]}"
+        sp = g[0] / c[0]
+        width = 100 * (g[2] - g[1]) / g[0]
+        lines.append(f"| {k[0]} ({k[2]:g}{prec}) | {k[1]} | {num(c[0])} ({c[3]} / {c[4]}) "
+                     f"| {num(g[0])} ({g[3]} / {g[4]}) | {num(g[1])}–{num(g[2])} ({width:.0f}%) "
+                     f"| {f'{sp:.2g}' if sp < 100 else f'{sp:.0f}'}× |")
+    return "\n".join(lines)
+
+
 def render(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [HEAD] + rows) for i in range(len(HEAD))]
     return "\n".join("  ".join(c.rjust(w) if i >= NUMERIC_FROM else c.ljust(w)
@@ -90,12 +173,19 @@ def render(rows: list[list[str]]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folders", nargs="+", type=Path, help="record folders (read recursively)")
+    ap.add_argument("--min-leases", type=int, default=2,
+                    help="the held-out coverage counts configurations of at least this many leases (default 2)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the published table (GPU cells and their CPU twins, current protocol) and exit")
     args = ap.parse_args(argv)
     missing = [str(f) for f in args.folders if not f.is_dir()]
     if missing:
         print(f"not a folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     df, _, skipped = load_table(args.folders)
+    if args.markdown:
+        print(markdown(df))
+        return 0
     rows = spread_rows(df)
     if not rows:
         print("no successful run in these records", file=sys.stderr)
@@ -108,6 +198,10 @@ def main(argv=None) -> int:
           "'lease to lease' rows (configurations on several leases): the median of all runs, the range and "
           "spread of the lease medians; window s: the median run's steady seconds\n")
     print(render(rows))
+    entries = holdout(df, args.min_leases)
+    print()
+    print(render_holdout(entries) if entries else
+          f"held-out-lease coverage: no configuration of the current protocol on {max(2, args.min_leases)}+ leases")
     return 0
 
 

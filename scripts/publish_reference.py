@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     root = args.project_root or str(ROOT)
     for r in newest.values():
         name = Path(r["_path"]).name
-        if lease(r):
+        if lease(r) and not name.endswith(f"-lease-{lease(r)[:8]}.json"):  # republished: named once
             name = f"{name[:-5]}-lease-{lease(r)[:8]}.json"
         (dest / name).write_text(json.dumps(neutral(r, root), indent=1) + "\n")
     status = {}

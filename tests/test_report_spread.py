@@ -236,3 +236,48 @@ def test_reference_spread_prints_runs_per_lease_and_lease_to_lease(tmp_path):
     bad = subprocess.run([sys.executable, "benchmarks/reference_spread.py", str(tmp_path / "none")],
                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "not a folder" in bad.stderr
+
+
+# ------------------------------------------------------------------ one protocol per figure (issue 36)
+
+
+def test_a_figure_never_mixes_the_earlier_protocol_with_the_current_one(tmp_path):
+    # one configuration: two schema-1 runs (5000/s) and two of the current protocol (1000, 1100/s); another batch
+    # measured only under schema 1 keeps its runs
+    recs = (_runs([5000, 5000]) + _runs([1000, 1100], start=10, schema=2)
+            + _runs([700, 800], start=20, batch_size=64, params={"batch_size": 64}))
+    summ = _ctx(tmp_path, recs).summary
+    mixed = summ[summ["batch_size"] != 64].iloc[0]
+    assert mixed["n_runs"] == 2 and mixed["samples_per_s"] == pytest.approx(1050)
+    assert mixed["n_earlier"] == 2 and mixed["schema_min"] == 2
+    old = summ[summ["batch_size"] == 64].iloc[0]
+    assert old["n_runs"] == 2 and old["samples_per_s"] == pytest.approx(750) and old["n_earlier"] == 0
+    alone = _ctx(tmp_path / "alone", recs[:2]).summary.iloc[0]  # schema 1 alone: all its runs kept
+    assert alone["n_runs"] == 2 and alone["n_earlier"] == 0 and alone["samples_per_s"] == pytest.approx(5000)
+
+
+def test_reference_spread_prints_the_held_out_lease_coverage_and_the_published_table(tmp_path):
+    a, b, c = "a" * 16, "b" * 16, "c" * 16
+    gpu = dict(schema=2, **GPU)
+    recs = (_runs([1000, 1100], boot=[a, a], **gpu) + _runs([900, 1000], start=10, boot=[b, b], **gpu)
+            + _runs([1500, 1600], start=20, boot=[c, c], **gpu)
+            + _runs([10, 12], start=30, boot=[a, a], schema=2) + _runs([11], start=40, boot=[b], schema=2)
+            + _runs([5], start=50, boot=[c]))  # the earlier protocol: in neither the coverage nor the table
+    folder = tmp_path / "records"
+    for i, r in enumerate(recs):
+        write_atomic(folder / f"r{i}.json", r)
+    res = subprocess.run([sys.executable, "benchmarks/reference_spread.py", str(folder)], cwd=PROJECT_ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.split("held-out-lease coverage", 1)[1]
+    # GPU: lease a (1050) inside 900–1600; b (950) below 1000–1600 by 5%; c (1550) above 900–1100 by 41%
+    assert "gpu: 1 of 3 held-out leases inside (33%), 1 configurations, 3-3 leases each" in out
+    assert "lease bbbbbbbb median 950 vs 1,000-1,600 (4 runs, 2 leases): -5%" in out
+    assert "lease cccccccc median 1,550 vs 900-1,100 (4 runs, 2 leases): +41%" in out
+    # CPU: lease a held out leaves one run (no range): only lease b (11) against 10–12 counts
+    assert "cpu: 1 of 1 held-out leases inside (100%)" in out
+    md = subprocess.run([sys.executable, "benchmarks/reference_spread.py", str(folder), "--markdown"],
+                        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert md.returncode == 0, md.stderr
+    rows = [ln for ln in md.stdout.splitlines() if ln.startswith("| cnn_cifar10")]
+    assert rows == ["| cnn_cifar10 (100) | jax | 11 (3 / 2) | 1,050 (6 / 3) | 900–1,600 (67%) | 95× |"]

@@ -41,7 +41,7 @@ SUMMARY_COLUMNS = CONFIG_KEYS + [
     "first_epoch_s", "first_min", "first_max", "val_s", "total_s", "cpu_pct", "proc_cpu_pct", "gpu_pct",
     "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
     "energy_method", "final_accuracy", "threads_eff", "host", "gpu", "cpu_model", "cpus", "machine_cpus", "gpus",
-    "fixture", "epochs", "schema_min", "point_ids", "host_copy_s", "input_mb_per_step", "shared_host",
+    "fixture", "epochs", "schema_min", "n_earlier", "point_ids", "host_copy_s", "input_mb_per_step", "shared_host",
     *mfu.COLUMNS]
 _TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method",
                             "sps_interval", "run_sps", "short_window", *mfu.TEXT}
@@ -106,6 +106,20 @@ def run_figures(g):
     return sps.where(sps.notna(), g["samples_per_s"]).dropna().to_numpy(dtype=float)
 
 
+def current_protocol(g):
+    """(the runs of one configuration that its figure rests on, how many were left out): where a configuration
+    has runs of the current protocol (record schema 2 or later: a steady window of at least ``min_steady_s``,
+    validation timed apart), its runs of the earlier protocol (schema 1) are left out of its figure, so a
+    median never mixes protocols; they stay in the records and the run tables. A configuration measured only
+    under the earlier protocol keeps its runs (and the overview's mark)."""
+    import pandas as pd
+
+    schema = pd.to_numeric(g["schema"], errors="coerce").fillna(1)
+    if (schema >= 2).any() and (schema < 2).any():
+        return g[schema >= 2], int((schema < 2).sum())
+    return g, 0
+
+
 def summarise(df):
     """One row per configuration (CONFIG_KEYS): the median over its runs of each run's figure.
 
@@ -114,7 +128,7 @@ def summarise(df):
     runs' extremes; ``s_per_epoch``: median of the runs' median epochs. Within-run: the steady epochs of
     all runs pooled (``q1``/``q3``, ``min``/``max`` in s; ``sps_q1``/``sps_q3``). ``steady_s``: the median
     run's window, ``short_window``: under ``min_steady_s`` (fmt.MIN_STEADY_S if unrecorded); ``n_leases``:
-    distinct ``boot_id`` (0: unknown)."""
+    distinct ``boot_id`` (0: unknown); ``n_earlier``: runs of the earlier protocol left out (``current_protocol``)."""
     import numpy as np
     import pandas as pd
 
@@ -123,6 +137,7 @@ def summarise(df):
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     out = []
     for key, g in ok.groupby(CONFIG_KEYS, dropna=False, sort=True):
+        g, n_earlier = current_protocol(g)
         epochs = np.array([t for lst in g["epoch_list"] for t in lst], dtype=float)
         if epochs.size == 0:
             epochs = g["median_epoch_s"].to_numpy(dtype=float)
@@ -164,7 +179,7 @@ def summarise(df):
             threads_eff=g["threads_eff"].median(), host=g["host"].iloc[0], gpu=g["gpu"].iloc[0],
             cpu_model=g["cpu_model"].iloc[0], cpus=g["cpus"].iloc[0], machine_cpus=g["machine_cpus"].max(),
             gpus=g["gpus"].iloc[0], fixture=bool(g["fixture"].any()), epochs=g["epochs"].median(),
-            schema_min=g["schema"].min(),
+            schema_min=g["schema"].min(), n_earlier=n_earlier,
             # the most other runners busy on the host when one of its runs started (issue 37): host-bound figures move
             shared_host=g["concurrent_runners"].max() if "concurrent_runners" in g else None,
             point_ids=",".join(str(p) for p in g["point_id"].dropna().unique()[:5]))

@@ -33,7 +33,7 @@ CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
     "machine": "machine", "workload": "workload", "backend": "backend", "device": "device",
     "precision": "precision", "jit_compile": "jit_compile", "batch_size": "batch_size", "threads": "threads",
     "n_train": "samples_per_epoch", "augment": "augment", "workers": "workers", "knobs": "knobs",
-    "data_source": "data_source", "n_runs": "runs", "n_leases": "leases", "samples_per_s": "samples_per_s_median",
+    "data_source": "data_source", "n_runs": "runs", "n_leases": "leases", "n_earlier": "earlier_protocol_runs_left_out", "samples_per_s": "samples_per_s_median",
     "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "sps_interval": "interval_kind",
     "runs_sps_min": "samples_per_s_min_run", "runs_sps_max": "samples_per_s_max_run",
     "steady_s": "steady_window_s", "min_steady_s": "min_steady_s", "short_window": "short_window",

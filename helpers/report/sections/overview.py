@@ -74,6 +74,12 @@ def build(ctx) -> Section:
                "asynchronous backends, GPU energy from the board's energy counter): {} of them validated on JAX "
                "or a GPU, where their samples/s may be too high; their energy is mean sampled power × time, "
                "idle power included.", len(v1), affected, kind="warn")
+    left = int(ctx.summary["n_earlier"].fillna(0).sum()) if "n_earlier" in ctx.summary else 0
+    if left:
+        s.note("{} run(s) of the earlier protocol (record schema 1) are left out of the figures of the {} "
+               "configuration(s) that were measured again under the current one: a figure never mixes protocols. "
+               "They stay in the records and in the run tables (schema 1).", left,
+               int((ctx.summary["n_earlier"].fillna(0) > 0).sum()))
     v2 = [r for r in ctx.records if r.get("schema") == 2 and r.get("energy_method") == COUNTER]
     if v2 and SCHEMA >= 3:
         s.note("⚠ {} record(s) measured GPU energy before the fix of record schema 3: their J/epoch is the median "

@@ -59,8 +59,8 @@ def chart(pairs):
     a1.set_xlabel("seconds per epoch of the source's dataset (log scale; fewer is better)", fontsize=9)
     a2.set_xlabel("GPU ÷ CPU samples/s (log scale; right of the dotted line: the GPU is faster)", fontsize=9)
     faster = int((pairs["speedup"] > 1).sum())
-    a1.set_title(f"Time per source epoch, CPU (blue) against GPU (red): the GPU is faster for {faster} of "
-                 f"{len(pairs)}", fontsize=10)
+    a1.set_title(f"Time per source epoch, CPU (blue) vs GPU (red):\nthe GPU is faster for {faster} of {len(pairs)}",
+                 fontsize=10)  # two lines: one would run into the next panel's title
     a2.set_title(f"The GPU trains {hl.times(pairs['speedup'].min())} to {hl.times(pairs['speedup'].max())} as fast",
                  fontsize=10)
     handles = [Line2D([], [], marker=MARKERS.get(b, "D"), ls="", color="#444444", label=b) for b in backends]
