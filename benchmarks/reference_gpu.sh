@@ -5,6 +5,7 @@
 #   bash benchmarks/profile_gpu.sh --wheels          # HERE, once: the suite's pure-Python packages in .whl/
 #   tar czf .whl/reference_runs.tgz -C outputs reference_runs   # HERE, before a call: the runs so far (if any)
 #   bash benchmarks/reference_gpu.sh [BUDGET_S]      # THERE: carry [".whl"]; starts no point after BUDGET_S s
+#   GRID=params/reference_topup.yaml bash benchmarks/reference_gpu.sh 520   # the runs the publication still needs
 #
 # Each call resumes the grid where the last stopped (the same outputs folder, carried as a tarball: a lease is a
 # fresh machine), interleaved (every configuration once, then again), and sends back $OUT/reference_runs.tgz:
@@ -26,7 +27,7 @@ if [ -d /tmp/cgb/reference_runs ]; then echo "runs of an earlier call on this ma
 elif [ -f .whl/reference_runs.tgz ]; then tar xzf .whl/reference_runs.tgz -C /tmp/cgb; echo "runs of earlier leases: resumed"
 fi
 export PYTHONUNBUFFERED=1 CGB_OUTPUTS=/tmp/cgb/reference_runs
-python3 -m helpers.runner params/reference.yaml --budget "$BUDGET" --no-report --yes || echo "runner exit $?"
+python3 -m helpers.runner "${GRID:-params/reference.yaml}" --budget "$BUDGET" --no-report --yes || echo "runner exit $?"
 # the runs so far, per configuration: runs and leases (boot ids), what a publication needs
 python3 - <<'EOF'
 import json, pathlib, collections

@@ -352,3 +352,16 @@ def test_published_h100_ladder_holds_every_rung_of_params_ladder():
     html = (folder / "report.html").read_text()
     assert folder / "records" not in reference_folders()  # not a CPU-only report's pairing reference
     assert "best rung" in html and "largest step (× the rung before)" in html and "3: bf16 (× 0.0018)" in html
+
+
+def test_the_reference_top_up_grid_runs_configurations_of_the_reference():
+    """params/reference_topup.yaml (the runs the publication still needs) must give the same point ids as
+    params/reference.yaml: else its runs would be other configurations, never repeats of the published cells."""
+    from helpers.machine import machine_key
+
+    def ids(name):
+        return {record.point_id(runner.notebook_params(r), machine_key())
+                for r in grid.runs(grid.expand_all([PROJECT_ROOT / "params" / name]))}
+
+    reference, top_up = ids("reference.yaml"), ids("reference_topup.yaml")
+    assert len(top_up) == 24 and top_up <= reference  # the 20 CPU twins and bilstm_imdb, lstm_textgen on the GPU

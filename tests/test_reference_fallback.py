@@ -7,7 +7,7 @@ import pytest
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record import write_atomic
-from helpers.report import reference
+from helpers.report import headline, reference
 from helpers.report.sections import verdict
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
@@ -52,9 +52,8 @@ def test_a_cpu_only_report_gets_the_reference_gpu_at_the_same_configurations(tmp
     assert jax["speedup"] == pytest.approx(ref_sps / 4000.0)  # per sample, medians over runs
     assert reference.speedup_label(jax).startswith("your CPU → reference H100 ")
     assert any("bundled reference" in t for t, _, _ in ctx.notes)
-    tab = verdict.verdict_table(ctx.costed).set_index("workload")
-    assert tab.loc["cnn_cifar10", "best GPU"].startswith("reference H100 ")
-    assert "your CPU → reference H100" in tab.loc["cnn_cifar10", "speedup × (matched)"]
+    tab = verdict.glance_table(headline.per_workload(headline.best_pairs(pairs))).set_index("workload")
+    assert tab.loc["cnn_cifar10", "configuration (GPU side)"].startswith("H100 ref · ")
     html = "".join(str(p) for p in verdict.build(ctx).parts) if hasattr(verdict.build(ctx), "parts") else ""
     assert "another machine" in html or html == ""
 
@@ -78,8 +77,8 @@ def test_a_workload_without_a_matching_reference_configuration_is_shown_not_pair
     assert set(gpu["workload"]) == {"resnet50"} and set(gpu["precision"]) == {"float32"}
     assert set(gpu["batch_size"]) == {64}  # the reference's float32 batch nearest to 8
     assert reference.all_pairs(ctx.summary).empty
-    row = verdict.verdict_table(ctx.costed).set_index("workload").loc["resnet50"]
-    assert row["speedup × (matched)"] == "no matched pair" and row["best GPU"].startswith("reference H100 ")
+    page = verdict.build(ctx)._repr_html_()  # resnet50 alone, unpaired: no verdict row, the sections say why
+    assert "no configuration ran on both" in page
 
 
 def test_the_default_grid_pairs_its_cpu_rows_with_the_reference():

@@ -19,11 +19,12 @@ from test_report import REFERENCE, _check_sections, _ctx, _rec
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record import write_atomic
-from helpers.report import aggregate, fmt, sections
+from helpers.report import aggregate, fmt, headline, sections
+from helpers.report.reference import all_pairs
 from helpers.report.sections.base import mark_bars, with_marks
 from helpers.report.sections.speedup import build as build_speedup
 from helpers.report.sections.throughput import timing_table
-from helpers.report.sections.verdict import verdict_table
+from helpers.report.sections.verdict import glance_table
 
 GPU = {"device": "gpu", "device_used": "gpu"}
 
@@ -132,14 +133,19 @@ def test_one_run_and_a_short_window_are_marked_in_every_table(tmp_path):
     t = timing_table(summ)
     assert any(v == "4,200 †‡ (1 run, window 0.72 s < 2 s)" for v in t.iloc[:, 5])
     assert "0.24 †‡" in set(t["s/epoch (median run)"])  # a derived figure keeps the digits and the marks
-    v = verdict_table(ctx.costed).iloc[0]
-    assert v["GPU samples/s"] == "4,200 †‡ (1 run, window 0.72 s < 2 s)"
-    assert v["CPU samples/s"] == "2,000 † (1 run, 1.5 s)"  # the fastest CPU: torch
-    assert v["speedup × (matched)"] == "4.2 †‡ (1 run: no interval)"
+    pair = headline.best_pairs(all_pairs(ctx.costed)).iloc[0]  # the matched pair: jax on both sides
+    assert fmt.figure(pair, suffix="_gpu") == "4,200 †‡ (1 run, window 0.72 s < 2 s)"
+    assert fmt.figure(pair, suffix="_cpu") == "1,000 [990–1,010] (n=3, range; 3 s)"
+    assert fmt.speedup_text(pair) == "4.2 †‡ (1 run: no interval)"
+    v = glance_table(headline.per_workload(headline.best_pairs(all_pairs(ctx.costed)))).iloc[0]
+    assert v["GPU ÷ CPU"] == "4.2× †‡" and v["runs CPU / GPU"] == "3 / 1"  # the first screen keeps the marks
     built = _check_sections(ctx)
     for name in ("verdict", "throughput", "speedup", "utilisation", "backends", "first_epoch"):
         page = built[name]._repr_html_()
-        assert ("† (1 run, 1.5 s)" in page or "†‡" in page) and fmt.esc(fmt.MARKS_NOTE) in page, name
+        assert "† (1 run, 1.5 s)" in page or "†‡" in page, name
+        # the first screen keys its marks in one short line, every other section in the full note
+        assert ("one run: no between-run interval" in page if name == "verdict" else
+                fmt.esc(fmt.MARKS_NOTE) in page), name
         assert "4,166" not in page and "4,167" not in page, name  # no digits the run does not have
     # bar charts: the marked bars are hatched, with a legend line; labels say runs and window
     from helpers.report.charts import bar_facets
@@ -186,24 +192,33 @@ def test_the_speedup_interval_comes_from_the_runs_of_both_sides(tmp_path):
 
 
 def test_the_h100_reference_is_marked_and_rounded(tmp_path):
-    """The re-published reference: the README's 20 GPU cells have 2-3 runs over two leases (a range), every
-    other point is one run of the earlier protocol and says so, figures rounded to what the runs support."""
+    """The re-published reference (issue 36): the README's 20 GPU cells have 4-6 runs over four leases and their 20
+    CPU twins 2 runs over two (a range under 5 runs, a bootstrap interval from 5), the earlier protocol's single
+    CPU runs are left out of those figures; every other point is one run and says so; figures are rounded to what
+    the runs support."""
     ctx = report.build_context([REFERENCE], base_config={"device": "cpu", "backend": "jax"})
     summ = ctx.summary
     multi, one = summ[summ["n_runs"] > 1], summ[summ["n_runs"] == 1]
-    assert len(multi) == 20 and (multi["device"] == "gpu").all() and (multi["sps_interval"] == "range").all()
+    assert sorted(multi["device"].value_counts().items()) == [("cpu", 20), ("gpu", 20)]
+    gpu, cpu = multi[multi["device"] == "gpu"], multi[multi["device"] == "cpu"]
+    assert gpu["n_runs"].between(4, 6).all() and gpu["n_leases"].eq(4).all()
+    assert cpu["n_runs"].eq(2).all() and cpu["n_leases"].eq(2).all() and cpu["n_earlier"].eq(1).all()
+    assert (multi["sps_interval"] == multi["n_runs"].map(lambda n: "bootstrap" if n >= 5 else "range")).all()
     assert (one["sps_interval"] == "none").all()
     assert all(fmt.ONE_RUN in fmt.figure(row) for row in one.to_dict("records"))
     assert not any(fmt.ONE_RUN in fmt.figure(row) for row in multi.to_dict("records"))
-    r = summ[(summ["workload"] == "cnn_cifar10") & (summ["backend"] == "jax") & (summ["device"] == "gpu")
-             & (summ["batch_size"] == 1000) & (summ["precision"] == "float32")].iloc[0]
-    assert r["n_runs"] == 3 and r["samples_per_s"] == pytest.approx(266961, rel=1e-5) and not bool(r["short_window"])
-    assert fmt.figure(r) == "270,000 [220,000–320,000] (n=3, range; 3 s)"
+    r = gpu[(gpu["workload"] == "cnn_cifar10") & (gpu["backend"] == "jax")].iloc[0]
+    assert r["n_runs"] == 6 and r["samples_per_s"] == pytest.approx(275995, rel=1e-5) and not bool(r["short_window"])
+    assert fmt.figure(r) == "280,000 [240,000–350,000] (n=6, bootstrap 95%; 3.1 s)"
     pairs = aggregate.matched_pairs(summ)
     cifar = pairs[(pairs["workload"] == "cnn_cifar10") & (pairs["backend"] == "jax")].iloc[0]
-    assert fmt.speedup_text(cifar) == "65 † (1 run: no interval)"  # the CPU side is one run of the old protocol
+    # the CPU side: its 2 runs of the current protocol (6,396 and 6,621/s), not the old single run of 4,115
+    assert cifar["samples_per_s_cpu"] == pytest.approx((6396 + 6621) / 2, rel=1e-3)
+    assert fmt.speedup_text(cifar) == "42 [33–59] (between runs: range, n=6/2 GPU/CPU)"
     page = sections.build(sections.get("throughput"), ctx)._repr_html_()
-    assert "270,000 [220,000–320,000]" in page and "266,961" not in page
+    assert "280,000 [240,000–350,000]" in page and "275,995" not in page
+    overview = sections.build(sections.get("overview"), ctx)._repr_html_()
+    assert "20 run(s) of the earlier protocol (record schema 1) are left out of the figures of the 20" in overview
 
 
 # ------------------------------------------------------------------ benchmarks/reference_spread.py

@@ -8,7 +8,7 @@ fixtures whose numbers are known. Each returns a ``(template, *values)`` tuple (
 
 from __future__ import annotations
 
-from .fmt import isnull, rounded
+from .fmt import digits, isnull, rounded
 from .headline import duration, times
 
 
@@ -37,11 +37,15 @@ def throughput(summ) -> tuple:
     ok = summ[summ["samples_per_s"].notna()]
     best = ok.loc[ok.groupby("workload")["samples_per_s"].idxmax()]
     on_gpu = int((best["device"] == "gpu").sum())
-    top = ok.loc[ok["samples_per_s"].idxmax()]
+    top, low = ok.loc[ok["samples_per_s"].idxmax()], ok.loc[ok["samples_per_s"].idxmin()]
     return ("{} configuration(s) of {} workload(s), from {} to {} samples/s; each workload's fastest configuration "
             "is on the GPU for {} of them. The fastest of all: {} ({} samples/s).", len(ok), len(best),
-            _sps(ok["samples_per_s"].min()), _sps(ok["samples_per_s"].max()), on_gpu, _cfg(top),
-            _sps(top["samples_per_s"]))
+            _fig(low), _fig(top), on_gpu, _cfg(top), _fig(top))
+
+
+def _fig(r) -> str:
+    """A configuration's samples/s to the digits its runs support (one run, a short window: fewer)."""
+    return rounded(r["samples_per_s"], digits(r))
 
 
 def cost(costed) -> tuple:
