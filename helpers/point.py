@@ -441,13 +441,10 @@ def _process_record_name(rec: dict, process_id: int) -> str:
 
 
 def _deadline() -> float | None:
-    """The point's deadline on ``time.perf_counter``'s scale: the runner exports ``CGB_POINT_DEADLINE``
-    (epoch seconds, its timeout less a margin for the record and plots); no window extends past it."""
-    try:
-        wall = float(os.environ["CGB_POINT_DEADLINE"])
-    except (KeyError, ValueError):
-        return None
-    return time.perf_counter() + (wall - time.time())
+    """The point's deadline on ``time.perf_counter``'s scale (``timing.deadline``)."""
+    from .timing import deadline
+
+    return deadline()
 
 
 def _record_notebook() -> str:

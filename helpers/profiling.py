@@ -237,9 +237,9 @@ def _batch(point) -> int:
 
 
 def _time_left(point, steps: int, step_s: float | None) -> bool:
-    from .point import _deadline
+    from .timing import deadline as point_deadline
 
-    deadline = _deadline()
+    deadline = point_deadline()
     if deadline is None:
         return True
     need = 4 * steps * (step_s or 1.0) * 2 + 30.0  # four epochs, the profiler's own cost, its start and parse

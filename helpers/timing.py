@@ -231,3 +231,15 @@ def make_epoch_timer(printer=print, probe=None, min_epochs=2, min_steady_s=0.0, 
                 self.model.stop_training = True
 
     return EpochTimer()
+
+
+def deadline() -> float | None:
+    """The point's deadline on ``time.perf_counter``'s scale: the runner exports ``CGB_POINT_DEADLINE``
+    (epoch seconds, its timeout less a margin for the record and plots); no window extends past it."""
+    import os
+
+    try:
+        wall = float(os.environ["CGB_POINT_DEADLINE"])
+    except (KeyError, ValueError):
+        return None
+    return time.perf_counter() + (wall - time.time())

@@ -14,6 +14,10 @@ def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("CGB_OUTPUTS", str(tmp_path / "outputs"))
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
     monkeypatch.setenv("CGB_OFFLINE", "1")
+    # what a point run in this process (runner.main called by a test) exports for its kernel: a later test's point
+    # would read a stale deadline ("the point's deadline is too near") or another test's notebook
+    for k in ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR"):
+        monkeypatch.delenv(k, raising=False)
     yield
 
 

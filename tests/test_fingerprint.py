@@ -306,7 +306,8 @@ def test_provenance_over_old_records_says_not_recorded():
     ctx, s = _provenance(PROJECT_ROOT / "reference" / "h100" / "records")
     assert s.present and "Machines by lease" in s._repr_html_()
     leases = provenance.leases_table(ctx.df).set_index("lease (boot id)")
-    assert set(leases.index) == {"5342731dda41", "ff72ba3637b8", "8e28086d8d20", "8ee8feab14e7", provenance.NOT_RECORDED}
+    assert set(leases.index) == {"5342731dda41", "ff72ba3637b8", "8e28086d8d20", "8ee8feab14e7",
+                                 provenance.NOT_RECORDED}
     assert leases["records"].sum() == len(ctx.df)
     assert leases.loc[provenance.NOT_RECORDED, "runs"] == provenance.NOT_RECORDED
     assert leases.loc["5342731dda41", "dispatch M calls/s"] > leases.loc["ff72ba3637b8", "dispatch M calls/s"]

@@ -365,3 +365,27 @@ def test_the_reference_top_up_grid_runs_configurations_of_the_reference():
 
     reference, top_up = ids("reference.yaml"), ids("reference_topup.yaml")
     assert len(top_up) == 24 and top_up <= reference  # the 20 CPU twins and bilstm_imdb, lstm_textgen on the GPU
+
+
+def test_published_h100_profile_holds_a_breakdown_for_every_cell_and_the_best_rungs():
+    """Issue 32 on the H100: the 20 README cells (params/reference.yaml's GPU cells) and resnet50 at the ladder's
+    best rung on both backends, each with a step breakdown whose parts add up to its traced step; the report shows
+    the section; the folder is not a pairing reference (one-run profiled figures never meet a CPU-only report)."""
+    folder = PROJECT_ROOT / "reference" / "h100" / "profile"
+    recs, skipped = record.read_records([folder / "records"])
+    assert not skipped and len(recs) == 22 and all(r["status"] == "ok" and r["device"] == "gpu" for r in recs)
+    cells = {(p["workload"], p["backend"], p["batch_size"])
+             for p in grid.expand_all([PROJECT_ROOT / "params" / "reference.yaml"]) if p["device"] == "gpu"}
+    have = {(r["workload"], r["backend"], r["batch_size"]) for r in recs}
+    assert len(cells) == 20 and cells <= have
+    best = {(r["backend"], r["params"]["precision"], r["params"].get("input_dtype")) for r in recs
+            if r["workload"] == "resnet50" and r["batch_size"] == 256}
+    assert best == {("jax", "mixed_bfloat16", "uint8"), ("torch", "mixed_bfloat16", "uint8")}
+    for r in recs:
+        b = r["step_breakdown"]
+        assert r["params"]["profile"] is True and b["device"] == "gpu"
+        assert sum(b["parts_ms"].values()) == pytest.approx(b["step_ms"], rel=0.10), r["point_id"]
+        assert b["top"] and b["kernel_families_ms"] and b["unprofiled_step_ms"] > 0
+    page = (folder / "report.html").read_text()
+    assert 'id="breakdown"' in page and "cgb-absent" not in page.split('id="breakdown"', 1)[1][:200]
+    assert folder / "records" not in {p for p in (PROJECT_ROOT / "reference").glob("*/records")}

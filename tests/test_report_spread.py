@@ -71,10 +71,10 @@ def test_a_configuration_is_the_median_of_its_runs_not_of_pooled_epochs(tmp_path
     assert (r["sps_q1"], r["sps_q3"]) == (pytest.approx(1000 / 1.6), pytest.approx(1000))
     # the tables: the figure with its between-run range, the epochs' IQR under a within-run heading
     t = timing_table(summ).iloc[0]
-    fig_col = next(c for c in t.index if c.startswith("samples/s: median of runs"))
+    fig_col = next(c for c in t.index if c.startswith("samples/s, median of runs"))
     assert t[fig_col] == "830 [500–1,000] (n=3, range; 5 s)"  # r = 60%: 2 significant digits; 5 s: median run
     within = next(c for c in t.index if c.startswith("within-run epoch IQR"))
-    assert "not the figure's uncertainty" in within and t[within] == "630–1,000"
+    assert "not its uncertainty" in within and t[within] == "630–1,000"
 
 
 def test_the_bootstrap_interval_of_six_runs_is_deterministic_and_holds_the_median(tmp_path):

@@ -45,7 +45,8 @@ def throughput(summ) -> tuple:
 
 def _fig(r) -> str:
     """A configuration's samples/s to the digits its runs support (one run, a short window: fewer)."""
-    return rounded(r["samples_per_s"], digits(r))
+    v, d = r["samples_per_s"], digits(r)
+    return rounded(v, d) if v >= 100 else rounded(v, min(d, 2))
 
 
 def cost(costed) -> tuple:

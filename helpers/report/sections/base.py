@@ -26,7 +26,8 @@ _ENV = Environment(autoescape=select_autoescape(default=True, default_for_string
 # measured (``LEAD``) is one click away. A section with nothing to show is one line: its title and why.
 _TEMPLATE = _ENV.from_string(
     '{% if s.reason %}<section class="cgb-section cgb-folded" id="{{ s.name }}">'
-    '<p class="cgb-absent"><b>{{ s.title }}</b>: not shown: {{ s.reason }}</p></section>'
+    '<p class="cgb-absent"><b>{{ s.title }}</b>: not shown: {{ s.reason }}</p>'
+    "{% for part in s.parts %}{{ part }}{% endfor %}</section>"  # a failed section's traceback, folded
     '{% else %}<section class="cgb-section" id="{{ s.name }}"><h2>{{ s.title }}</h2>'
     '{% if s.finding %}<p class="cgb-finding">{{ s.finding }}</p>{% endif %}'
     '{% if s.lead %}<details class="cgb-about"><summary>What this shows and how</summary>'

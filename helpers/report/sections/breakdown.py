@@ -9,7 +9,7 @@ from ..fmt import isnull, rounded
 from ..table import CONFIG_KEYS
 from .base import Section
 
-TITLE = "Where the step's time goes (profiler)"
+TITLE = "Where the time of a step goes (profiler)"  # no apostrophe: the page's sanitiser re-encodes it
 NAV = "Step breakdown"
 LEAD = ("Points run with profile: true train a few more steps after their timed window under the framework's own "
         "profiler (jax.profiler, torch.profiler, tf.profiler); the trace lies beside the record. One steady step, in "
@@ -187,7 +187,7 @@ def table(conf):
 def build(ctx) -> Section:
     sub, without = rows(ctx)
     if not len(sub):
-        why = "no record has a step breakdown: run points with profile: true (docs/profiling.md)"
+        why = "no record has a step breakdown: run points with profile: true (docs/report.md)"
         if without:
             why += f"; {len(without)} profiled point(s) have none: " + "; ".join(
                 f"{w} {b}/{d}: {r}" for w, b, d, r in without[:3])

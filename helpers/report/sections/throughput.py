@@ -31,16 +31,18 @@ def timing_table(summ):
         "workload": s["workload"], "machine": s["machine"] + s["fixture"].map({True: " (fixture)", False: ""}),
         "device · backend": s["config"], "batch": s["batch_size"],
         "threads": s["threads"].map(lambda t: "all" if t == 0 else ("" if pd.isna(t) else f"{t:g}")),
-        "samples/s: median of runs [between-run interval]": [figure(r) for r in rows],
-        "within-run epoch IQR, samples/s (not the figure's uncertainty)": [_iqr(r["sps_q1"], r["sps_q3"], r)
+        "samples/s, median of runs [between runs]": [figure(r) for r in rows],
+        "within-run epoch IQR, samples/s (not its uncertainty)": [_iqr(r["sps_q1"], r["sps_q3"], r)
                                                                            for r in rows],
         "s per source epoch": [shown(r["source_epoch_s"], r) for r in rows],
-        "samples/epoch": s["n_train"], "steps/epoch": s["steps_per_epoch"],
+        "samples · steps per epoch": [f"{r['n_train']:,.0f} · {r['steps_per_epoch']:,.0f}"
+                                      if r["n_train"] == r["n_train"] and r["steps_per_epoch"] == r["steps_per_epoch"]
+                                      else "" for r in rows],
         "s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],
         "within-run s/epoch IQR": [_iqr(r["q1"], r["q3"], r) for r in rows],
         "s/step (median run)": [shown(r["s_per_step"], r) for r in rows],
-        "rests on": [precision_marks(r) for r in rows],
-        "data": s["data_source"],
+        "rests on": [precision_marks(r) + ("" if r["data_source"] == "synthetic" else f"; {r['data_source']} data")
+                     for r in rows],
     })
 
 
