@@ -232,7 +232,7 @@ class Point:
 
     def fit(self, model=None, data=None, **fit_kwargs):
         """Train for ``epochs`` epochs, timed per epoch, with the utilisation sampler running."""
-        from .timing import make_epoch_timer
+        from .timing import deadline, make_epoch_timer
 
         model = model or self.model
         data = data or self.data
@@ -246,7 +246,7 @@ class Point:
         placed = self._placed(data)  # data_placement 'device': the training set put there now, before the clock
         self.timer = make_epoch_timer(probe=sampler.energy_mj if sampler.energy_counter else None,
                                       min_epochs=epochs, min_steady_s=float(self.params.get("min_steady_s") or 0),
-                                      deadline=_deadline())
+                                      deadline=deadline())
         kwargs = {**data.fit_kwargs, **fit_kwargs}
         if data.train is not None:  # a PyDataset / tf.data / generator: batching is its own
             args = (data.train,)
@@ -438,13 +438,6 @@ class Point:
 def _process_record_name(rec: dict, process_id: int) -> str:
     """The file name of one process's record of a point run on several hosts: the point's, ``-p<id>`` added."""
     return _record.record_name(rec["params"], rec["point_id"])[:-len(".json")] + f"-p{process_id}.json"
-
-
-def _deadline() -> float | None:
-    """The point's deadline on ``time.perf_counter``'s scale (``timing.deadline``)."""
-    from .timing import deadline
-
-    return deadline()
 
 
 def _record_notebook() -> str:
