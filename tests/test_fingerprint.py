@@ -299,7 +299,7 @@ def _provenance(folder):
 
 
 def test_provenance_over_old_records_says_not_recorded():
-    """The H100 reference: the re-published cells' four leases, each with its calibration, and the earlier
+    """The H100 reference: the re-published cells' five leases, each with its calibration, and the earlier
     single runs, which recorded neither ("not recorded")."""
     from helpers.report.sections import provenance
 
@@ -307,7 +307,7 @@ def test_provenance_over_old_records_says_not_recorded():
     assert s.present and "Machines by lease" in s._repr_html_()
     leases = provenance.leases_table(ctx.df).set_index("lease (boot id)")
     assert set(leases.index) == {"5342731dda41", "ff72ba3637b8", "8e28086d8d20", "8ee8feab14e7",
-                                 provenance.NOT_RECORDED}
+                                 "c809c2c04d52", provenance.NOT_RECORDED}
     assert leases["records"].sum() == len(ctx.df)
     assert leases.loc[provenance.NOT_RECORDED, "runs"] == provenance.NOT_RECORDED
     assert leases.loc["5342731dda41", "dispatch M calls/s"] > leases.loc["ff72ba3637b8", "dispatch M calls/s"]

@@ -236,7 +236,7 @@ def test_every_ok_reference_record_gets_flops_per_sample_at_report_time(ref_ctx)
     # records written before the runner counted FLOPs (schema 1, 2) get them at report time; later ones carry theirs
     old = ok["schema"] < 3
     assert old.sum() > 100 and (ok.loc[old, "flops_source"] == flops.REPORT_SOURCE).all()
-    assert (~old).sum() >= 90 and (ok.loc[~old, "flops_source"] == "analytic, counted on the trained model").all()
+    assert (~old).sum() >= 110 and (ok.loc[~old, "flops_source"] == "analytic, counted on the trained model").all()
     gpu = ref_ctx.summary[ref_ctx.summary["device"] == "gpu"]
     assert gpu["mfu"].notna().all() and (gpu["mfu"] > 0).all() and (gpu["mfu"] < 2).all()
     cpu = ref_ctx.summary[ref_ctx.summary["device"] == "cpu"]

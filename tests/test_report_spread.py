@@ -192,8 +192,8 @@ def test_the_speedup_interval_comes_from_the_runs_of_both_sides(tmp_path):
 
 
 def test_the_h100_reference_is_marked_and_rounded(tmp_path):
-    """The re-published reference (issue 36): the README's 20 GPU cells have 4-6 runs over four leases and their 20
-    CPU twins 2 runs over two (a range under 5 runs, a bootstrap interval from 5), the earlier protocol's single
+    """The re-published reference (issue 36): the README's 20 GPU cells have 5-6 runs over 4-5 leases and their 20
+    CPU twins 3 runs over three (a range under 5 runs, a bootstrap interval from 5), the earlier protocol's single
     CPU runs are left out of those figures; every other point is one run and says so; figures are rounded to what
     the runs support."""
     ctx = report.build_context([REFERENCE], base_config={"device": "cpu", "backend": "jax"})
@@ -201,8 +201,8 @@ def test_the_h100_reference_is_marked_and_rounded(tmp_path):
     multi, one = summ[summ["n_runs"] > 1], summ[summ["n_runs"] == 1]
     assert sorted(multi["device"].value_counts().items()) == [("cpu", 20), ("gpu", 20)]
     gpu, cpu = multi[multi["device"] == "gpu"], multi[multi["device"] == "cpu"]
-    assert gpu["n_runs"].between(4, 6).all() and gpu["n_leases"].eq(4).all()
-    assert cpu["n_runs"].eq(2).all() and cpu["n_leases"].eq(2).all() and cpu["n_earlier"].eq(1).all()
+    assert gpu["n_runs"].between(5, 6).all() and gpu["n_leases"].between(4, 5).all()
+    assert cpu["n_runs"].eq(3).all() and cpu["n_leases"].eq(3).all() and cpu["n_earlier"].eq(1).all()
     assert (multi["sps_interval"] == multi["n_runs"].map(lambda n: "bootstrap" if n >= 5 else "range")).all()
     assert (one["sps_interval"] == "none").all()
     assert all(fmt.ONE_RUN in fmt.figure(row) for row in one.to_dict("records"))
@@ -212,9 +212,9 @@ def test_the_h100_reference_is_marked_and_rounded(tmp_path):
     assert fmt.figure(r) == "280,000 [240,000–350,000] (n=6, bootstrap 95%; 3.1 s)"
     pairs = aggregate.matched_pairs(summ)
     cifar = pairs[(pairs["workload"] == "cnn_cifar10") & (pairs["backend"] == "jax")].iloc[0]
-    # the CPU side: its 2 runs of the current protocol (6,396 and 6,621/s), not the old single run of 4,115
-    assert cifar["samples_per_s_cpu"] == pytest.approx((6396 + 6621) / 2, rel=1e-3)
-    assert fmt.speedup_text(cifar) == "42 [33–59] (between runs: range, n=6/2 GPU/CPU)"
+    # the CPU side: its 3 runs of the current protocol (5,480, 6,396 and 6,621/s), not the old single run of 4,115
+    assert cifar["samples_per_s_cpu"] == pytest.approx(6396, rel=1e-3)
+    assert fmt.speedup_text(cifar) == "43 [33–69] (between runs: range, n=6/3 GPU/CPU)"
     page = sections.build(sections.get("throughput"), ctx)._repr_html_()
     assert "280,000 [240,000–350,000]" in page and "275,995" not in page
     overview = sections.build(sections.get("overview"), ctx)._repr_html_()
