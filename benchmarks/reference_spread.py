@@ -63,13 +63,18 @@ def _others(ok) -> list[str]:
     return out
 
 
+def _hardware(ok):
+    """What a configuration ran on: the GPU's name on the GPU, the CPU model on the CPU ("?" where unrecorded)."""
+    return ok["gpu"].where(ok["device"] == "gpu", ok["cpu_model"]).fillna("?").astype(str)
+
+
 def spread_rows(df) -> list[list[str]]:
     """The table's rows (strings): one per lease of each configuration, then, where it ran on several
     leases, one over them (all its runs; the range of the lease medians)."""
     ok = df[(df["status"] == "ok") & df["median_epoch_s"].notna()].copy()
     if ok.empty:
         return []
-    ok["hardware"] = ok["gpu"].where(ok["device"] == "gpu", ok["cpu_model"]).fillna("?").astype(str)
+    ok["hardware"] = _hardware(ok)
     ok["lease"] = ok["boot_id"].map(lambda b: UNKNOWN if isnull(b) else str(b)[:12])
     ok["other"] = _others(ok)
     rows = []
@@ -98,7 +103,7 @@ def holdout(df, min_leases: int = 2) -> list[dict]:
     ok = ok[ok["boot_id"].notna()]
     if ok.empty:
         return []
-    ok["hardware"] = ok["gpu"].where(ok["device"] == "gpu", ok["cpu_model"]).fillna("?").astype(str)
+    ok["hardware"] = _hardware(ok)
     out = []
     for key, g in ok.groupby(SHOWN + OTHER, dropna=False, sort=True):
         by_lease = {lease: list(run_figures(h)) for lease, h in g.groupby("boot_id", sort=True)}

@@ -107,6 +107,10 @@ def _render_once(folders: list[Path], out_html: Path, kernel: str) -> tuple[floa
     return json.loads(out.strip().splitlines()[-1])["s"], peak / 2**20
 
 
+def _runs(runs: list[tuple[float, float]]) -> str:
+    return ", ".join(f"({t:.1f}, {m:.1f})" for t, m in runs)
+
+
 def _best(runs: list[tuple[float, float]]) -> tuple[float, float]:
     """The fastest time and the smallest peak of repeated renders (noise only adds)."""
     return min(t for t, _ in runs), min(m for _, m in runs)
@@ -153,6 +157,7 @@ def main(argv=None) -> int:
             print(f"{n} good records: {t_good:.1f} s, peak {m_good:.0f} MB; with the {len(expected)} hostile files "
                   f"beside them: {t_bad:.1f} s, peak {m_bad:.0f} MB; the hostile set adds "
                   f"{100 * (t_bad / t_good - 1):+.1f}% time, {100 * (m_bad / m_good - 1):+.1f}% memory", flush=True)
+            print(f"  each render (s, peak MB): good {_runs(good)}; with the hostile set {_runs(bad)}", flush=True)
             continue
         run_dir = base / f"run-{n}"
         run_dir.mkdir(exist_ok=True)

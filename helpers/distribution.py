@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from . import launch as _launch
 from .launch import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV, DistributionError  # noqa: F401
 from .params import ParamError
-from .timing import steady_figures
+from .timing import deadline, steady_figures
 
 HOST_DEVICES_ENV = "CGB_HOST_DEVICES"  # test only: gpus > 1 over JAX host devices on a CPU point
 PROCESS_FOLDER = ".processes"  # each process's own record (a dot folder: the report reads the merged one)
@@ -162,12 +162,11 @@ def multihost_env(hosts: int, environ=None) -> tuple[str, int]:
 
 
 def _deadline_s() -> float:
-    """Seconds left before the point's deadline (the runner's ``CGB_POINT_DEADLINE``), at most INIT_TIMEOUT_S."""
-    try:
-        left = float(os.environ["CGB_POINT_DEADLINE"]) - time.time()
-    except (KeyError, ValueError):
+    """Seconds left before the point's deadline (``timing.deadline``), at most INIT_TIMEOUT_S, at least 10."""
+    end = deadline()
+    if end is None:
         return INIT_TIMEOUT_S
-    return max(10.0, min(INIT_TIMEOUT_S, left))
+    return max(10.0, min(INIT_TIMEOUT_S, end - time.perf_counter()))
 
 
 def initialize(params: dict, environ=None, on_stuck=None) -> Plan:

@@ -315,3 +315,22 @@ def test_scaling_section_shows_efficiency_with_both_inputs_side_by_side(tmp_path
 def test_scaling_section_says_not_run_yet_without_several_gpus(tmp_path):
     page = _scaling_html(tmp_path, [(1, "float32", 4000.0), (1, "uint8", 6000.0)])
     assert "Not run yet" in page
+
+
+def test_the_processes_meet_within_the_points_deadline(monkeypatch):
+    """Connecting waits at most INIT_TIMEOUT_S, less when the point's deadline (CGB_POINT_DEADLINE) is nearer, and
+    never under 10 s; an unset or unreadable deadline leaves JAX's default."""
+    import time
+
+    from helpers import distribution as D
+
+    monkeypatch.delenv("CGB_POINT_DEADLINE", raising=False)
+    assert D._deadline_s() == D.INIT_TIMEOUT_S
+    monkeypatch.setenv("CGB_POINT_DEADLINE", "soon")
+    assert D._deadline_s() == D.INIT_TIMEOUT_S
+    monkeypatch.setenv("CGB_POINT_DEADLINE", str(time.time() + 100))
+    assert 95 < D._deadline_s() <= 100
+    monkeypatch.setenv("CGB_POINT_DEADLINE", str(time.time() + 1))
+    assert D._deadline_s() == 10.0
+    monkeypatch.setenv("CGB_POINT_DEADLINE", str(time.time() + 10 * D.INIT_TIMEOUT_S))
+    assert D._deadline_s() == D.INIT_TIMEOUT_S
