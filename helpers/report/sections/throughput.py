@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import findings as said
 from ..aggregate import MIN_STEPS, labels, precision_marks, source_epochs
 from ..charts import bar_facets
-from ..fmt import MARKS_NOTE, digits, figure, html_table, rounded, shown
+from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, rounded, shown
 from .base import Section, at_digits, mark_bars, with_marks
 
 TITLE = "Samples per second by workload × backend × device"
@@ -36,8 +36,8 @@ def timing_table(summ):
                                                                            for r in rows],
         "s per source epoch": [shown(r["source_epoch_s"], r) for r in rows],
         "samples · steps per epoch": [f"{r['n_train']:,.0f} · {r['steps_per_epoch']:,.0f}"
-                                      if r["n_train"] == r["n_train"] and r["steps_per_epoch"] == r["steps_per_epoch"]
-                                      else "" for r in rows],
+                                      if not (isnull(r["n_train"]) or isnull(r["steps_per_epoch"])) else ""
+                                      for r in rows],
         "s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],
         "within-run s/epoch IQR": [_iqr(r["q1"], r["q3"], r) for r in rows],
         "s/step (median run)": [shown(r["s_per_step"], r) for r in rows],
