@@ -1,4 +1,6 @@
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,3 +36,167 @@ def kernel(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+class WorkloadRun(dict):
+    """One backend's run of every workload point (``support/workload_points.py``): name -> its record."""
+
+    def __init__(self, backend: str, folder: Path, log: str):
+        super().__init__()
+        self.backend, self.folder, self.log = backend, folder, log
+
+    def __getitem__(self, name: str) -> dict:
+        d = self.folder / name
+        err = d / "error.txt"
+        files = sorted(d.glob("*.json"))
+        if err.exists() and not files:
+            raise AssertionError(f"{self.backend}/{name} raised:\n{err.read_text()[-4000:]}\n{self.log[-2000:]}")
+        assert len(files) == 1, (self.backend, name, files, self.log[-3000:])
+        return json.loads(files[0].read_text())
+
+    def error(self, name: str) -> str | None:
+        err = self.folder / name / "error.txt"
+        return err.read_text() if err.exists() else None
+
+
+@pytest.fixture(scope="session")
+def workload_runs(tmp_path_factory):
+    """``workload_runs(backend)``: every workload on ``backend``, run once a session in one fresh interpreter
+    through the code the notebooks call (``support/every_workload.py``). Tests that use it carry the mark
+    ``xdist_group('every-<backend>')`` (``support.BY_BACKEND``), so that one worker runs each backend once."""
+    from support import fresh_env
+    from support.workload_points import points
+
+    done: dict[str, WorkloadRun] = {}
+
+    def run(backend: str) -> WorkloadRun:
+        if backend not in done:
+            root = tmp_path_factory.mktemp(f"every-{backend}")
+            spec = {"backend": backend, "out": str(root / "records"), "points": points(backend, root / "data")}
+            (root / "spec.json").write_text(json.dumps(spec))
+            env = fresh_env(backend, CGB_OFFLINE="1", CGB_OUTPUTS=str(root / "outputs"))
+            for k in ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR"):
+                env.pop(k, None)
+            res = subprocess.run([sys.executable, str(ROOT / "tests" / "support" / "every_workload.py"),
+                                  str(root / "spec.json")], cwd=ROOT, env=env, capture_output=True, text=True,
+                                 timeout=1200)
+            assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+            print(res.stdout)
+            done[backend] = WorkloadRun(backend, root / "records", res.stdout + res.stderr)
+        return done[backend]
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def shared_run(tmp_path_factory):
+    """The runner once over one point per workload, its report and a resume (``support/shared_run.py``). Tests
+    that use it carry ``pytest.mark.xdist_group("shared_run")``."""
+    from support import shared_run as sr
+
+    return sr.run(tmp_path_factory.mktemp("shared"))
+
+
+REFERENCE = ROOT / "reference" / "h100" / "records"
+
+
+@pytest.fixture(scope="session")
+def reference_ctx():
+    """The published H100 reference's report context, built once a session (a context is not changed by what
+    reads it). Tests that need no reference do not ask for it."""
+    from helpers import report
+
+    report.setup_plots()
+    return report.build_context([REFERENCE], base_config={"device": "cpu", "backend": "jax"})
+
+
+# ---------------------------------------------------------------- runner.main in this process, papermill faked
+
+RUNNER_ENV = ("JUPYTER_PATH", "PYTHONPATH", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR", "CGB_KERNEL_IPYTHONDIR",
+              "CGB_POINT_DEADLINE")
+GRID2 = "points:\n  - workload: cnn_cifar10\n    backend: jax\n    device: cpu\n    seed: [1, 2]\n"
+
+
+@pytest.fixture
+def fake_papermill(monkeypatch, tmp_path):
+    """``runner.main`` in this process with papermill's execution faked (no kernel: instant). The fake writes the
+    record and the notebook a real run writes; ``state["calls"]`` lists the parameters of every notebook run, in
+    order; ``state["behaviour"]`` makes it fail as a full disk (``"notebook disk full"``) or a SIGTERM right after
+    the record (``"sigterm after finish"``) would. Yields (state, outputs); SIGTERM and SIGINT restored after."""
+    import errno
+    import signal
+
+    import nbformat
+    import papermill
+
+    from helpers import record
+
+    outputs = tmp_path / "out"
+    monkeypatch.setenv("CGB_OUTPUTS", str(outputs))
+    for k in RUNNER_ENV:
+        monkeypatch.setenv(k, os.environ.get(k, ""))
+    old = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    state = {"calls": [], "behaviour": "ok"}
+    write_atomic = record.write_atomic  # a test may fake record.write_atomic: the notebook's own write is this one
+
+    def fake_execute(input_path, output_path, parameters=None, **kw):
+        state["calls"].append(dict(parameters))
+        n = len(state["calls"])
+        rec = record.empty_record(parameters, parameters["point_id"])  # what the notebook's finish() writes
+        rec.update(status="ok", started_at=f"2026-01-01T00:00:{n:02d}", fingerprint={"host": "h"},
+                   first_epoch_s=2.0, epoch_s=[1.0], median_epoch_s=1.0, samples_per_s=100.0,
+                   notebook=os.environ.get("CGB_EXECUTED_NOTEBOOK", ""))
+        write_atomic(Path(parameters["output_dir"]) / record.record_name(parameters, parameters["point_id"]), rec)
+        text = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]))
+        how = state["behaviour"]
+        if how == "notebook disk full":
+            Path(output_path).write_text(text[: len(text) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device", output_path)
+        if how == "sigterm after finish":
+            Path(output_path).write_text(text[: len(text) // 2])
+            raise KeyboardInterrupt("signal 15")
+        Path(output_path).write_text(text)
+
+    monkeypatch.setattr(papermill, "execute_notebook", fake_execute)
+    yield state, outputs
+    signal.signal(signal.SIGTERM, old[0])
+    signal.signal(signal.SIGINT, old[1])
+
+
+@pytest.fixture
+def in_process_runner(fake_papermill, tmp_path):
+    """(state, gridfile, outputs): ``fake_papermill`` and a grid of two cnn_cifar10 points."""
+    state, outputs = fake_papermill
+    gridfile = tmp_path / "g.yaml"
+    gridfile.write_text(GRID2)
+    return state, gridfile, outputs
+
+
+@pytest.fixture
+def fake_runner(fake_papermill):
+    """(calls, outputs): the parameters of every notebook run, in order."""
+    state, outputs = fake_papermill
+    return state["calls"], outputs
+
+
+@pytest.fixture
+def shard_runner(fake_papermill, monkeypatch, tmp_path):
+    """(calls, reports, outputs): ``fake_runner`` with no shard variables set, a runners folder of its own, the
+    set-up skipped and the report faked (``reports`` lists the folders each call rendered)."""
+    from helpers import claims, runner
+    from helpers import shard as _shard
+
+    state, outputs = fake_papermill
+    monkeypatch.setenv(claims.RUNNERS_ENV, str(tmp_path / "runners"))
+    for k in ("SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", _shard.COUNT_ENV, "CUDA_VISIBLE_DEVICES"):
+        monkeypatch.delenv(k, raising=False)
+    reports = []
+
+    def fake_report(folders, run_dir, kernel, out_html, parameters=None):
+        reports.append([str(f) for f in folders])
+        Path(out_html).write_text("<html></html>")
+        return out_html
+
+    monkeypatch.setattr(runner, "render_report", fake_report)
+    monkeypatch.setattr(runner, "run_setup", lambda log, gpu: None)
+    return state["calls"], reports, outputs

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from _util import in_fresh_python
+from support import in_fresh_python
 
 from helpers import device, grid, params
 from helpers.paths import NOTEBOOKS

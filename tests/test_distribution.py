@@ -12,7 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from _util import in_fresh_python
+from support import in_fresh_python
 
 from helpers import data, datasets_images, device, distribution, grid
 from helpers.params import ParamError

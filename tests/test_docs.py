@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import chromium
 
 from helpers.paths import PROJECT_ROOT
 
@@ -195,17 +196,7 @@ def test_no_name_of_the_old_readme_is_lost():
 # ------------------------------------------------------------------ the screenshot script
 
 
-def _chromium() -> str | None:
-    import os
-    import shutil
-
-    for name in (os.environ.get("CGB_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-@pytest.mark.skipif(_chromium() is None, reason="Chromium is not installed (scripts/ensure_chromium.sh)")
+@pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (scripts/ensure_chromium.sh)")
 def test_report_screenshot_script_writes_the_first_screen(tmp_path):
     page = tmp_path / "report.html"
     page.write_text("<!doctype html><html><body style='margin:0'><div style='height:3000px;background:#c00'>"

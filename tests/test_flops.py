@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 import yaml
-from _util import in_fresh_python
+from support import in_fresh_python
 
 from helpers import device, flops, grid, params, peaks
 from helpers.paths import PROJECT_ROOT
@@ -221,11 +221,9 @@ def flops_workloads():
 # ---------------------------------------------------------------- the report
 
 
-@pytest.fixture(scope="module")
-def ref_ctx():
-    from helpers.report.context import build_context
-
-    return build_context([REFERENCE], use_reference=False)
+@pytest.fixture
+def ref_ctx(reference_ctx):
+    return reference_ctx  # conftest: built once a session
 
 
 def test_every_ok_reference_record_gets_flops_per_sample_at_report_time(ref_ctx):

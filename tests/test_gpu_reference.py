@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _util import in_fresh_python
+from support import in_fresh_python
 
 from helpers import device, grid, record, runner
 from helpers.paths import PROJECT_ROOT

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_robustness import complete_ok_records, good_record, in_process_runner, write  # noqa: F401
+from support.runs import complete_ok_records, good_record, write
 
 from benchmarks.hostile import CASES, SECRET_HOST, write_hostile, write_hostile_notebook
 from helpers import record, runner
@@ -118,10 +118,6 @@ def _die_on_killme(job):
     return _render_job(job)
 
 
-def _sleep_job(job):
-    time.sleep(120)
-
-
 def test_index_survives_a_renderer_killed_for_memory(tmp_path):
     from helpers.report import render_index
 
@@ -144,10 +140,10 @@ def test_index_stops_on_sigterm_within_seconds(tmp_path):
     for i in range(8):
         write_hostile_notebook(folder / "runs" / "r" / "notebooks" / f"n{i}.ipynb")
         write(folder / "runs" / "r" / "records", f"n{i}.json", good_record(i, notebook=f"../notebooks/n{i}.ipynb"))
-    code = ("import signal, sys; sys.path.insert(0, 'tests'); from test_hostile import _sleep_job\n"
+    code = ("import signal, sys; sys.path.insert(0, 'tests'); from support.runs import sleep_job\n"
             "from helpers.runner import _terminate; from helpers.report import render_index\n"
             "signal.signal(signal.SIGTERM, _terminate)\n"
-            f"render_index([{str(folder)!r}], {str(folder / 'index.html')!r}, workers=2, job=_sleep_job)\n")
+            f"render_index([{str(folder)!r}], {str(folder / 'index.html')!r}, workers=2, job=sleep_job)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT_ROOT, stderr=subprocess.PIPE, text=True)
 
     def children():
@@ -245,7 +241,7 @@ def test_a_full_disk_leaves_no_temp_report(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_partial_notebooks_and_ok_records_without_notebook_are_cleared_on_start(in_process_runner, capsys):  # noqa: F811
+def test_partial_notebooks_and_ok_records_without_notebook_are_cleared_on_start(in_process_runner, capsys):
     state, gridfile, outputs = in_process_runner
     assert runner.main([str(gridfile), "--no-report"]) == 0
     recs = complete_ok_records(outputs)
@@ -254,7 +250,7 @@ def test_partial_notebooks_and_ok_records_without_notebook_are_cleared_on_start(
     partial = Path(recs[1]["_path"]).parent.parent / "notebooks" / ".x.partial.ipynb"  # left by kill -9
     partial.write_text("{")
     assert runner.main([str(gridfile), "--no-report"]) == 0
-    assert state["calls"] == 3 and not partial.exists()
+    assert len(state["calls"]) == 3 and not partial.exists()
     all_recs, _ = record.read_records([outputs])
     assert len(all_recs) == 2  # the point ran again and counts once
 
@@ -301,7 +297,8 @@ def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monk
 
 @pytest.mark.slow
 def test_hostile_set_through_the_runner_makes_no_network_request_in_chromium(tmp_path):
-    from test_report import Browser, chromium
+    from support import chromium
+    from support.browser import Browser
 
     good = tmp_path / "good"
     write_hostile_notebook(good / "notebooks" / "w.ipynb", "W")

@@ -12,7 +12,7 @@ import types
 
 import numpy as np
 import pytest
-from _util import in_fresh_python
+from support import in_fresh_python
 
 from helpers import data, device, record, sampler, timing
 from helpers.point import Point

@@ -2,18 +2,16 @@
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from support import BY_BACKEND, INSTALLED, ONE, only_record, run_nb
+from support.shared_run import run_all
+from support.workload_points import TINY
 
-from helpers import device, record
-from helpers.paths import NOTEBOOKS, PROJECT_ROOT
-
-INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
-TINY = {"batch_size": 100, "epochs": 3, "n_train": 400, "data_source": "synthetic"}
+from helpers import record
+from helpers.paths import NOTEBOOKS
 
 
 def test_committed_notebooks_have_no_outputs():
@@ -28,28 +26,9 @@ def test_committed_notebooks_have_no_outputs():
         assert len(tagged) == 1, path.name
 
 
-def run_nb(kernel, tmp_path, name="cnn_cifar10", **params):
-    import papermill as pm
-
-    out = tmp_path / f"{name}-{params.get('backend', '')}-{params.get('device', '')}.ipynb"
-    params.setdefault("output_dir", str(tmp_path / "records"))
-    params.setdefault("min_steady_s", 1e-6)  # behaviour, not timing: `epochs` epochs, however short
-    pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters=params,
-                        kernel_name=kernel, progress_bar=False, cwd=str(NOTEBOOKS))
-    return out
-
-
-def only_record(folder: Path) -> dict:
-    files = list(folder.glob("*.json"))
-    assert len(files) == 1, files
-    return json.loads(files[0].read_text())
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_cnn_cifar10_on_cpu_writes_a_full_record(kernel, tmp_path, backend):
-    run_nb(kernel, tmp_path, backend=backend, device="cpu", **TINY)
-    rec = only_record(tmp_path / "records")
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_cnn_cifar10_on_cpu_writes_a_full_record(workload_runs, backend):
+    rec = workload_runs(backend)["cnn_cifar10"]  # support.workload_points: TINY
     assert rec["status"] == "ok" and rec["reason"] is None
     assert rec["backend"] == backend and rec["device"] == "cpu" and rec["device_used"] == "cpu"
     assert rec["model_params"] == rec["expected_params"] == 39558
@@ -64,7 +43,6 @@ def test_cnn_cifar10_on_cpu_writes_a_full_record(kernel, tmp_path, backend):
     assert rec["env_forced"]["KERAS_BACKEND"] == backend and rec["env_forced"]["CUDA_VISIBLE_DEVICES"] == ""
 
 
-@pytest.mark.slow
 def test_gpu_point_without_gpu_is_skipped_not_timed(kernel, tmp_path):
     import papermill as pm
 
@@ -73,7 +51,7 @@ def test_gpu_point_without_gpu_is_skipped_not_timed(kernel, tmp_path):
     if gpus()["gpu_names"]:
         pytest.skip("this machine has a GPU")
     with pytest.raises(pm.PapermillExecutionError) as err:
-        run_nb(kernel, tmp_path, backend=INSTALLED[0], device="gpu", **TINY)
+        run_nb(kernel, tmp_path, "cnn_cifar10", backend=INSTALLED[0], device="gpu", **TINY)
     assert err.value.ename == "PointSkipped"
     rec = only_record(tmp_path / "records")
     assert rec["status"] == "skipped" and rec["reason"]
@@ -81,18 +59,14 @@ def test_gpu_point_without_gpu_is_skipped_not_timed(kernel, tmp_path):
     assert rec["device_used"] != "gpu"
 
 
-@pytest.mark.slow
-def test_synthetic_accuracy_rises_above_chance(kernel, tmp_path):
-    backend = "jax" if "jax" in INSTALLED else INSTALLED[0]
-    run_nb(kernel, tmp_path, backend=backend, device="cpu", batch_size=50, epochs=6, n_train=2000,
-           data_source="synthetic")
-    rec = only_record(tmp_path / "records")
+@pytest.mark.xdist_group(f"every-{ONE}")
+def test_synthetic_accuracy_rises_above_chance(workload_runs):
+    rec = workload_runs(ONE)["cnn_cifar10_accuracy"]
     acc = rec["history"]["accuracy"]
     assert acc[-1] > 0.3, acc  # chance is 0.1
     assert rec["history"]["loss"][-1] < rec["history"]["loss"][0]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("bad, needle", [
     ({"batch_size": 0}, "key 'batch_size' has value 0"),
     ({"batchsize": 64}, "unknown key 'batchsize'"),
@@ -102,17 +76,14 @@ def test_papermill_by_hand_with_bad_parameter_fails_in_first_cell(kernel, tmp_pa
     import papermill as pm
 
     with pytest.raises(pm.PapermillExecutionError) as err:
-        run_nb(kernel, tmp_path, **bad)
+        run_nb(kernel, tmp_path, "cnn_cifar10", **bad)
     assert err.value.ename == "ParamError" and needle in err.value.evalue
     assert "begin(globals())" in err.value.source  # the first code cell after the parameters
     assert not (tmp_path / "records").exists()
 
 
 def _run_all(args, tmp_path, env_extra=None):
-    env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    env.update(env_extra or {})
-    return subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), *args], capture_output=True, text=True,
-                          env=env, timeout=1200)
+    return run_all(args, Path(os.environ["CGB_OUTPUTS"]), timeout=1200, **(env_extra or {}))
 
 
 def test_run_all_rejects_a_bad_grid_before_running(tmp_path):
@@ -125,34 +96,34 @@ def test_run_all_rejects_a_bad_grid_before_running(tmp_path):
     assert not (Path(os.environ["CGB_OUTPUTS"]) / "runs").exists()
 
 
-@pytest.mark.slow
-def test_run_all_smoke_grid_end_to_end_with_report(tmp_path):
-    """params/smoke.yaml (every workload, every backend) through ./run_all.sh, then the report."""
-    from helpers import grid
+@pytest.mark.xdist_group("shared_run")
+def test_run_all_one_point_per_workload_end_to_end_with_report(shared_run):
+    """One point per workload (backends rotated, each in a real papermill kernel) through ./run_all.sh, a report,
+    then the same grid again: points done on this machine are not run again (support/shared_run.py)."""
+    from helpers import grid, workloads
 
-    smoke = PROJECT_ROOT / "params" / "smoke.yaml"
-    points = grid.expand(smoke)
-    res = _run_all([str(smoke)], tmp_path)
-    out = res.stdout
-    assert res.returncode == 0, out + res.stderr[-3000:]
+    points = grid.expand(shared_run.grid)
+    out = shared_run.first.stdout
     n = len(points)
-    assert f"[1/{n}]" in out and f"[{n}/{n}]" in out and "report:" in out
-    outputs = Path(os.environ["CGB_OUTPUTS"])
-    recs = [{**json.loads(p.read_text()), "_path": str(p)} for p in outputs.glob("runs/*/records/*.json")]
+    assert f"[1/{n}]" in out and f"[{n}/{n}]" in out
+    recs = shared_run.records
     assert len(recs) == n
     for r in recs:
-        want = "ok" if r["backend"] in INSTALLED else "skipped"
+        want = "ok" if r["backend"] in INSTALLED and r["device"] == "cpu" else "skipped"
         assert r["status"] == want, (r["workload"], r["backend"], r["reason"])
         if want == "ok":
-            assert r["device_used"] == "cpu" and r["samples_per_s"] > 0 and len(r["epoch_s"]) == 1
+            assert r["device_used"] == "cpu" and r["samples_per_s"] > 0
+            assert len(r["epoch_s"]) == r["params"]["epochs"] - 1
             assert r["data_source"] == "synthetic" and not Path(r["notebook"]).is_absolute() \
                 and record.notebook_path(r).is_file()
-    assert {r["workload"] for r in recs} == {p["workload"] for p in points}
-    html = (outputs / "report.html").read_text()
+    assert {r["workload"] for r in recs} == set(workloads.names()) - {"custom"}
+    assert {r["backend"] for r in shared_run.ok()} == set(INSTALLED)  # a real kernel on every backend
+    assert "report:" in shared_run.report.stdout
+    html = (shared_run.outputs / "report.html").read_text()
     assert "data:image/png;base64" in html and "<script src=\"http" not in html
     # a second run resumes: points done on this machine are not run again
-    res2 = _run_all([str(smoke), "--no-report"], tmp_path)
-    n_ok = sum(r["status"] == "ok" for r in recs)
+    res2 = shared_run.again
+    n_ok = len(shared_run.ok())
     assert res2.returncode == 0 and res2.stdout.count("not run again") == n_ok, res2.stdout
 
 

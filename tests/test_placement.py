@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from _util import in_fresh_python
+from support import in_fresh_python
 
 from helpers import grid, params
 from helpers.device import backend_installed

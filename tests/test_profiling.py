@@ -4,10 +4,10 @@ import gzip
 import json
 
 import pytest
+from support import in_fresh_python
 
 from helpers import params, profiling, record
 from helpers import trace_breakdown as tb
-from tests._util import in_fresh_python
 from tests.test_measurement import INSTALLED
 
 W = tb.WINDOW

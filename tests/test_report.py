@@ -9,199 +9,21 @@ the browser test is skipped.
 
 from __future__ import annotations
 
-import base64
-import copy
-import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-import test_report_first_screen as first_screen
 from markupsafe import Markup
+from support import chromium, first_screen
+from support.browser import Browser
+from support.fixtures import XSS
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record import write_atomic
 from helpers.report import aggregate, charts, costs, fmt, published, sections
-
-XSS = "<script>window.__xss=1</script>"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--hide-scrollbars", "--mute-audio"]
-
-
-def chromium() -> str | None:
-    for name in (os.environ.get("CGB_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-# ------------------------------------------------------------------ a tiny DevTools client
-
-
-class Browser:
-    """Headless Chromium driven over the DevTools protocol (one page)."""
-
-    def __init__(self, exe: str, width: int = 1280, height: int = 900):
-        from tornado.ioloop import IOLoop
-
-        self.profile = tempfile.mkdtemp(prefix="cgb-chromium-")
-        self.proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}",
-                                      "--remote-debugging-port=0", f"--window-size={width},{height}", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        port_file = Path(self.profile) / "DevToolsActivePort"
-        deadline = time.time() + 60
-        while not (port_file.is_file() and port_file.read_text().strip()):
-            if time.time() > deadline or self.proc.poll() is not None:
-                self.close()
-                raise RuntimeError("Chromium did not start")
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        pages = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
-        ws_url = next(p["webSocketDebuggerUrl"] for p in pages if p.get("type") == "page")
-        self.loop = IOLoop()
-        self.events: list[dict] = []
-        self._id = 0
-        self.ws = self.loop.run_sync(lambda: self._connect(ws_url), timeout=30)
-
-    async def _connect(self, url):
-        from tornado.websocket import websocket_connect
-
-        return await websocket_connect(url, max_message_size=256 * 2**20)
-
-    async def _call(self, method, params):
-        self._id += 1
-        my = self._id
-        await self.ws.write_message(json.dumps({"id": my, "method": method, "params": params or {}}))
-        while True:
-            msg = await self.ws.read_message()
-            if msg is None:
-                raise RuntimeError("DevTools connection closed")
-            data = json.loads(msg)
-            if data.get("id") == my:
-                if "error" in data:
-                    raise RuntimeError(f"{method}: {data['error']}")
-                return data.get("result", {})
-            if "method" in data:
-                self.events.append(data)
-
-    async def _wait_event(self, name, timeout):
-        import asyncio
-
-        end = time.time() + timeout
-        while not any(e["method"] == name for e in self.events):
-            msg = await asyncio.wait_for(self.ws.read_message(), max(0.1, end - time.time()))
-            if msg is None:
-                raise RuntimeError("DevTools connection closed")
-            data = json.loads(msg)
-            if "method" in data:
-                self.events.append(data)
-
-    def call(self, method, params=None, timeout=60):
-        return self.loop.run_sync(lambda: self._call(method, params), timeout=timeout)
-
-    def open(self, url: str, timeout=60):
-        for domain in ("Page", "Runtime", "Log"):
-            self.call(f"{domain}.enable")
-        self.events.clear()
-        self.call("Page.navigate", {"url": url})
-        self.loop.run_sync(lambda: self._wait_event("Page.loadEventFired", timeout), timeout=timeout + 5)
-        self.eval("new Promise(r => setTimeout(r, 300))")  # late console messages
-
-    def eval(self, expr: str):
-        res = self.call("Runtime.evaluate", {"expression": expr, "returnByValue": True, "awaitPromise": True})
-        return res.get("result", {}).get("value")
-
-    def console_errors(self) -> list[str]:
-        out = []
-        for e in self.events:
-            p = e.get("params", {})
-            if e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                out.append(" ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
-            elif e["method"] == "Runtime.exceptionThrown":
-                out.append(str(p.get("exceptionDetails", {}).get("exception", {}).get("description")))
-            elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
-                out.append(f"{p['entry'].get('source')}: {p['entry'].get('text')} {p['entry'].get('url', '')}")
-        return out
-
-    def screenshot(self, path: Path, full_page: bool = True, max_height: int = 16000):
-        params = {"format": "png"}
-        if full_page:
-            h = min(int(self.eval("document.documentElement.scrollHeight") or 900), max_height)
-            w = int(self.eval("document.documentElement.scrollWidth") or 1280)
-            params.update(captureBeyondViewport=True, clip={"x": 0, "y": 0, "width": w, "height": h, "scale": 1})
-        data = self.call("Page.captureScreenshot", params, timeout=120)["data"]
-        Path(path).write_bytes(base64.b64decode(data))
-        return path
-
-    def close(self):
-        try:
-            if getattr(self, "ws", None) is not None:
-                self.ws.close()
-            if getattr(self, "loop", None) is not None:
-                self.loop.close(all_fds=True)
-        finally:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            shutil.rmtree(self.profile, ignore_errors=True)
-
-
-# ------------------------------------------------------------------ fixtures (hand-written records)
-
-
-def fixture_records(real: dict) -> list[dict]:
-    """Records this machine cannot produce, built from a real one and marked ``fixture: true``: a GPU pair with
-    power and a GPU timeline, a failed point, and a record whose text is markup."""
-    out = []
-    fp = copy.deepcopy(real["fingerprint"])
-    fp.update(host="FIXTURE-not-a-real-machine", gpu_names=["Tesla P100-PCIE-16GB"], gpu_driver="fixture",
-              cuda_driver="fixture", cpu_model="FIXTURE Xeon", cpu_logical=8, cpu_allowed=8,
-              machine_key="FIXTURE|P100")
-    for dev, backend, scale in (("gpu", "jax", 0.05), ("cpu", "jax", 1.0), ("gpu", "torch", 0.08)):
-        r = copy.deepcopy(real)
-        r.update(fixture=True, device=dev, device_used=dev, backend=backend, fingerprint=copy.deepcopy(fp),
-                 point_id=f"fixture{dev}{backend}", started_at="2026-01-01T00:00:00+00:00")
-        r["params"] = {**r["params"], "device": dev, "backend": backend}
-        r["epoch_s"] = [t * scale for t in (real["epoch_s"] or [0.1])] * 3
-        r["median_epoch_s"] = sorted(r["epoch_s"])[len(r["epoch_s"]) // 2]
-        r["epoch_spread"] = {}
-        r["first_epoch_s"] = (real["first_epoch_s"] or 1.0) * (3 if dev == "gpu" else 1)
-        r["epoch_total_s"] = [r["first_epoch_s"], *r["epoch_s"]]
-        r["samples_per_s"] = r["n_train"] / r["median_epoch_s"]
-        r["step_s"] = r["median_epoch_s"] / (r.get("steps_per_epoch") or 1)
-        if dev == "gpu":
-            tl = [{"t": 0.25 * i, "cpu_pct": 60.0, "rss_mb": 900.0, "gpu_pct": 20.0 + (i % 7) * 10,
-                   "gpu_mem_mb": 1500.0 + 10 * i, "power_w": 80.0 + (i % 5) * 20} for i in range(40)]
-            r["utilisation_timeline"] = tl
-            r["epoch_bounds_s"] = [[0.5, 4.0], [4.0, 6.0], [6.0, 8.0]]
-            r["utilisation"] = {"cpu_pct_mean": 60.0, "gpu_pct_mean": 55.0, "gpu_mem_peak_mb": 1900.0,
-                                "power_w_mean": 120.0, "gpu_sampled": True}
-            r["energy_j_per_epoch"] = 120.0 * r["median_epoch_s"]
-        r["notebook"] = None
-        out.append(r)
-    bad = copy.deepcopy(out[1])
-    bad.update(status="failed", reason=f"ValueError: fixture failure {XSS}", point_id="fixturefailed",
-               workload=XSS, median_epoch_s=None, epoch_s=[], samples_per_s=None)
-    out.append(bad)
-    odd = copy.deepcopy(out[0])
-    odd.update(workload=XSS, point_id="fixturexss")
-    odd["fingerprint"]["host"] = "FIXTURE-<b>bold</b>-$x$"
-    out.append(odd)
-    return out
-
-
-def write_fixtures(folder: Path, real: dict) -> list[Path]:
-    return [write_atomic(folder / f"fixture-{r['point_id']}.json", r) for r in fixture_records(real)]
 
 
 def _runner(args, extra_env=None, timeout=900):
@@ -213,35 +35,14 @@ def _runner(args, extra_env=None, timeout=900):
 # ------------------------------------------------------------------ the report in a browser
 
 
-@pytest.mark.slow
-def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(tmp_path):
-    from helpers import device
-
-    backends = [b for b in ("jax", "torch", "tensorflow") if device.backend_installed(b)][:2]
-    if not backends:
-        pytest.skip("no Keras backend installed")
-    outputs = Path(os.environ["CGB_OUTPUTS"])
-    grid = tmp_path / "tiny.yaml"
-    b0 = backends[0]
-    grid.write_text(
-        "timeout_s: 300\npoints:\n"
-        f"  - workload: cnn_cifar10\n    backend: [{', '.join(backends)}]\n    device: [cpu, gpu]\n"
-        "    batch_size: 100\n    epochs: 3\n    n_train: 400\n    data_source: synthetic\n"
-        f"  - workload: cnn_cifar10\n    backend: {b0}\n    device: cpu\n    batch_size: 50\n    epochs: 3\n"
-        "    n_train: 400\n    data_source: synthetic\n"
-        f"  - workload: cnn_cifar10\n    backend: {b0}\n    device: cpu\n    batch_size: 100\n    threads: 1\n"
-        "    epochs: 3\n    n_train: 400\n    data_source: synthetic\n")
-    res = _runner([str(grid)])
-    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+@pytest.mark.xdist_group("shared_run")
+def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(shared_run):
+    """The shared run's report (support/shared_run.py: real runs on every backend, GPU points skipped, and the
+    hand-written fixtures beside them) as a reader opens it."""
+    outputs = shared_run.outputs
     assert (outputs / "report.html").is_file() and (outputs / "index.html").is_file()
-    recs = [json.loads(p.read_text()) for p in outputs.glob("runs/*/records/*.json")]
-    ok = [r for r in recs if r["status"] == "ok"]
-    assert len(ok) >= 3, [(r["backend"], r["device"], r["status"], r["reason"]) for r in recs]
-    # what this machine cannot produce: hand-written, marked as fixtures
-    write_fixtures(outputs / "fixtures", ok[0])
-    (outputs / "fixtures" / "broken.json").write_text("{not json")
-    res = _runner(["--report-only"])
-    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    ok = shared_run.ok()
+    assert len(ok) >= 3, [(r["backend"], r["device"], r["status"], r["reason"]) for r in shared_run.records]
     page = (outputs / "report.html").read_text()
     for mod in sections.modules():  # every registered section is there, with its data or the reason it has none
         assert f'id="{mod.__name__.rsplit(".", 1)[-1]}"' in page and str(Markup.escape(mod.TITLE)) in page, mod.__name__
@@ -258,6 +59,8 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(tmp_path):
     assert len(nb_links) >= len(ok)
     for ln in nb_links:
         assert (outputs / ln).is_file(), ln
+    shot_dir = Path(os.environ["CGB_OUTPUTS"])  # this test's own folder: the shared run's stays as it was
+    shot_dir.mkdir(parents=True, exist_ok=True)
 
     exe = chromium()
     if exe is None:
@@ -277,7 +80,7 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(tmp_path):
         assert XSS in text  # shown as text
         assert "Traceback" not in text and "Error:" not in text.replace("ValueError: fixture", "")
         assert br.console_errors() == []
-        shot = br.screenshot(outputs / "report_screenshot.png")
+        shot = br.screenshot(shot_dir / "report_screenshot.png")
         assert shot.stat().st_size > 50_000
         br.open((outputs / "index.html").as_uri())
         assert br.console_errors() == []
@@ -320,51 +123,7 @@ def test_report_of_the_committed_h100_records_has_every_section_in_chromium(tmp_
 
 # ------------------------------------------------------------------ fast unit checks
 
-REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
-
-
-def _rec(i=0, **kw) -> dict:
-    base = {"schema": 1, "point_id": f"p{i}", "workload": "cnn_cifar10", "backend": "jax", "device": "cpu",
-            "device_used": "cpu", "status": "ok", "reason": None, "params": {"threads": 0, "precision": "float32"},
-            "data_source": "synthetic", "n_train": 1000, "batch_size": 100, "epochs": 4, "first_epoch_s": 2.0,
-            "epoch_s": [1.0, 1.1, 0.9], "median_epoch_s": 1.0, "step_s": 0.1, "samples_per_s": 1000.0,
-            "steps_per_epoch": 10, "history": {"loss": [2, 1.5, 1.2, 1.0], "accuracy": [0.1, 0.3, 0.5, 0.6]},
-            "utilisation": {"cpu_pct_mean": 90.0}, "energy_j_per_epoch": None,
-            "fingerprint": {"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4, "gpu_names": [],
-                            "versions": {"keras": "3.15.1", "jax": "0.10.2"}},
-            "started_at": f"2026-01-01T00:00:0{i}", "duration_s": 5.0, "notebook": None}
-    base.update(kw)
-    return base
-
-
-def _ctx(tmp_path, recs, **kw):
-    kw.setdefault("use_reference", False)  # these records alone (the reference fallback has its own tests)
-    for i, r in enumerate(recs):
-        write_atomic(tmp_path / f"r{i}.json", r)
-    return report.build_context([tmp_path], **kw)
-
-
-@pytest.fixture(scope="module")
-def reference_ctx():
-    report.setup_plots()
-    return report.build_context([REFERENCE], base_config={"device": "cpu", "backend": "jax"})
-
-
-def _check_sections(ctx) -> dict:
-    """The contract every section keeps: a Section, present with parts or absent with a reason; never a
-    section that failed to build; its HTML escapes and titles it."""
-    out = {}
-    for mod in sections.modules():
-        assert isinstance(mod.TITLE, str) and mod.TITLE and isinstance(mod.LEAD, str) and mod.LEAD, mod.__name__
-        s = sections.build(mod, ctx)
-        assert isinstance(s, sections.Section) and s.name == mod.__name__.rsplit(".", 1)[-1]
-        assert "failed to build" not in (s.reason or ""), (s.name, s.reason, s.parts[-1:])
-        assert s.present == (s.reason is None)
-        assert s.parts or not s.present, s.name
-        page = s._repr_html_()
-        assert f'id="{s.name}"' in page and str(Markup.escape(s.title)) in page
-        out[s.name] = s
-    return out
+from support.records import REFERENCE, _check_sections, _ctx, _rec  # noqa: E402,F401
 
 
 def test_every_section_keeps_the_contract_on_no_records(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-import test_report_first_screen as known_records
+from support import first_screen as known_records
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from test_report import REFERENCE, _check_sections, _ctx, _rec
+from support.records import _check_sections, _ctx, _rec
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
@@ -191,12 +191,12 @@ def test_the_speedup_interval_comes_from_the_runs_of_both_sides(tmp_path):
 # ------------------------------------------------------------------ the published reference
 
 
-def test_the_h100_reference_is_marked_and_rounded(tmp_path):
+def test_the_h100_reference_is_marked_and_rounded(reference_ctx):
     """The re-published reference (issue 36): the README's 20 GPU cells have 5-6 runs over 4-5 leases and their 20
     CPU twins 3 runs over three (a range under 5 runs, a bootstrap interval from 5), the earlier protocol's single
     CPU runs are left out of those figures; every other point is one run and says so; figures are rounded to what
     the runs support."""
-    ctx = report.build_context([REFERENCE], base_config={"device": "cpu", "backend": "jax"})
+    ctx = reference_ctx
     summ = ctx.summary
     multi, one = summ[summ["n_runs"] > 1], summ[summ["n_runs"] == 1]
     assert sorted(multi["device"].value_counts().items()) == [("cpu", 20), ("gpu", 20)]

@@ -19,33 +19,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from support.runs import complete_ok_records, good_record, write
 
 from helpers import grid, record, runner
 from helpers.paths import PROJECT_ROOT
 
 # ------------------------------------------------------------------ crafted things
-
-
-def good_record(i: int = 0, **kw) -> dict:
-    rec = {"schema": record.SCHEMA, "point_id": f"p{i}", "workload": "cnn_cifar10", "backend": "jax", "device": "cpu",
-           "device_used": "cpu", "status": "ok", "reason": None,
-           "params": {"threads": 0, "precision": "float32", "batch_size": 100, "n_train": 1000},
-           "data_source": "synthetic", "n_train": 1000, "batch_size": 100, "epochs": 4, "first_epoch_s": 2.0,
-           "epoch_s": [1.0, 1.1, 0.9], "median_epoch_s": 1.0, "step_s": 0.1, "samples_per_s": 1000.0,
-           "history": {"loss": [2.0, 1.5, 1.2, 1.0], "accuracy": [0.1, 0.3, 0.5, 0.6]},
-           "utilisation": {"cpu_pct_mean": 90.0}, "energy_j_per_epoch": None,
-           "fingerprint": {"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4, "gpu_names": [],
-                           "versions": {"keras": "3.15.1", "jax": "0.10.2"}},
-           "started_at": f"2026-01-01T00:00:0{i}", "duration_s": 5.0, "notebook": None, "wall_s": 6.0}
-    rec.update(kw)
-    return rec
-
-
-def write(folder: Path, name: str, obj) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(obj if isinstance(obj, str) else json.dumps(obj))
-    return path
 
 
 SCRIPT_HTML = "<b>hi</b><script>document.title='pwned-html'</script>"
@@ -304,49 +283,7 @@ def test_the_false_claim_about_the_full_table_is_gone():
 
 # ------------------------------------------------------------------ the runner: full disk, signals, resume
 
-GRID2 = "points:\n  - workload: cnn_cifar10\n    backend: jax\n    device: cpu\n    seed: [1, 2]\n"
-
-
-@pytest.fixture
-def in_process_runner(monkeypatch, tmp_path):
-    """runner.main in this process with papermill's execution faked (no kernel): ``calls`` records them."""
-    import papermill
-
-    outputs = tmp_path / "out"
-    monkeypatch.setenv("CGB_OUTPUTS", str(outputs))
-    for k in ("JUPYTER_PATH", "PYTHONPATH", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR", "CGB_KERNEL_IPYTHONDIR"):
-        monkeypatch.setenv(k, os.environ.get(k, ""))
-    old_term = signal.getsignal(signal.SIGTERM)
-    gridfile = tmp_path / "g.yaml"
-    gridfile.write_text(GRID2)
-    state = {"calls": 0, "behaviour": "ok"}
-    write_atomic = record.write_atomic
-
-    def fake_execute(input_path, output_path, parameters=None, **kw):
-        state["calls"] += 1
-        rec = record.empty_record(parameters, parameters["point_id"])  # what the notebook's finish() writes
-        rec.update(status="ok", started_at=f"2026-01-01T00:00:0{state['calls']}", fingerprint={"host": "h"},
-                   first_epoch_s=2.0, epoch_s=[1.0], median_epoch_s=1.0, samples_per_s=100.0,
-                   notebook=os.environ["CGB_EXECUTED_NOTEBOOK"])
-        write_atomic(Path(parameters["output_dir"]) / record.record_name(parameters, parameters["point_id"]), rec)
-        text = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]))
-        how = state["behaviour"]
-        if how == "notebook disk full":
-            Path(output_path).write_text(text[: len(text) // 2])
-            raise OSError(errno.ENOSPC, "No space left on device", output_path)
-        if how == "sigterm after finish":
-            Path(output_path).write_text(text[: len(text) // 2])
-            raise KeyboardInterrupt("signal 15")
-        Path(output_path).write_text(text)
-
-    monkeypatch.setattr(papermill, "execute_notebook", fake_execute)
-    yield state, gridfile, outputs
-    signal.signal(signal.SIGTERM, old_term)
-
-
-def complete_ok_records(outputs: Path) -> list[dict]:
-    recs, _ = record.read_records([outputs / "runs"])
-    return [r for r in recs if runner.is_complete(r) and r["status"] == "ok"]
+GRID2 = "points:\n  - workload: cnn_cifar10\n    backend: jax\n    device: cpu\n    seed: [1, 2]\n"  # conftest's
 
 
 def test_runner_writes_complete_points_and_lists_cleared_variables(in_process_runner, monkeypatch, capsys):
@@ -355,11 +292,11 @@ def test_runner_writes_complete_points_and_lists_cleared_variables(in_process_ru
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
     assert runner.main([str(gridfile), "--no-report"]) == 0
     recs = complete_ok_records(outputs)
-    assert len(recs) == 2 and state["calls"] == 2
+    assert len(recs) == 2 and len(state["calls"]) == 2
     assert recs[0]["env_cleared"] == {"OMP_NUM_THREADS": "1", "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
     assert not list(outputs.glob("runs/*/notebooks/.*"))  # no temporary notebook left
     assert runner.main([str(gridfile), "--no-report"]) == 0  # resume: both done
-    assert state["calls"] == 2 and capsys.readouterr().out.count("not run again") == 2
+    assert len(state["calls"]) == 2 and capsys.readouterr().out.count("not run again") == 2
 
 
 @pytest.mark.parametrize("where", ["notebook", "record", "kernel"])
@@ -375,7 +312,7 @@ def test_full_disk_stops_cleanly_with_status_4_and_consistent_records(in_process
         from papermill.exceptions import PapermillExecutionError
 
         def kernel_full(input_path, output_path, parameters=None, **kw):
-            state["calls"] += 1
+            state["calls"].append(dict(parameters))
             Path(output_path).write_text(nbformat.writes(nbformat.v4.new_notebook()))
             raise PapermillExecutionError(0, 1, "pt.finish()", "OSError",
                                           "[Errno 28] No space left on device: 'x.json'", [])
@@ -386,7 +323,7 @@ def test_full_disk_stops_cleanly_with_status_4_and_consistent_records(in_process
     assert runner.main([str(gridfile), "--no-report"]) == runner.EXIT_CANNOT_WRITE == 4
     out = capsys.readouterr()
     assert "No space left on device" in out.out and "run again" in out.out and "Traceback" not in out.out + out.err
-    assert state["calls"] == 1  # stopped: the second point was not started
+    assert len(state["calls"]) == 1  # stopped: the second point was not started
     assert not complete_ok_records(outputs) and not record.read_records([outputs / "runs"])[0]
     assert runner.done_point_ids(outputs / "runs") == set()  # resume runs the point again
     assert not list(outputs.glob("runs/*/notebooks/.*.partial.ipynb"))

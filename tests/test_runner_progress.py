@@ -36,34 +36,6 @@ def grid_file(tmp_path: Path, repeats=1, seeds=(1, 2)) -> Path:
     return path
 
 
-@pytest.fixture
-def fake_runner(monkeypatch, tmp_path):
-    """``runner.main`` in this process with papermill's execution faked: ``calls`` lists the parameters
-    of every notebook run, in order; the fake writes the record and notebook a real run writes."""
-    import papermill
-
-    outputs = tmp_path / "out"
-    monkeypatch.setenv("CGB_OUTPUTS", str(outputs))
-    for k in ("JUPYTER_PATH", "PYTHONPATH", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR", "CGB_KERNEL_IPYTHONDIR",
-              "CGB_POINT_DEADLINE"):
-        monkeypatch.setenv(k, os.environ.get(k, ""))
-    old_term = signal.getsignal(signal.SIGTERM)
-    calls = []
-
-    def fake_execute(input_path, output_path, parameters=None, **kw):
-        calls.append(dict(parameters))
-        rec = record.empty_record(parameters, parameters["point_id"])
-        rec.update(status="ok", started_at=f"2026-01-01T00:00:{len(calls):02d}", fingerprint={"host": "h"},
-                   first_epoch_s=2.0, epoch_s=[1.0], median_epoch_s=1.0, samples_per_s=100.0)
-        record.write_atomic(Path(parameters["output_dir"]) / record.record_name(parameters, parameters["point_id"]),
-                            rec)
-        Path(output_path).write_text(nbformat.writes(nbformat.v4.new_notebook()))
-
-    monkeypatch.setattr(papermill, "execute_notebook", fake_execute)
-    yield calls, outputs
-    signal.signal(signal.SIGTERM, old_term)
-
-
 def records(outputs: Path) -> list[dict]:
     recs, skipped = record.read_records([outputs / "runs"])
     assert not skipped

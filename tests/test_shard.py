@@ -8,7 +8,6 @@ fields and the report's mark. Real kernels, two runners at once, SIGKILL and a r
 import json
 import os
 import random
-import signal
 from pathlib import Path
 
 import nbformat
@@ -45,45 +44,6 @@ def runs_of(path: Path) -> list[dict]:
     for r in order:
         r["point_id"] = record.point_id(notebook_params(r), machine_key())
     return order
-
-
-@pytest.fixture
-def fake_runner(monkeypatch, tmp_path):
-    """``runner.main`` in this process, papermill's execution faked (the record and notebook a real run writes);
-    the report faked too: ``reports`` lists the calls."""
-    import papermill
-
-    outputs = tmp_path / "out"
-    monkeypatch.setenv("CGB_OUTPUTS", str(outputs))
-    monkeypatch.setenv(claims.RUNNERS_ENV, str(tmp_path / "runners"))
-    for k in ("JUPYTER_PATH", "PYTHONPATH", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR", "CGB_KERNEL_IPYTHONDIR",
-              "CGB_POINT_DEADLINE"):
-        monkeypatch.setenv(k, os.environ.get(k, ""))
-    for k in ("SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", _shard.COUNT_ENV, "CUDA_VISIBLE_DEVICES"):
-        monkeypatch.delenv(k, raising=False)
-    old_term, old_int = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
-    calls, reports = [], []
-
-    def fake_execute(input_path, output_path, parameters=None, **kw):
-        calls.append(dict(parameters))
-        rec = record.empty_record(parameters, parameters["point_id"])
-        rec.update(status="ok", fingerprint={"host": "h"}, first_epoch_s=2.0, epoch_s=[1.0], median_epoch_s=1.0,
-                   samples_per_s=100.0)
-        record.write_atomic(Path(parameters["output_dir"]) / record.record_name(parameters, parameters["point_id"]),
-                            rec)
-        Path(output_path).write_text(nbformat.writes(nbformat.v4.new_notebook()))
-
-    def fake_report(folders, run_dir, kernel, out_html, parameters=None):
-        reports.append([str(f) for f in folders])
-        Path(out_html).write_text("<html></html>")
-        return out_html
-
-    monkeypatch.setattr(papermill, "execute_notebook", fake_execute)
-    monkeypatch.setattr(runner, "render_report", fake_report)
-    monkeypatch.setattr(runner, "run_setup", lambda log, gpu: None)
-    yield calls, reports, outputs
-    signal.signal(signal.SIGTERM, old_term)
-    signal.signal(signal.SIGINT, old_int)
 
 
 def complete(outputs: Path) -> list[dict]:
@@ -172,8 +132,8 @@ def test_grid_hash_is_the_runs_whatever_their_order(tmp_path):
     assert _shard.grid_hash(a) != _shard.grid_hash(runs_of(grid_file(tmp_path, seeds=(1, 2))))
 
 
-def test_validate_only_lists_each_shards_runs_and_estimate(fake_runner, tmp_path, capsys):
-    _, _, outputs = fake_runner
+def test_validate_only_lists_each_shards_runs_and_estimate(shard_runner, tmp_path, capsys):
+    _, _, outputs = shard_runner
     g = str(grid_file(tmp_path, seeds=(1, 2, 3, 4, 5)))
     listed = []
     for i in range(3):
@@ -192,16 +152,16 @@ def test_validate_only_lists_each_shards_runs_and_estimate(fake_runner, tmp_path
 @pytest.mark.parametrize("args, words", [(["--shard", "2/2"], "out of range"), (["--shard", "0/0"], "at least 1"),
                                          (["--shard", "a/b"], "expected I/N"),
                                          (["--shard-count", "2"], "no shard index")])
-def test_bad_shards_are_refused_with_nothing_run(fake_runner, tmp_path, capsys, args, words):
-    calls, _, outputs = fake_runner
+def test_bad_shards_are_refused_with_nothing_run(shard_runner, tmp_path, capsys, args, words):
+    calls, _, outputs = shard_runner
     assert runner.main([str(grid_file(tmp_path)), *args]) == 2
     err = capsys.readouterr().err
     assert words in err and "nothing was run" in err
     assert not calls and not outputs.exists()
 
 
-def test_two_shards_one_folder_union_is_the_grid_and_the_last_renders_the_report(fake_runner, tmp_path, capsys):
-    calls, reports, outputs = fake_runner
+def test_two_shards_one_folder_union_is_the_grid_and_the_last_renders_the_report(shard_runner, tmp_path, capsys):
+    calls, reports, outputs = shard_runner
     g = grid_file(tmp_path, seeds=(1, 2, 3, 4, 5))
     assert runner.main([str(g), "--shard", "0/2"]) == 0
     assert "rendered by the last shard to finish" in capsys.readouterr().out and not reports
@@ -223,8 +183,8 @@ def test_two_shards_one_folder_union_is_the_grid_and_the_last_renders_the_report
     assert "done before" in capsys.readouterr().out and len(calls) == 5
 
 
-def test_cuda_visible_devices_is_kept_and_recorded(fake_runner, tmp_path, monkeypatch):
-    calls, _, outputs = fake_runner
+def test_cuda_visible_devices_is_kept_and_recorded(shard_runner, tmp_path, monkeypatch):
+    calls, _, outputs = shard_runner
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     assert runner.main([str(grid_file(tmp_path, seeds=(1,))), "--shard", "0/1", "--no-report"]) == 0
     (rec,) = complete(outputs)
@@ -233,8 +193,8 @@ def test_cuda_visible_devices_is_kept_and_recorded(fake_runner, tmp_path, monkey
     assert info["cuda_visible_devices"] == "1"
 
 
-def test_two_runners_of_one_shard(fake_runner, tmp_path, capsys):
-    calls, _, outputs = fake_runner
+def test_two_runners_of_one_shard(shard_runner, tmp_path, capsys):
+    calls, _, outputs = shard_runner
     g = grid_file(tmp_path)
     held, _ = claims.shard_lock(outputs, _shard.grid_hash(runs_of(g)), _shard.Shard(0, 2, "t"),
                                 {**claims.me(), "shard": "0/2"})
@@ -246,8 +206,8 @@ def test_two_runners_of_one_shard(fake_runner, tmp_path, capsys):
     assert runner.main([str(g), "--shard", "0/2", "--no-report"]) == 0 and calls
 
 
-def test_a_shard_of_another_grid_in_the_same_folder_is_refused(fake_runner, tmp_path, capsys):
-    calls, _, outputs = fake_runner
+def test_a_shard_of_another_grid_in_the_same_folder_is_refused(shard_runner, tmp_path, capsys):
+    calls, _, outputs = shard_runner
     a, b = grid_file(tmp_path, seeds=(1, 2)), grid_file(tmp_path, seeds=(7, 8), name="b.yaml")
     assert runner.main([str(a), "--shard", "0/2", "--no-report"]) == 0  # shard 1/2 of a: not run yet
     n = len(calls)
@@ -263,8 +223,8 @@ def test_a_shard_of_another_grid_in_the_same_folder_is_refused(fake_runner, tmp_
     assert runner.main([str(b), "--shard", "0/2", "--no-report"]) == 0
 
 
-def test_a_whole_grid_and_shards_refuse_each_other(fake_runner, tmp_path, capsys):
-    calls, _, outputs = fake_runner
+def test_a_whole_grid_and_shards_refuse_each_other(shard_runner, tmp_path, capsys):
+    calls, _, outputs = shard_runner
     g = str(grid_file(tmp_path, seeds=(1,)))
     outputs.mkdir(parents=True)
     folder = claims.FolderLock(outputs)
@@ -277,8 +237,8 @@ def test_a_whole_grid_and_shards_refuse_each_other(fake_runner, tmp_path, capsys
     assert not calls
 
 
-def test_a_run_claimed_by_another_runner_is_left_to_it(fake_runner, tmp_path, capsys):
-    calls, reports, outputs = fake_runner
+def test_a_run_claimed_by_another_runner_is_left_to_it(shard_runner, tmp_path, capsys):
+    calls, reports, outputs = shard_runner
     g = grid_file(tmp_path, seeds=(1, 2))
     taken = runs_of(g)[0]["point_id"]
     held, _ = claims.try_claim(outputs, taken, {**claims.me(), "shard": "x"})
@@ -291,8 +251,8 @@ def test_a_run_claimed_by_another_runner_is_left_to_it(fake_runner, tmp_path, ca
     assert runner.main([str(g), "--shard", "0/1"]) == 0 and len(calls) == 2 and reports
 
 
-def test_claims_recheck_records_finished_by_another_runner(fake_runner, tmp_path):
-    _, _, outputs = fake_runner
+def test_claims_recheck_records_finished_by_another_runner(shard_runner, tmp_path):
+    _, _, outputs = shard_runner
     g = grid_file(tmp_path, seeds=(1,))
     (run,) = runs_of(g)
     fleet = runner.Fleet(outputs, _shard.Shard(0, 1, "t"), [g])

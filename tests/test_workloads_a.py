@@ -1,22 +1,18 @@
 """mlp_mnist, cnn_mnist, vgg_cifar10 (seed 002/004) and resnet50: models, data, notebooks end to end."""
 
 import json
-import pickle
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
-from _util import in_fresh_python
+from support import BY_BACKEND, FAST_COMPILE, ONE, in_fresh_python, write_cifar_cache, write_mnist_cache
+from support.workload_points import ACCURACY
 
-from helpers import data, datasets_images, device, params
+from helpers import data, datasets_images, params
 from helpers.paths import NOTEBOOKS
 from helpers.workloads import get
 
-INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
-ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]
-FAST_COMPILE = "tensorflow" if "tensorflow" in INSTALLED else INSTALLED[0]  # shortest first epochs on a CPU
 MINE = ("mlp_mnist", "cnn_mnist", "vgg_cifar10", "resnet50")
 
 
@@ -144,33 +140,6 @@ def test_parameter_counts_shapes_and_optimisers():
 # ---------------------------------------------------------------- data
 
 
-def write_mnist_cache(keras_home: Path, n_train=300, n_test=100, learnable=False) -> dict:
-    """A small mnist.npz in the Keras cache format: uint8 N x 28 x 28 images, uint8 labels."""
-    d = keras_home / "datasets"
-    d.mkdir(parents=True, exist_ok=True)
-    if learnable:
-        x, y = data.synthetic_images(n_train + n_test, (28, 28, 1), 10, seed=5)
-        x = (x[..., 0] * 255).astype(np.uint8)
-        y = y.astype(np.uint8)
-    else:
-        rng = np.random.default_rng(0)
-        x = rng.integers(0, 256, size=(n_train + n_test, 28, 28), dtype=np.uint8)
-        y = rng.integers(0, 10, size=n_train + n_test).astype(np.uint8)
-    arrays = {"x_train": x[:n_train], "y_train": y[:n_train], "x_test": x[n_train:], "y_test": y[n_train:]}
-    np.savez(d / "mnist.npz", **arrays)
-    return arrays
-
-
-def write_cifar_cache(keras_home: Path, n_per_batch=60):
-    d = keras_home / "datasets" / "cifar-10-batches-py-target" / "cifar-10-batches-py"
-    d.mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-        x = rng.integers(0, 256, size=(n_per_batch, 3072), dtype=np.uint8)
-        with open(d / name, "wb") as f:
-            pickle.dump({b"data": x, b"labels": rng.integers(0, 10, size=n_per_batch).tolist()}, f)
-
-
 def test_mnist_from_the_keras_cache(tmp_path):
     arrays = write_mnist_cache(data.keras_home())  # the autouse fixture's empty KERAS_HOME
     ds = get("cnn_mnist").load({"n_train": None, "n_val": 40, "data_source": "auto", "seed": 0})
@@ -252,20 +221,8 @@ def test_synthetic_images_upsample_prototypes_per_chunk():
     assert peak < 60 * 2**20, peak  # the images (4.8 MB), a noise bank of 16 fields and a chunk
 
 
-# ---------------------------------------------------------------- notebooks (papermill, fresh kernels)
-
-
-def run_nb(kernel, tmp_path, name, **prm):
-    import papermill as pm
-
-    out = tmp_path / f"{name}-{prm.get('backend', '')}.ipynb"
-    prm.setdefault("output_dir", str(tmp_path / "records"))
-    prm.setdefault("min_steady_s", 1e-6)  # behaviour, not timing: `epochs` epochs, however short
-    pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters=prm, kernel_name=kernel,
-                        progress_bar=False, cwd=str(NOTEBOOKS))
-    files = list((tmp_path / "records").glob("*.json"))
-    assert len(files) == 1, files
-    return json.loads(files[0].read_text())
+# ---------------------------------------------------------------- every workload on every backend
+# the points of support/workload_points.py, run once per backend through the code the notebooks call
 
 
 def check_record(rec, name, backend, n_train, batch_size, source):
@@ -278,66 +235,45 @@ def check_record(rec, name, backend, n_train, batch_size, source):
     assert rec["samples_per_s"] == pytest.approx(n_train / rec["median_epoch_s"])
     assert rec["step_s"] == pytest.approx(rec["median_epoch_s"] / -(-n_train // batch_size))
     assert len(rec["history"]["loss"]) == 2
-    print(f"SMOKE {name} {backend}: {rec['samples_per_s']:.0f} samples/s, first epoch {rec['first_epoch_s']:.2f} s")
 
 
-SMOKE = {"epochs": 2, "n_val": 0}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_mlp_mnist_notebook_on_real_cached_mnist(kernel, tmp_path, backend):
-    write_mnist_cache(data.keras_home(), n_train=400, n_test=50)  # the kernel inherits KERAS_HOME
-    rec = run_nb(kernel, tmp_path, "mlp_mnist", backend=backend, device="cpu", batch_size=50, n_train=300,
-                 data_source="real", **SMOKE)
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_mlp_mnist_on_real_cached_mnist(workload_runs, backend):
+    rec = workload_runs(backend)["mlp_mnist"]
     check_record(rec, "mlp_mnist", backend, 300, 50, "real")
     assert "Keras cache" in rec["data_detail"] and rec["data_info"]["input_shape"] == [784]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_cnn_mnist_notebook_synthetic(kernel, tmp_path, backend):
-    rec = run_nb(kernel, tmp_path, "cnn_mnist", backend=backend, device="cpu", batch_size=50, n_train=200,
-                 data_source="auto", **SMOKE)
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_cnn_mnist_synthetic(workload_runs, backend):
+    rec = workload_runs(backend)["cnn_mnist"]
     check_record(rec, "cnn_mnist", backend, 200, 50, "synthetic")
     assert "neither cached" in rec["data_detail"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_vgg_cifar10_notebook_with_augmentation(kernel, tmp_path, backend):
-    write_cifar_cache(data.keras_home())
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_vgg_cifar10_with_augmentation(workload_runs, backend):
+    rec = workload_runs(backend)["vgg_cifar10"]
     impl = "keras" if backend == ONE else "matmul"  # Keras' RandomTranslation once, the suite's shift elsewhere
-    rec = run_nb(kernel, tmp_path, "vgg_cifar10", backend=backend, device="cpu", batch_size=32, n_train=96,
-                 data_source="auto", augment=True, augment_impl=impl, **SMOKE)
     check_record(rec, "vgg_cifar10", backend, 96, 32, "real")
     assert rec["params"]["augment"] is True and "RandomFlip" in rec["data_info"]["augmentation"]
     assert rec["params"]["augment_impl"] == impl
     assert ("RandomTranslation" if impl == "keras" else "RandomShift") in rec["data_info"]["augmentation"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_resnet50_notebook_small_images(kernel, tmp_path, backend):
-    rec = run_nb(kernel, tmp_path, "resnet50", backend=backend, device="cpu", batch_size=4, n_train=8,
-                 image_size=32, data_source="auto", **SMOKE)
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_resnet50_small_images(workload_runs, backend):
+    rec = workload_runs(backend)["resnet50"]
     check_record(rec, "resnet50", backend, 8, 4, "synthetic")
     assert rec["params"]["image_size"] == 32 and "no Keras loader" in rec["data_detail"]
 
 
-ACCURACY = [  # (workload, parameters): a few seconds each; chance is 0.1
-    ("mlp_mnist", {"batch_size": 32, "n_train": 600, "epochs": 3}),
-    ("cnn_mnist", {"batch_size": 32, "n_train": 600, "epochs": 3}),
-    ("vgg_cifar10", {"batch_size": 16, "n_train": 800, "epochs": 3, "augment": False}),
-]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name, prm", ACCURACY, ids=[a[0] for a in ACCURACY])
-def test_synthetic_accuracy_rises_above_chance(kernel, tmp_path, name, prm):
-    rec = run_nb(kernel, tmp_path, name, backend=FAST_COMPILE, device="cpu", data_source="synthetic", n_val=0,
-                 **prm)
+@pytest.mark.xdist_group(f"every-{FAST_COMPILE}")
+@pytest.mark.parametrize("name", [a[0] for a in ACCURACY])
+def test_synthetic_accuracy_rises_above_chance(workload_runs, name):
+    rec = workload_runs(FAST_COMPILE)[f"{name}_accuracy"]
     acc, loss = rec["history"]["accuracy"], rec["history"]["loss"]
     print(f"ACCURACY {name} {FAST_COMPILE}: {[round(a, 3) for a in acc]}")
+    assert rec["status"] == "ok" and rec["workload"] == name and rec["data_source"] == "synthetic"
     assert acc[-1] > 0.25 and acc[-1] > acc[0], acc
     assert loss[-1] < loss[0], loss

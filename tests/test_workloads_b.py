@@ -2,18 +2,14 @@
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
-from _util import in_fresh_python
+from support import BY_BACKEND, ONE, in_fresh_python, write_archive
+from support.workload_points import CATSDOGS_VARIANT
 
-from helpers import data, device, images, params
-from helpers.paths import NOTEBOOKS
+from helpers import data, images, params
 from helpers.workloads import catsdogs, cnn_256, get
-
-INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
-ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]
 
 
 def _in_fresh_python(code: str, backend: str = ONE) -> str:
@@ -110,26 +106,8 @@ def test_augmentation_identity_flip_and_rescale():
     assert a.shape == x.shape and 0 <= a.min() and a.max() <= 1 and not np.allclose(a * 255, x)
 
 
-def _write_archive(root: Path, per_class: int = 12, test_per_class: int = 4, nest: bool = True) -> Path:
-    """The public cats-and-dogs archive's layout (Kaggle's copy nests each split twice), JPEG and PNG."""
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    for split, n in (("training_set", per_class), ("test_set", test_per_class)):
-        for k, cls in enumerate(("cats", "dogs")):
-            d = root / split / (split if nest else "") / cls
-            d.mkdir(parents=True)
-            for i in range(n):
-                base = np.full((48 + 8 * (i % 3), 40, 3), 60 + 120 * k, dtype=np.uint8)  # sizes differ
-                img = np.clip(base + rng.integers(0, 40, base.shape), 0, 255).astype(np.uint8)
-                ext = "png" if i % 4 == 3 else "jpg"
-                Image.fromarray(img).save(d / f"{cls[:-1]}.{i + 1}.{ext}")
-            (d / "_DS_Store").write_text("not an image")
-    return root
-
-
 def test_directory_layout_is_found(tmp_path):
-    root = _write_archive(tmp_path / "cats-and-dogs")
+    root = write_archive(tmp_path / "cats-and-dogs")
     train, val = images.split_dirs(root)
     assert train == root / "training_set" / "training_set" and val == root / "test_set" / "test_set"
     paths, labels, classes = images.scan_classes(train)
@@ -156,24 +134,8 @@ def test_synthetic_pool_is_bounded_and_learnable():
     assert (d.argmin(1) == yv).mean() > 0.8
 
 
-# ---------------------------------------------------------------- notebooks (papermill)
-
-
-def run_nb(kernel, tmp_path, name, **p):
-    import papermill as pm
-
-    out = tmp_path / f"{name}-{p.get('backend', '')}-{p.get('device', '')}.ipynb"
-    p.setdefault("output_dir", str(tmp_path / "records"))
-    p.setdefault("min_steady_s", 1e-6)  # behaviour, not timing: `epochs` epochs, however short
-    pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters=p, kernel_name=kernel,
-                        progress_bar=False, cwd=str(NOTEBOOKS))
-    return out
-
-
-def only_record(folder: Path) -> dict:
-    files = list(folder.glob("*.json"))
-    assert len(files) == 1, files
-    return json.loads(files[0].read_text())
+# ---------------------------------------------------------------- every workload on every backend
+# the points of support/workload_points.py, run once per backend through the code the notebooks call
 
 
 def _assert_ok(rec, backend, n_train, epochs):
@@ -184,13 +146,10 @@ def _assert_ok(rec, backend, n_train, epochs):
     assert len(rec["history"]["loss"]) == epochs
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_cnn_256_on_cpu_at_source_size(kernel, tmp_path, backend):
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_cnn_256_on_cpu_at_source_size(workload_runs, backend):
     # 256x256, the source's 58,091,396-parameter model; 2 steps of 8 images per epoch
-    run_nb(kernel, tmp_path, "cnn_256", backend=backend, device="cpu", batch_size=8, epochs=2, n_train=16,
-           data_source="synthetic")
-    rec = only_record(tmp_path / "records")
+    rec = workload_runs(backend)["cnn_256"]
     _assert_ok(rec, backend, 16, 2)
     assert rec["model_params"] == rec["expected_params"] == 58_091_396
     assert rec["workload_info"]["trainable_params"] == 58_088_516
@@ -201,13 +160,10 @@ def test_cnn_256_on_cpu_at_source_size(kernel, tmp_path, backend):
     assert info["image_size"] == [256, 256]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_catsdogs_on_cpu_writes_a_full_record(kernel, tmp_path, backend):
-    variant = {"tensorflow": "improved", "jax": "original", "torch": "highres"}[backend]  # one each
-    run_nb(kernel, tmp_path, "catsdogs", backend=backend, device="cpu", variant=variant, batch_size=16, epochs=2,
-           n_train=48, data_source="synthetic", workers=2, augment=backend != "torch")
-    rec = only_record(tmp_path / "records")
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_catsdogs_on_cpu_writes_a_full_record(workload_runs, backend):
+    variant = CATSDOGS_VARIANT[backend]  # one each
+    rec = workload_runs(backend)["catsdogs"]
     _assert_ok(rec, backend, 48, 2)
     assert rec["model_params"] == catsdogs.VARIANT_PARAMS[variant] and rec["expected_params"] is None
     assert rec["data_source"] == "synthetic" and rec["steps_per_epoch"] == 3
@@ -217,12 +173,9 @@ def test_catsdogs_on_cpu_writes_a_full_record(kernel, tmp_path, backend):
     assert rec["workload_info"]["conv_layers"] == catsdogs.conv_layers(variant)
 
 
-@pytest.mark.slow
-def test_catsdogs_reads_the_archive_layout(kernel, tmp_path):
-    root = _write_archive(tmp_path / "cats-and-dogs")
-    run_nb(kernel, tmp_path, "catsdogs", backend=ONE, device="cpu", variant="original", batch_size=8, epochs=2,
-           n_train=None, n_val=6, data_dir=str(root))
-    rec = only_record(tmp_path / "records")
+@pytest.mark.xdist_group(f"every-{ONE}")
+def test_catsdogs_reads_the_archive_layout(workload_runs):
+    rec = workload_runs(ONE)["catsdogs_archive"]
     _assert_ok(rec, ONE, 24, 2)
     assert rec["data_source"] == "real" and rec["n_val"] == 6 and rec["steps_per_epoch"] == 3
     info = rec["data_info"]
@@ -232,11 +185,9 @@ def test_catsdogs_reads_the_archive_layout(kernel, tmp_path):
     assert "val_loss" in rec["history"]
 
 
-@pytest.mark.slow
-def test_catsdogs_synthetic_accuracy_rises_above_chance(kernel, tmp_path):
-    run_nb(kernel, tmp_path, "catsdogs", backend=ONE, device="cpu", variant="original", batch_size=32, epochs=4,
-           n_train=640, data_source="synthetic")
-    rec = only_record(tmp_path / "records")
+@pytest.mark.xdist_group(f"every-{ONE}")
+def test_catsdogs_synthetic_accuracy_rises_above_chance(workload_runs):
+    rec = workload_runs(ONE)["catsdogs_accuracy"]
     acc = rec["history"]["accuracy"]
     assert acc[-1] > 0.7, acc  # chance is 0.5
     assert rec["history"]["loss"][-1] < rec["history"]["loss"][0]

@@ -7,14 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _util import in_fresh_python
+from support import BY_BACKEND, INSTALLED, NIETZSCHE_SAMPLE, ONE, in_fresh_python, write_imdb_npz, write_nietzsche
 
-from helpers import data, datasets_text, device, params
-from helpers.paths import NOTEBOOKS
+from helpers import data, datasets_text, params
 from helpers.workloads import fasttext_imdb, get
-
-INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
-ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]
 
 
 def _in_fresh_python(code: str, backend: str = ONE) -> str:
@@ -22,36 +18,6 @@ def _in_fresh_python(code: str, backend: str = ONE) -> str:
 
 
 # ---------------------------------------------------------------- files in the Keras cache format
-
-def write_imdb_npz(folder: Path, n_train=160, n_test=40, seed=0) -> Path:
-    """A small ``imdb.npz`` as Keras stores it: object arrays of raw word ranks (0-based), 0/1 labels."""
-    rng = np.random.default_rng(seed)
-
-    def reviews(n):
-        arr = np.empty(n, dtype=object)
-        for i in range(n):
-            arr[i] = [int(w) for w in rng.zipf(1.3, size=int(rng.integers(5, 120))) % 30000]
-        return arr
-
-    path = folder / "datasets" / "imdb.npz"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, x_train=reviews(n_train), y_train=rng.integers(0, 2, n_train),
-             x_test=reviews(n_test), y_test=rng.integers(0, 2, n_test))
-    return path
-
-
-NIETZSCHE_SAMPLE = ("PREFACE\n\n\nSUPPOSING that Truth is a woman--what then? Is there not ground for suspecting "
-                    "that all philosophers, in so far as they have been dogmatists, have failed to understand "
-                    "women--that the terrible seriousness and clumsy importunity with which they have usually "
-                    "paid their addresses to Truth, have been unskilled and unseemly methods for winning a woman? ")
-
-
-def write_nietzsche(folder: Path, repeat=6) -> Path:
-    path = folder / "datasets" / "nietzsche.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(NIETZSCHE_SAMPLE * repeat, encoding="utf-8")
-    return path
-
 
 def source_bigrams(raw_reviews, num_words: int) -> set:
     """The source's ngram_set on Keras' encoding (start 1, index_from 3, out-of-vocabulary 2)."""
@@ -272,19 +238,6 @@ def test_lstm_auto_avoids_jax_cudnn_under_bfloat16():
 
 # ---------------------------------------------------------------- notebooks (papermill)
 
-def run_nb(kernel, tmp_path, name, **params_):
-    import papermill as pm
-
-    out = tmp_path / f"{name}-{params_.get('backend', '')}.ipynb"
-    params_.setdefault("output_dir", str(tmp_path / "records"))
-    params_.setdefault("min_steady_s", 1e-6)  # behaviour, not timing: `epochs` epochs, however short
-    pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters=params_, kernel_name=kernel,
-                        progress_bar=False, cwd=str(NOTEBOOKS))
-    files = list((tmp_path / "records").glob("*.json"))
-    assert len(files) == 1, files
-    return json.loads(files[0].read_text())
-
-
 def _common_asserts(rec, backend, n_train, batch_size):
     assert rec["status"] == "ok" and rec["reason"] is None, rec.get("reason")
     assert rec["backend"] == backend and rec["device"] == "cpu" and rec["device_used"] == "cpu"
@@ -294,12 +247,10 @@ def _common_asserts(rec, backend, n_train, batch_size):
     assert len(rec["history"]["loss"]) == 2 and rec["source"] == fasttext_imdb.SOURCE
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_fasttext_notebook_on_real_npz_with_bigrams(kernel, tmp_path, backend):
-    raw = write_imdb_npz(Path(os.environ["KERAS_HOME"]))
-    rec = run_nb(kernel, tmp_path, "fasttext_imdb", backend=backend, device="cpu", batch_size=32, epochs=2,
-                 n_train=96, n_val=16, max_features=5000, maxlen=80, data_source="real")
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_fasttext_on_real_npz_with_bigrams(workload_runs, backend, tmp_path):
+    raw = write_imdb_npz(tmp_path)  # the same file as the point read (support.workload_points)
+    rec = workload_runs(backend)["fasttext_imdb"]
     _common_asserts(rec, backend, 96, 32)
     rows = 5000 + 1 + len(source_bigrams(np.load(raw, allow_pickle=True)["x_train"], 5000))
     assert rec["data_source"] == "real" and rec["data_info"]["embedding_rows"] == rows
@@ -307,11 +258,9 @@ def test_fasttext_notebook_on_real_npz_with_bigrams(kernel, tmp_path, backend):
     assert rec["n_val"] == 16 and "val_loss" in rec["history"] and len(rec["history"]["accuracy"]) == 2
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_bilstm_notebook_synthetic_records_the_lstm_kernel(kernel, tmp_path, backend):
-    rec = run_nb(kernel, tmp_path, "bilstm_imdb", backend=backend, device="cpu", batch_size=32, epochs=2,
-                 n_train=64, maxlen=12, data_source="synthetic")
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_bilstm_synthetic_records_the_lstm_kernel(workload_runs, backend):
+    rec = workload_runs(backend)["bilstm_imdb"]
     _common_asserts(rec, backend, 64, 32)
     assert rec["data_source"] == "synthetic" and rec["model_params"] == rec["expected_params"] == 2_658_945
     info = rec["workload_info"]
@@ -323,12 +272,9 @@ def test_bilstm_notebook_synthetic_records_the_lstm_kernel(kernel, tmp_path, bac
         assert info["fused_probe"] is False and "Keras RNN loop" in info["lstm_kernel"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_textgen_notebook_on_real_text_generic_kernel(kernel, tmp_path, backend):
-    write_nietzsche(Path(os.environ["KERAS_HOME"]))
-    rec = run_nb(kernel, tmp_path, "lstm_textgen", backend=backend, device="cpu", batch_size=64, epochs=2,
-                 n_train=128, maxlen=12, data_source="real", lstm_impl="generic")
+@pytest.mark.parametrize("backend", BY_BACKEND)
+def test_textgen_on_real_text_generic_kernel(workload_runs, backend):
+    rec = workload_runs(backend)["lstm_textgen"]
     _common_asserts(rec, backend, 128, 64)
     n = len(set(NIETZSCHE_SAMPLE.lower()))
     assert rec["data_source"] == "real" and rec["data_info"]["n_chars"] == n
@@ -337,7 +283,6 @@ def test_textgen_notebook_on_real_text_generic_kernel(kernel, tmp_path, backend)
     assert info["lstm_use_cudnn"] is False and info["lstm_kernel"].startswith("generic (CPU): Keras RNN loop")
 
 
-@pytest.mark.slow
 def test_synthetic_data_is_learnable():
     backend = "tensorflow" if "tensorflow" in INSTALLED else ONE
     out = _in_fresh_python(

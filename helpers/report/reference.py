@@ -43,6 +43,24 @@ def _key(df):
     return df[MATCH].apply(lambda col: col.map(str)).agg("|".join, axis=1)
 
 
+_TABLES: dict = {}  # a reference folder's table, read once a process while its files stay as they are
+
+
+def _reference_table(folder):
+    """The tidy table of a reference folder (``table.load_table``), kept while none of its files changes: a process
+    that builds several reports (a notebook re-run, the tests) reads the bundled records once."""
+    folder = Path(folder)
+    try:
+        files = sorted(folder.rglob("*.json"))
+        sig = tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    except OSError:  # a folder that moves while read: read it, keep nothing
+        return table.load_table([folder])[0]
+    name = str(folder.resolve())
+    if name not in _TABLES or _TABLES[name][0] != sig:
+        _TABLES[name] = (sig, table.load_table([folder])[0])
+    return _TABLES[name][1].copy()
+
+
 def reference_rows(df, folders: list[Path] | None = None):
     """(rows, labels): the reference's successful GPU records whose configuration one of ``df``'s successful
     CPU configurations has (and, for a workload and backend with no such configuration, its float32 one at
@@ -57,7 +75,7 @@ def reference_rows(df, folders: list[Path] | None = None):
     wanted = set(_key(own_cpu))
     parts, labels = [], []
     for folder in folders:
-        ref, _, _ = table.load_table([folder])
+        ref = _reference_table(folder)
         if not len(ref):
             continue
         ref = ref[(ref["status"] == "ok") & (ref["device"] == "gpu")]

@@ -1,0 +1,156 @@
+"""What the test modules share (no test module imports another): the installed backends, a fresh interpreter,
+papermill on a workload notebook, data files in the Keras cache's formats, Chromium.
+
+The per-backend run of every workload is ``every_workload.py``; its points are ``workload_points.py``; the
+fixtures that start them once a session are in ``tests/conftest.py``.
+"""
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from helpers import data, device
+from helpers.paths import NOTEBOOKS, PROJECT_ROOT
+
+INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
+ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]
+FAST_COMPILE = "tensorflow" if "tensorflow" in INSTALLED else INSTALLED[0]  # shortest first epochs on a CPU
+
+
+def fresh_env(backend: str, **extra) -> dict:
+    """This process's environment for a fresh interpreter on ``backend``, on the CPU."""
+    return {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
+            "TF_CPP_MIN_LOG_LEVEL": "3", **extra}
+
+
+def in_fresh_python(code: str, backend: str = ONE) -> str:
+    """Run ``code`` in a fresh interpreter on ``backend`` on the CPU (Keras is never imported in pytest)."""
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                         env=fresh_env(backend), timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout
+
+
+def run_nb(kernel, tmp_path: Path, name: str, **prm) -> Path:
+    """A workload notebook through papermill on a real kernel, its record into ``tmp_path/records``."""
+    import papermill as pm
+
+    out = tmp_path / f"{name}-{prm.get('backend', '')}-{prm.get('device', '')}.ipynb"
+    prm.setdefault("output_dir", str(tmp_path / "records"))
+    prm.setdefault("min_steady_s", 1e-6)  # behaviour, not timing: `epochs` epochs, however short
+    pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters=prm, kernel_name=kernel,
+                        progress_bar=False, cwd=str(NOTEBOOKS))
+    return out
+
+
+def only_record(folder: Path) -> dict:
+    files = list(folder.glob("*.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())
+
+
+# ---------------------------------------------------------------- files in the Keras cache's formats
+
+
+def write_mnist_cache(keras_home: Path, n_train=300, n_test=100, learnable=False) -> dict:
+    """A small mnist.npz in the Keras cache format: uint8 N x 28 x 28 images, uint8 labels."""
+    d = keras_home / "datasets"
+    d.mkdir(parents=True, exist_ok=True)
+    if learnable:
+        x, y = data.synthetic_images(n_train + n_test, (28, 28, 1), 10, seed=5)
+        x = (x[..., 0] * 255).astype(np.uint8)
+        y = y.astype(np.uint8)
+    else:
+        rng = np.random.default_rng(0)
+        x = rng.integers(0, 256, size=(n_train + n_test, 28, 28), dtype=np.uint8)
+        y = rng.integers(0, 10, size=n_train + n_test).astype(np.uint8)
+    arrays = {"x_train": x[:n_train], "y_train": y[:n_train], "x_test": x[n_train:], "y_test": y[n_train:]}
+    np.savez(d / "mnist.npz", **arrays)
+    return arrays
+
+
+def write_cifar_cache(keras_home: Path, n_per_batch=60):
+    d = keras_home / "datasets" / "cifar-10-batches-py-target" / "cifar-10-batches-py"
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        x = rng.integers(0, 256, size=(n_per_batch, 3072), dtype=np.uint8)
+        with open(d / name, "wb") as f:
+            pickle.dump({b"data": x, b"labels": rng.integers(0, 10, size=n_per_batch).tolist()}, f)
+
+
+def write_imdb_npz(folder: Path, n_train=160, n_test=40, seed=0) -> Path:
+    """A small ``imdb.npz`` as Keras stores it: object arrays of raw word ranks (0-based), 0/1 labels."""
+    rng = np.random.default_rng(seed)
+
+    def reviews(n):
+        arr = np.empty(n, dtype=object)
+        for i in range(n):
+            arr[i] = [int(w) for w in rng.zipf(1.3, size=int(rng.integers(5, 120))) % 30000]
+        return arr
+
+    path = folder / "datasets" / "imdb.npz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, x_train=reviews(n_train), y_train=rng.integers(0, 2, n_train),
+             x_test=reviews(n_test), y_test=rng.integers(0, 2, n_test))
+    return path
+
+
+NIETZSCHE_SAMPLE = ("PREFACE\n\n\nSUPPOSING that Truth is a woman--what then? Is there not ground for suspecting "
+                    "that all philosophers, in so far as they have been dogmatists, have failed to understand "
+                    "women--that the terrible seriousness and clumsy importunity with which they have usually "
+                    "paid their addresses to Truth, have been unskilled and unseemly methods for winning a woman? ")
+
+
+def write_nietzsche(folder: Path, repeat=6) -> Path:
+    path = folder / "datasets" / "nietzsche.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(NIETZSCHE_SAMPLE * repeat, encoding="utf-8")
+    return path
+
+
+def write_archive(root: Path, per_class: int = 12, test_per_class: int = 4, nest: bool = True) -> Path:
+    """The public cats-and-dogs archive's layout (Kaggle's copy nests each split twice), JPEG and PNG."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for split, n in (("training_set", per_class), ("test_set", test_per_class)):
+        for k, cls in enumerate(("cats", "dogs")):
+            d = root / split / (split if nest else "") / cls
+            d.mkdir(parents=True)
+            for i in range(n):
+                base = np.full((48 + 8 * (i % 3), 40, 3), 60 + 120 * k, dtype=np.uint8)  # sizes differ
+                img = np.clip(base + rng.integers(0, 40, base.shape), 0, 255).astype(np.uint8)
+                ext = "png" if i % 4 == 3 else "jpg"
+                Image.fromarray(img).save(d / f"{cls[:-1]}.{i + 1}.{ext}")
+            (d / "_DS_Store").write_text("not an image")
+    return root
+
+
+# ---------------------------------------------------------------- Chromium
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--hide-scrollbars", "--mute-audio"]
+
+
+def chromium() -> str | None:
+    for name in (os.environ.get("CGB_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _by_backend():
+    import pytest
+
+    return [pytest.param(b, marks=pytest.mark.xdist_group(f"every-{b}")) for b in INSTALLED]
+
+
+BY_BACKEND = _by_backend()  # parametrize a test on workload_runs(backend): each backend's points run once

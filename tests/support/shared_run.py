@@ -1,0 +1,98 @@
+"""One run of the runner shared by the tests (``tests/conftest.py: shared_run``): ``./run_all.sh`` over one point
+per workload, the backends rotated so that each meets several workloads in a real papermill kernel, plus the
+configurations the report's tests need (cnn_cifar10 on two backends, CPU and GPU — skipped here —, another batch
+size, one thread); then hand-written fixtures beside it and ``--report-only``; then the grid again (resume).
+
+Tests that use it carry ``pytest.mark.xdist_group("shared_run")`` so that one worker runs it once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers import device
+from helpers.paths import PROJECT_ROOT
+
+from .fixtures import write_fixtures
+
+BACKENDS = [b for b in ("jax", "torch", "tensorflow") if device.backend_installed(b)]
+
+
+def _rotated(i: int) -> str:
+    return BACKENDS[i % len(BACKENDS)] if BACKENDS else "jax"
+
+
+def grid_text() -> str:
+    two = BACKENDS[:2] or ["jax"]
+    b0 = two[0]
+    cifar = "    batch_size: 100\n    epochs: 3\n    n_train: 400\n"
+    rows = [  # (workload, its tiny size); backends rotated down the list
+        ("mlp_mnist", "    batch_size: 50\n    n_train: 200\n"),
+        ("cnn_mnist", "    batch_size: 50\n    n_train: 200\n"),
+        ("vgg_cifar10", "    batch_size: 32\n    n_train: 96\n"),
+        ("cnn_256", "    batch_size: 8\n    n_train: 16\n    image_size: 64\n"),
+        ("catsdogs", "    variant: original\n    batch_size: 16\n    n_train: 64\n    workers: 2\n"),
+        ("resnet50", "    batch_size: 4\n    n_train: 8\n    image_size: 32\n"),
+        ("fasttext_imdb", "    batch_size: 32\n    n_train: 128\n    maxlen: 80\n    ngram_range: 1\n"),
+        ("bilstm_imdb", "    batch_size: 32\n    n_train: 64\n    maxlen: 20\n"),
+        ("lstm_textgen", "    batch_size: 64\n    n_train: 256\n    maxlen: 20\n"),
+    ]
+    out = ["description: the tests' shared run (tests/support/shared_run.py)", "timeout_s: 600",
+           "defaults:", "  device: cpu", "  epochs: 2", "  min_steady_s: 0.000001", "  data_source: synthetic",
+           "points:",
+           f"  - workload: cnn_cifar10\n    backend: [{', '.join(two)}]\n    device: [cpu, gpu]\n{cifar}",
+           f"  - workload: cnn_cifar10\n    backend: {b0}\n    batch_size: 50\n    epochs: 3\n    n_train: 400",
+           f"  - workload: cnn_cifar10\n    backend: {b0}\n    threads: 1\n{cifar}"]
+    for i, (w, size) in enumerate(rows):
+        out.append(f"  - workload: {w}\n    backend: {_rotated(i + 2)}\n{size}")
+    return "\n".join(s.rstrip("\n") for s in out) + "\n"
+
+
+@dataclass
+class SharedRun:
+    grid: Path
+    outputs: Path
+    first: subprocess.CompletedProcess  # the grid, --no-report
+    report: subprocess.CompletedProcess  # --report-only over the runs and the fixtures
+    again: subprocess.CompletedProcess  # the grid again, --no-report: resume
+    records: list[dict] = field(default_factory=list)  # the runs' records (runs/*/records), "_path" added
+
+    def ok(self) -> list[dict]:
+        return [r for r in self.records if r["status"] == "ok"]
+
+
+def env_for(outputs: Path, **extra) -> dict:
+    """``./run_all.sh`` on this Python (no install) into ``outputs``."""
+    env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OUTPUTS": str(outputs),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **extra}
+    for k in ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR"):
+        env.pop(k, None)
+    return env
+
+
+def run_all(args, outputs: Path, timeout=1500, **extra) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), *map(str, args)], capture_output=True,
+                          text=True, env=env_for(outputs, **extra), timeout=timeout)
+
+
+def run(root: Path) -> SharedRun:
+    grid = root / "shared.yaml"
+    grid.write_text(grid_text())
+    outputs = root / "outputs"
+    env = {"KERAS_HOME": str(root / "keras_home"), "CGB_OFFLINE": "1"}
+    first = run_all([grid, "--no-report"], outputs, **env)
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-3000:]
+    records = [{**json.loads(p.read_text()), "_path": str(p)} for p in outputs.glob("runs/*/records/*.json")]
+    ok = [r for r in records if r["status"] == "ok"]
+    assert ok, [(r["workload"], r["backend"], r["status"], r["reason"]) for r in records]
+    # what this machine cannot produce: hand-written, marked as fixtures
+    write_fixtures(outputs / "fixtures", next(r for r in ok if r["workload"] == "cnn_cifar10"))
+    (outputs / "fixtures" / "broken.json").write_text("{not json")
+    report = run_all(["--report-only"], outputs, **env)
+    assert report.returncode == 0, report.stdout[-4000:] + report.stderr[-3000:]
+    again = run_all([grid, "--no-report"], outputs, **env)
+    return SharedRun(grid, outputs, first, report, again, records)

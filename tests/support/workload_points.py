@@ -1,0 +1,70 @@
+"""The points ``every_workload.py`` runs on each backend: every workload at a tiny size, each with the data the
+tests of that workload check (a Keras cache file, an archive, synthetic), and the longer runs whose accuracy must
+rise above chance. ``name`` is how a test finds its record (``workload_runs(backend)[name]``)."""
+
+from pathlib import Path
+
+from . import FAST_COMPILE, ONE, write_archive, write_cifar_cache, write_imdb_npz, write_mnist_cache, write_nietzsche
+
+CPU = {"device": "cpu"}
+SMOKE = {"epochs": 2, "n_val": 0}
+TINY = {"batch_size": 100, "epochs": 3, "n_train": 400, "data_source": "synthetic"}  # cnn_cifar10's full record
+CATSDOGS_VARIANT = {"tensorflow": "improved", "jax": "original", "torch": "highres"}  # one variant each
+
+ACCURACY = [  # (workload, parameters): a few seconds each on FAST_COMPILE; chance is 0.1
+    ("mlp_mnist", {"batch_size": 32, "n_train": 600, "epochs": 3}),
+    ("cnn_mnist", {"batch_size": 32, "n_train": 600, "epochs": 3}),
+    ("vgg_cifar10", {"batch_size": 16, "n_train": 800, "epochs": 3, "augment": False}),
+]
+
+
+def homes(root: Path) -> dict:
+    """Keras cache folders, one per kind of data a point reads (``auto`` finds what is there)."""
+    out = {k: root / k for k in ("empty", "mnist", "cifar", "imdb", "nietzsche")}
+    for p in out.values():
+        p.mkdir(parents=True, exist_ok=True)
+    write_mnist_cache(out["mnist"], n_train=400, n_test=50)
+    write_cifar_cache(out["cifar"])
+    write_imdb_npz(out["imdb"])
+    write_nietzsche(out["nietzsche"])
+    write_archive(root / "cats-and-dogs")
+    return out
+
+
+def points(backend: str, root: Path) -> list[dict]:
+    h = homes(root)
+
+    def pt(name, workload, home="empty", **prm):
+        return {"name": name, "keras_home": str(h[home]),
+                "params": {"workload": workload, "backend": backend, **CPU, **prm}}
+
+    impl = "keras" if backend == ONE else "matmul"  # Keras' RandomTranslation once, the suite's shift elsewhere
+    out = [
+        pt("cnn_cifar10", "cnn_cifar10", **TINY),
+        pt("mlp_mnist", "mlp_mnist", "mnist", batch_size=50, n_train=300, data_source="real", **SMOKE),
+        pt("cnn_mnist", "cnn_mnist", batch_size=50, n_train=200, data_source="auto", **SMOKE),
+        pt("vgg_cifar10", "vgg_cifar10", "cifar", batch_size=32, n_train=96, data_source="auto", augment=True,
+           augment_impl=impl, **SMOKE),
+        pt("resnet50", "resnet50", batch_size=4, n_train=8, image_size=32, data_source="auto", **SMOKE),
+        # 256x256, the source's 58,091,396-parameter model; 2 steps of 8 images per epoch
+        pt("cnn_256", "cnn_256", batch_size=8, epochs=2, n_train=16, data_source="synthetic"),
+        pt("catsdogs", "catsdogs", variant=CATSDOGS_VARIANT[backend], batch_size=16, epochs=2, n_train=48,
+           data_source="synthetic", workers=2, augment=backend != "torch"),
+        pt("fasttext_imdb", "fasttext_imdb", "imdb", batch_size=32, epochs=2, n_train=96, n_val=16,
+           max_features=5000, maxlen=80, data_source="real"),
+        pt("bilstm_imdb", "bilstm_imdb", batch_size=32, epochs=2, n_train=64, maxlen=12, data_source="synthetic"),
+        pt("lstm_textgen", "lstm_textgen", "nietzsche", batch_size=64, epochs=2, n_train=128, maxlen=12,
+           data_source="real", lstm_impl="generic"),
+    ]
+    if backend == ONE:
+        out += [
+            pt("cnn_cifar10_accuracy", "cnn_cifar10", batch_size=50, epochs=6, n_train=2000,
+               data_source="synthetic"),
+            pt("catsdogs_archive", "catsdogs", variant="original", batch_size=8, epochs=2, n_train=None, n_val=6,
+               data_dir=str(root / "cats-and-dogs")),
+            pt("catsdogs_accuracy", "catsdogs", variant="original", batch_size=32, epochs=4, n_train=640,
+               data_source="synthetic"),
+        ]
+    if backend == FAST_COMPILE:
+        out += [pt(f"{w}_accuracy", w, data_source="synthetic", n_val=0, **prm) for w, prm in ACCURACY]
+    return out
