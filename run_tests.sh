@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the tests: sets up .venv with the pinned dependencies if needed, lints, runs pytest.
-#   ./run_tests.sh [pytest args]
+#   ./run_tests.sh [pytest args]        (CGB_TEST_WORKERS=1: one worker; -n 0 after it: no xdist at all)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 source scripts/env.sh
@@ -12,4 +12,5 @@ if [[ -f scripts/ensure_openmpi.sh ]]; then source scripts/ensure_openmpi.sh; fi
 # the cluster test starts a single-node Slurm: Debian's slurm-wlm and munge, installed here when missing
 if [[ -f scripts/ensure_slurm.sh ]]; then source scripts/ensure_slurm.sh; fi
 "$PY" -m ruff check helpers tests notebooks benchmarks
-exec "$PY" -m pytest "$@"
+# both cores (pytest-xdist: groups of tests that share a run stay on one worker), the 30 slowest in the log
+exec "$PY" -m pytest -n "${CGB_TEST_WORKERS:-2}" --dist loadgroup --durations=30 "$@"

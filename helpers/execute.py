@@ -28,7 +28,7 @@ from . import record as _record
 from .fingerprint import fingerprint
 from .kernel_launcher import inherited, kept
 from .kernel_watch import KernelWatch
-from .paths import NOTEBOOKS, PROJECT_ROOT
+from .paths import NOTEBOOKS, PROJECT_ROOT, workload_notebook
 
 KERNEL_NAME = "cgb-python"
 MAX_NOTEBOOK_BYTES = 500 * 2**20
@@ -238,7 +238,7 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
         watchdog.start()
         watch.start()
         try:
-            pm.execute_notebook(str(NOTEBOOKS / f"{p['workload']}.ipynb"), str(nb_tmp), parameters=params,
+            pm.execute_notebook(str(workload_notebook(p["workload"])), str(nb_tmp), parameters=params,
                                 engine_name="cgb", kernel_name=kernel, progress_bar=False,
                                 cwd=str(NOTEBOOKS), start_timeout=120)
         except Exception as exc:  # PapermillExecutionError, DeadKernelError, timeouts, a full disk ...

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from . import launch as _launch
 from . import record as _record
-from .paths import NOTEBOOKS, PROJECT_ROOT
+from .paths import NOTEBOOKS, PROJECT_ROOT, workload_notebook
 
 POLL_S = 0.2
 GRACE_S = 5.0  # a process asked to stop (SIGTERM: its kernel killed) gets this long before SIGKILL
@@ -93,7 +93,7 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
 
     workers = {}
     for i in range(1, n):
-        spec = {"params": params, "kernel": kernel, "notebook": str(NOTEBOOKS / f"{p['workload']}.ipynb"),
+        spec = {"params": params, "kernel": kernel, "notebook": str(workload_notebook(p["workload"])),
                 "executed": str(run_dir / "notebooks" / ".processes" / f"{stem}-p{i}.ipynb"),
                 "status": str(folder / f"{stem}-p{i}.status.json"), "pidfile": str(folder / f"{stem}-p{i}.kernel.pid"),
                 "timeout_s": timeout_s}

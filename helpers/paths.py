@@ -19,6 +19,12 @@ def without_prefix(obj, prefix: str | Path):
     return json.loads(json.dumps(obj).replace(cut, ""))
 
 
+def workload_notebook(workload: str) -> Path:
+    """The notebook a point of ``workload`` runs: ``notebooks/<workload>.ipynb``, or the one in ``$CGB_NOTEBOOKS``
+    when set (the tests' tiny notebooks: the runner's behaviour without a framework, tests/support/tiny.py)."""
+    return Path(os.environ.get("CGB_NOTEBOOKS") or NOTEBOOKS) / f"{workload}.ipynb"
+
+
 def outputs_dir() -> Path:
     """Where runs write (``CGB_OUTPUTS`` overrides; default ``<project>/outputs``)."""
     return Path(os.environ.get("CGB_OUTPUTS", PROJECT_ROOT / "outputs")).resolve()

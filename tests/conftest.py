@@ -200,3 +200,11 @@ def shard_runner(fake_papermill, monkeypatch, tmp_path):
     monkeypatch.setattr(runner, "render_report", fake_report)
     monkeypatch.setattr(runner, "run_setup", lambda log, gpu: None)
     return state["calls"], reports, outputs
+
+
+@pytest.fixture(scope="session")
+def tiny_notebooks(tmp_path_factory):
+    """A folder of tiny workload notebooks (``support/tiny.py``): the runner's behaviour without a framework."""
+    from support import tiny
+
+    return tiny.make(tmp_path_factory.mktemp("tiny"))

@@ -8,8 +8,9 @@
   ``sbatch --array=0-1 scripts/cluster/slurm_array.sbatch`` gives one merged report. Skipped, with the
   daemons' own error, where Slurm is not installed (scripts/ensure_slurm.sh installs it) or cannot run.
 
-The grid is 4 runs of mlp_mnist at a tiny size (seconds each): the mechanism, not the timings, is tested
-(``CGB_SLURM_GRID=params/smoke.yaml`` runs the Slurm test over that grid instead).
+The grid is 4 runs of mlp_mnist in tiny notebooks (tests/support/tiny.py: the parameters cell, the record, no
+framework): the mechanism, not the timings, is tested (``CGB_SLURM_GRID=params/smoke.yaml`` runs the Slurm test
+over that grid, on the real notebooks, instead).
 """
 
 import os
@@ -23,11 +24,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support import tiny
 
 from helpers import record
 from helpers.paths import PROJECT_ROOT
-
-pytestmark = pytest.mark.slow
 
 GRID = """timeout_s: 300
 points:
@@ -43,6 +43,14 @@ points:
 """
 SHARD_VARS = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_COUNT",
               "SLURM_ARRAY_TASK_STEP", "JOB_COMPLETION_INDEX", "CGB_SHARD_COUNT")
+
+
+@pytest.fixture(autouse=True)
+def _tiny(tiny_notebooks, monkeypatch):
+    """Every runner this module starts runs the tiny notebooks (unless CGB_SLURM_GRID asks for a real grid)."""
+    if not os.environ.get("CGB_SLURM_GRID"):
+        for k, v in tiny.env(tiny_notebooks).items():
+            monkeypatch.setenv(k, v)
 
 
 def env_for(tmp_path: Path, **extra) -> dict:
@@ -97,7 +105,7 @@ def test_two_shards_at_once_into_one_folder_give_the_grid_once_and_one_report(tm
 def test_a_shard_killed_with_sigkill_and_started_again_finishes_its_own_runs_only(tmp_path):
     grid = tmp_path / "g.yaml"
     grid.write_text(GRID)
-    env = env_for(tmp_path)
+    env = env_for(tmp_path, CGB_TINY='{"1": "sleep:5", "2": "sleep:5", "3": "sleep:5", "4": "sleep:5"}')
     out = tmp_path / "out"
     log = (tmp_path / "first.log").open("w")
     first = subprocess.Popen(runner_cmd(grid, "--shard", "0/2", "--no-report"), cwd=PROJECT_ROOT, env=env,
@@ -112,6 +120,7 @@ def test_a_shard_killed_with_sigkill_and_started_again_finishes_its_own_runs_onl
         os.killpg(first.pid, signal.SIGKILL)  # the runner and its kernel, at once
         first.wait()
     (done_first,) = complete(out)
+    env["CGB_TINY"] = "{}"
     again = subprocess.run(runner_cmd(grid, "--shard", "0/2", "--no-report"), cwd=PROJECT_ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]

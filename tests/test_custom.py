@@ -312,7 +312,6 @@ def check_ok(rec, backend, n_train):
     print(f"CUSTOM {rec['workload_info']['model_name']} {backend}: {rec['samples_per_s']:.0f} samples/s")
 
 
-@pytest.mark.slow
 def test_notebook_times_a_model_saved_under_another_backend(kernel, tmp_path, saved):
     d, facts = saved
     rec = run_nb(kernel, tmp_path, backend=RUN, model_path=str(d / "clf.keras"), batch_size=64, n_train=512)
@@ -328,7 +327,6 @@ def test_notebook_times_a_model_saved_under_another_backend(kernel, tmp_path, sa
     assert rec["data_info"]["n_classes"] == 4 and "accuracy" in rec["history"]
 
 
-@pytest.mark.slow
 def test_notebook_text_model_with_knobs(kernel, tmp_path, saved):
     d, facts = saved
     rec = run_nb(kernel, tmp_path, backend=SAVE, model_path=str(d / "text.keras"), batch_size=32, n_train=256,
@@ -341,7 +339,6 @@ def test_notebook_text_model_with_knobs(kernel, tmp_path, saved):
     assert info["params"] == facts["params"]["text"] and rec["params"]["loss"] == "binary_crossentropy"
 
 
-@pytest.mark.slow
 def test_notebook_regression_on_an_npz(kernel, tmp_path, saved):
     d, _ = saved
     rec = run_nb(kernel, tmp_path, backend=RUN, model_path=str(d / "reg.keras"), data_path=str(d / "reg.npz"),
@@ -351,7 +348,6 @@ def test_notebook_regression_on_an_npz(kernel, tmp_path, saved):
     assert rec["workload_info"]["label_space"] == "regression" and "accuracy" not in rec["history"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", ["bad_x", "unregistered"])
 def test_notebook_refuses_in_its_first_cell(kernel, tmp_path, saved, case):
     import papermill as pm

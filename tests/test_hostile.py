@@ -271,7 +271,6 @@ def test_sigterm_during_set_up_is_a_message_not_a_traceback(tmp_path):
     assert proc.returncode in (130, -signal.SIGTERM), (proc.returncode, out, err)
 
 
-@pytest.mark.slow
 def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monkeypatch):
     from helpers import execute
 
@@ -295,7 +294,6 @@ def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monk
 # ------------------------------------------------------------------ everything at once, in a browser
 
 
-@pytest.mark.slow
 def test_hostile_set_through_the_runner_makes_no_network_request_in_chromium(tmp_path):
     from support import chromium
     from support.browser import Browser

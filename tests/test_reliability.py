@@ -9,18 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
+from support import tiny
+from support.shared_run import env_for
 
 from helpers import point, record, runner
 from helpers.paths import PROJECT_ROOT
 
 
-def env_for(outputs: Path) -> dict:
-    return {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OUTPUTS": str(outputs),
-            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-
-
-def start(args, outputs: Path) -> subprocess.Popen:
-    return subprocess.Popen(["bash", str(PROJECT_ROOT / "run_all.sh"), *args], env=env_for(outputs),
+def start(args, outputs: Path, **extra) -> subprocess.Popen:
+    return subprocess.Popen(["bash", str(PROJECT_ROOT / "run_all.sh"), *args], env=env_for(outputs, **extra),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
@@ -68,13 +65,13 @@ points:
 """
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
-def test_interrupt_mid_point_then_resume(tmp_path, sig):
+def test_interrupt_mid_point_then_resume(tmp_path, sig, tiny_notebooks):
+    """Tiny notebooks (support/tiny.py): the second point sleeps until it is interrupted; resumed, it runs."""
     outputs = tmp_path / "outputs"
     grid = tmp_path / "g.yaml"
     grid.write_text(GRID3)
-    proc = start([str(grid), "--no-report"], outputs)
+    proc = start([str(grid), "--no-report"], outputs, **tiny.env(tiny_notebooks, {2: "sleep:300"}))
     # wait until the first point is done (the runner's own fields written: its notebook ran to the end)
     # and the second point's kernel is running
     wait_for(lambda: len([r for r in all_records(outputs) if "wall_s" in r]) == 1)
@@ -92,7 +89,7 @@ def test_interrupt_mid_point_then_resume(tmp_path, sig):
     assert not list(outputs.glob("runs/*/records/.*"))  # no temp files left
     # the next run resumes: the finished point is not run again, the others run
     res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
-                         env=env_for(outputs), capture_output=True, text=True, timeout=600)
+                         env=env_for(outputs, **tiny.env(tiny_notebooks)), capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count("not run again") == 1
     recs = all_records(outputs)
@@ -119,39 +116,39 @@ def test_second_run_at_once_is_refused_clearly(tmp_path):
     held.close()
 
 
-@pytest.mark.slow
-def test_failures_are_recorded_and_the_grid_goes_on(tmp_path):
+def test_failures_are_recorded_and_the_grid_goes_on(tmp_path, tiny_notebooks):
+    """Tiny notebooks (support/tiny.py): a cell's error with the notebook's own failed record, an error before any
+    record, memory exhausted, a kernel killed, a point past its time limit; the grid goes on to the last point.
+    (A real workload's error in its notebook: test_workloads_a.py::test_real_data_missing_fails_the_point.)"""
     outputs = tmp_path / "outputs"
     grid = tmp_path / "g.yaml"
     grid.write_text("""timeout_s: 600
 defaults: {workload: cnn_cifar10, backend: jax, device: cpu, epochs: 2, batch_size: 100, n_train: 200}
 points:
-  - data_source: real          # not cached, not reachable: an exception in the notebook
-  - batch_size: 10000000       # absurd: out of memory
-    n_train: 10000000
-    data_source: synthetic
-  - n_train: 2000000           # far longer than its limit
-    epochs: 50
-    data_source: synthetic
-    timeout_s: 20
-  - data_source: synthetic     # still runs after the failures
+  - seed: [1, 2, 3, 4]
+  - seed: 5
+    timeout_s: 10
+  - seed: 6                     # still runs after the failures
 """)
+    fates = {1: "fail", 2: "crash", 3: "memory", 4: "kill", 5: "sleep:300"}
     res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
-                         env=env_for(outputs), capture_output=True, text=True, timeout=900)
+                         env=env_for(outputs, **tiny.env(tiny_notebooks, fates)), capture_output=True, text=True,
+                         timeout=900)
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "3 failed" in res.stdout and "1 ok" in res.stdout
-    recs = {(r["params"]["data_source"], r["params"]["n_train"]): r for r in all_records(outputs)}
-    assert len(recs) == 4
-    real = recs[("real", 200)]
-    assert real["status"] == "failed" and "DataError" in real["reason"] and "Keras cache" in real["reason"]
-    oom = recs[("synthetic", 10000000)]
-    assert oom["status"] == "failed" and ("MemoryError" in oom["reason"] or "memory" in oom["reason"].lower())
-    slow = recs[("synthetic", 2000000)]
-    assert slow["status"] == "failed" and "timed out after 20 s" in slow["reason"]
-    assert recs[("synthetic", 200)]["status"] == "ok"
+    assert "5 failed" in res.stdout and "1 ok" in res.stdout
+    recs = {r["params"]["seed"]: r for r in all_records(outputs)}
+    assert sorted(recs) == [1, 2, 3, 4, 5, 6]
+    assert recs[1]["status"] == "failed" and recs[1]["reason"] == "RuntimeError: tiny notebook: a failing cell"
+    assert recs[1]["traceback"]  # the notebook's own record: Point.fail
+    assert recs[2]["status"] == "failed" and "a cell failed before any record" in recs[2]["reason"]
+    assert recs[3]["status"] == "failed" and "MemoryError" in recs[3]["reason"]
+    assert recs[4]["status"] == "failed" and "killed (SIGKILL)" in recs[4]["reason"]
+    assert recs[5]["status"] == "failed" and "timed out after 10 s" in recs[5]["reason"]
+    assert recs[6]["status"] == "ok"
     for r in recs.values():
         assert record.notebook_path(r).is_file()  # the executed notebook is kept
         assert r["samples_per_s"] is None or r["status"] == "ok"
+        assert r["wall_s"] is not None  # the runner finished every one
     assert not kernels_of(outputs)
 
 

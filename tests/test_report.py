@@ -92,7 +92,6 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(shared_run):
         br.close()
 
 
-@pytest.mark.slow
 def test_report_of_the_committed_h100_records_has_every_section_in_chromium(tmp_path):
     """The published reference through the real path (papermill, a kernel, nbconvert), opened in a browser."""
     env = {"CGB_OUTPUTS": str(tmp_path / "out")}

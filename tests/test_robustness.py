@@ -135,7 +135,6 @@ def test_index_gives_same_named_notebooks_their_own_pages(tmp_path):
     assert sorted("marker M2" in t for t in texts) == [False, True]
 
 
-@pytest.mark.slow
 def test_index_renders_in_a_pool_skips_fresh_pages_and_replaces_unsanitised_ones(tmp_path):
     from helpers.report import render_index
 
@@ -478,7 +477,6 @@ def _wait_for(pred, timeout=120.0):
     raise AssertionError("timed out waiting")
 
 
-@pytest.mark.slow
 def test_sigterm_while_rendering_the_report_is_logged_and_exits_cleanly(tmp_path):
     outputs = tmp_path / "out"
     inputs = tmp_path / "records"
@@ -497,7 +495,6 @@ def test_sigterm_while_rendering_the_report_is_logged_and_exits_cleanly(tmp_path
     _wait_for(lambda: not _kernels_of(outputs), timeout=30)  # no orphan kernel
 
 
-@pytest.mark.slow
 def test_kernels_start_without_the_shells_thread_variables_or_ipython_startup(tmp_path, kernel, monkeypatch):
     from jupyter_client.manager import start_new_kernel
 

@@ -10,7 +10,6 @@ import signal
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from helpers import fingerprint, plan, record, runner
 from helpers import progress as progress_mod
@@ -240,7 +239,6 @@ def test_live_epochs_go_live_at_the_threshold_without_more_output():
 
 # ------------------------------------------------------------------ real kernels
 
-@pytest.mark.slow
 def test_real_runs_repeats_resume_and_live_epochs(tmp_path, monkeypatch, capsys):
     """Real points in fresh kernels: a long point's epochs printed live (threshold lowered), the record's
     repeat fields, resume counting repeats (one run done, repeats: 3 runs the other two)."""

@@ -268,6 +268,17 @@ def test_resnet50_small_images(workload_runs, backend):
     assert rec["params"]["image_size"] == 32 and "no Keras loader" in rec["data_detail"]
 
 
+@pytest.mark.xdist_group(f"every-{ONE}")
+def test_real_data_missing_fails_the_point(workload_runs):
+    """A workload's own error, in the code its notebook runs: the failed record (``Point.fail``) says why, no
+    figure; the exception reaches the notebook (the runner then reports the cell's error)."""
+    run = workload_runs(ONE)
+    rec = run["real_missing"]
+    assert rec["status"] == "failed" and "DataError" in rec["reason"] and "Keras cache" in rec["reason"]
+    assert rec["samples_per_s"] is None and rec["first_epoch_s"] is None and "DataError" in rec["traceback"]
+    assert run.error("real_missing").startswith("DataError")
+
+
 @pytest.mark.xdist_group(f"every-{FAST_COMPILE}")
 @pytest.mark.parametrize("name", [a[0] for a in ACCURACY])
 def test_synthetic_accuracy_rises_above_chance(workload_runs, name):
