@@ -38,52 +38,67 @@ def kernel(tmp_path_factory):
             os.environ[k] = v
 
 
-class WorkloadRun(dict):
-    """One backend's run of every workload point (``support/workload_points.py``): name -> its record."""
+class WorkloadRun:
+    """One backend's run of the workload points (``support/workload_points.py``): ``run[name]`` is the record of
+    point ``name``; its chunk of points runs, in one fresh interpreter, the first time one of them is asked for."""
 
-    def __init__(self, backend: str, folder: Path, log: str):
-        super().__init__()
-        self.backend, self.folder, self.log = backend, folder, log
+    def __init__(self, backend: str, root: Path):
+        self.backend, self.root, self.logs = backend, root, {}
+
+    def _folder(self, name: str) -> tuple[Path, str]:
+        """The folder of point ``name``'s record and its chunk's output (the chunk run first if need be)."""
+        from support.workload_points import chunk_of
+
+        chunk = chunk_of(name)
+        if chunk not in self.logs:
+            self.logs[chunk] = _run_chunk(self.backend, chunk, self.root / chunk)
+        return self.root / chunk / "records" / name, self.logs[chunk]
 
     def __getitem__(self, name: str) -> dict:
-        d = self.folder / name
+        d, log = self._folder(name)
         err = d / "error.txt"
         files = sorted(d.glob("*.json"))
         if err.exists() and not files:
-            raise AssertionError(f"{self.backend}/{name} raised:\n{err.read_text()[-4000:]}\n{self.log[-2000:]}")
-        assert len(files) == 1, (self.backend, name, files, self.log[-3000:])
+            raise AssertionError(f"{self.backend}/{name} raised:\n{err.read_text()[-4000:]}\n{log[-2000:]}")
+        assert len(files) == 1, (self.backend, name, files, log[-3000:])
         return json.loads(files[0].read_text())
 
     def error(self, name: str) -> str | None:
-        err = self.folder / name / "error.txt"
+        err = self._folder(name)[0] / "error.txt"
         return err.read_text() if err.exists() else None
+
+
+def _run_chunk(backend: str, chunk: str, root: Path) -> str:
+    """One chunk of ``backend``'s points in a fresh interpreter (``support/every_workload.py``); its output."""
+    from support import fresh_env
+    from support.workload_points import points
+
+    root.mkdir(parents=True, exist_ok=True)
+    spec = {"backend": backend, "out": str(root / "records"), "points": points(backend, root / "data", chunk)}
+    assert spec["points"], (backend, chunk)
+    (root / "spec.json").write_text(json.dumps(spec))
+    env = fresh_env(backend, CGB_OFFLINE="1", CGB_OUTPUTS=str(root / "outputs"))
+    for k in ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR"):
+        env.pop(k, None)
+    res = subprocess.run([sys.executable, str(ROOT / "tests" / "support" / "every_workload.py"),
+                          str(root / "spec.json")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    print(res.stdout)
+    return res.stdout + res.stderr
 
 
 @pytest.fixture(scope="session")
 def workload_runs(tmp_path_factory):
-    """``workload_runs(backend)``: every workload on ``backend``, run once a session in one fresh interpreter
-    through the code the notebooks call (``support/every_workload.py``). Tests that use it carry the mark
-    ``xdist_group('every-<backend>')`` (``support.BY_BACKEND``), so that one worker runs each backend once."""
-    from support import fresh_env
-    from support.workload_points import points
-
-    done: dict[str, WorkloadRun] = {}
+    """``workload_runs(backend)[name]``: point ``name`` of ``support/workload_points.py`` on ``backend``, trained
+    through the code the notebooks call. Each chunk of a backend's points runs once a session in one fresh
+    interpreter; the tests that read a chunk carry its mark ``xdist_group(workload_points.group(backend, name))``
+    (``by_backend(name)``), so that one worker runs it."""
+    runs: dict[str, WorkloadRun] = {}
 
     def run(backend: str) -> WorkloadRun:
-        if backend not in done:
-            root = tmp_path_factory.mktemp(f"every-{backend}")
-            spec = {"backend": backend, "out": str(root / "records"), "points": points(backend, root / "data")}
-            (root / "spec.json").write_text(json.dumps(spec))
-            env = fresh_env(backend, CGB_OFFLINE="1", CGB_OUTPUTS=str(root / "outputs"))
-            for k in ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR"):
-                env.pop(k, None)
-            res = subprocess.run([sys.executable, str(ROOT / "tests" / "support" / "every_workload.py"),
-                                  str(root / "spec.json")], cwd=ROOT, env=env, capture_output=True, text=True,
-                                 timeout=1200)
-            assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-            print(res.stdout)
-            done[backend] = WorkloadRun(backend, root / "records", res.stdout + res.stderr)
-        return done[backend]
+        if backend not in runs:
+            runs[backend] = WorkloadRun(backend, tmp_path_factory.mktemp(f"every-{backend}"))
+        return runs[backend]
 
     return run
 
@@ -92,9 +107,9 @@ def workload_runs(tmp_path_factory):
 def shared_run(tmp_path_factory):
     """The runner once over one point per workload, its report and a resume (``support/shared_run.py``). Tests
     that use it carry ``pytest.mark.xdist_group("shared_run")``."""
-    from support import shared_run as sr
+    from support.shared_run import SharedRun
 
-    return sr.run(tmp_path_factory.mktemp("shared"))
+    return SharedRun(tmp_path_factory.mktemp("shared"))
 
 
 REFERENCE = ROOT / "reference" / "h100" / "records"

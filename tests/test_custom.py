@@ -17,6 +17,7 @@ INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_install
 RUN = "jax" if "jax" in INSTALLED else INSTALLED[0]  # the notebooks run here ...
 SAVE = next((b for b in ("torch", "tensorflow", "jax") if b in INSTALLED and b != RUN), RUN)  # ... the files saved here
 OTHER = next((b for b in INSTALLED if b not in (RUN, SAVE)), RUN)
+pytestmark = pytest.mark.xdist_group("custom")  # the models are saved once (``saved``), on the worker that runs these
 
 SAVE_MODELS = """
 import json, sys

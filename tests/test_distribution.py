@@ -240,6 +240,7 @@ def started(tmp_path_factory):
             proc.kill()
 
 
+@pytest.mark.xdist_group("distribution")  # shares the module fixture started
 def test_data_parallel_point_over_two_host_devices(started):
     """The notebook's own calls, gpus: 2 over JAX's 2 host devices (the test route): the mesh in the record,
     the global batch, and samples/s counting every device's samples."""
@@ -260,6 +261,7 @@ def test_data_parallel_point_over_two_host_devices(started):
     assert [r["status"] for r in on_disk] == ["skipped"]
 
 
+@pytest.mark.xdist_group("distribution")  # shares the module fixture started
 def test_one_point_as_two_processes_through_jax_distributed(started):
     """hosts: 2 on this machine's CPU: two processes meet at a localhost coordinator (gloo collectives), each
     feeds its own shard; both see the same loss each epoch; process 0 writes the merged record."""

@@ -159,6 +159,7 @@ def test_git_commit_only_when_the_suite_is_the_repository_root(tmp_path):
 # ------------------------------------------------------------------ the host calibration
 
 
+@pytest.mark.xdist_group("timing")  # a wall-clock bound: one such test at a time
 def test_calibration_measures_positive_figures_quickly_and_travels_through_the_environment(monkeypatch):
     monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # as on a machine without it, whatever is installed
     t0 = time.perf_counter()

@@ -52,6 +52,7 @@ _SMALL = textwrap.dedent("""
 """)
 
 
+@pytest.mark.xdist_group("flops-jax")  # shares the module fixture jax_counts
 @pytest.mark.skipif(not HAS_JAX, reason="JAX not installed")
 def test_analytic_count_agrees_with_xla_on_small_models(jax_counts):
     """Dense, Conv2D + BatchNorm + pooling, LSTM and Embedding + Bidirectional LSTM: the convention less the input
@@ -100,6 +101,7 @@ def jax_counts():
             "anchors": json.loads(out.split("ANCHORS ", 1)[1].splitlines()[0])}
 
 
+@pytest.mark.xdist_group("flops-jax")  # shares the module fixture jax_counts
 @pytest.mark.skipif(not HAS_JAX, reason="JAX not installed")
 def test_anchors_resnet50_and_seed_000_cnn(jax_counts):
     """ResNet-50 at 224 x 224: about 4.1 G multiply-adds forward (Keras' ResNet50 is v1: 3.86 G multiply-adds in

@@ -46,6 +46,7 @@ def hostile_ctx(tmp_path_factory):
     return ctx, html, expected, time.perf_counter() - t0
 
 
+@pytest.mark.xdist_group("timing")  # a wall-clock bound: one such test at a time
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_hostile_record_costs_only_itself(hostile_ctx, name):
     ctx, html, expected, took = hostile_ctx
@@ -59,6 +60,7 @@ def test_each_hostile_record_costs_only_itself(hostile_ctx, name):
     assert took < BOUND_S
 
 
+@pytest.mark.xdist_group("timing")  # a wall-clock bound: one such test at a time
 def test_conflicting_copies_are_both_left_out_and_named(hostile_ctx):
     ctx, html, _, _ = hostile_ctx
     why = {Path(p).name: w for p, w in ctx.skipped}
@@ -294,6 +296,7 @@ def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monk
 # ------------------------------------------------------------------ everything at once, in a browser
 
 
+@pytest.mark.xdist_group("timing")  # a wall-clock bound: one such test at a time
 def test_hostile_set_through_the_runner_makes_no_network_request_in_chromium(tmp_path):
     from support import chromium
     from support.browser import Browser

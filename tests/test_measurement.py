@@ -69,6 +69,7 @@ print("RESULT" + json.dumps(out))
 """
 
 
+@pytest.mark.xdist_group("timing")  # a wall-clock bound: one such test at a time
 @pytest.mark.skipif("jax" not in INSTALLED, reason="JAX not installed")
 def test_validation_does_not_eat_the_training_time_on_jax(tmp_path):
     """JAX dispatches asynchronously: samples/s with validation on equals samples/s without it.
@@ -436,6 +437,7 @@ print("RESULT" + json.dumps({k: rec[k] for k in ("epochs_run", "steady_s", "epoc
 """
 
 
+@pytest.mark.xdist_group("timing")  # a wall-clock bound: one such test at a time
 @pytest.mark.parametrize("backend", INSTALLED[-1:])
 def test_a_real_point_trains_on_until_its_window_is_filled(tmp_path, backend):
     """The same model goes on training past `epochs` (2) until its steady epochs add up to 2 s (an epoch of 4

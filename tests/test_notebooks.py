@@ -2,13 +2,14 @@
 
 import json
 import os
+import re
 from pathlib import Path
 
 import nbformat
 import pytest
-from support import BY_BACKEND, INSTALLED, ONE, only_record, run_nb
-from support.shared_run import run_all
-from support.workload_points import TINY
+from support import INSTALLED, ONE, only_record, run_nb
+from support.shared_run import SHARDS, run_all
+from support.workload_points import TINY, by_backend, group
 
 from helpers import record
 from helpers.paths import NOTEBOOKS
@@ -26,7 +27,7 @@ def test_committed_notebooks_have_no_outputs():
         assert len(tagged) == 1, path.name
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("cnn_cifar10"))
 def test_cnn_cifar10_on_cpu_writes_a_full_record(workload_runs, backend):
     rec = workload_runs(backend)["cnn_cifar10"]  # support.workload_points: TINY
     assert rec["status"] == "ok" and rec["reason"] is None
@@ -59,7 +60,7 @@ def test_gpu_point_without_gpu_is_skipped_not_timed(kernel, tmp_path):
     assert rec["device_used"] != "gpu"
 
 
-@pytest.mark.xdist_group(f"every-{ONE}")
+@pytest.mark.xdist_group(group(ONE, "cnn_cifar10_accuracy"))
 def test_synthetic_accuracy_rises_above_chance(workload_runs):
     rec = workload_runs(ONE)["cnn_cifar10_accuracy"]
     acc = rec["history"]["accuracy"]
@@ -97,17 +98,33 @@ def test_run_all_rejects_a_bad_grid_before_running(tmp_path):
 
 
 @pytest.mark.xdist_group("shared_run")
+@pytest.mark.parametrize("k", range(SHARDS))
+def test_shared_run_shard_runs_its_points(shared_run, k):
+    """The shared run (support/shared_run.py): each shard of the grid through ./run_all.sh, its points in real
+    papermill kernels, progress lines counting its runs."""
+    out = shared_run.shard(k).stdout
+    assert f"shard {k}/{SHARDS}" in out and "[1/" in out and "0 failed" in out, out[-3000:]
+    n = int(re.search(r": (\d+) runs of \d+ points", out).group(1))  # this shard's runs
+    assert n >= 1 and f"[{n}/{n}]" in out
+
+
+@pytest.mark.xdist_group("shared_run")
+def test_shared_run_report_renders(shared_run):
+    res = shared_run.report
+    assert "report:" in res.stdout
+    html = (shared_run.outputs / "report.html").read_text()
+    assert "data:image/png;base64" in html and "<script src=\"http" not in html
+
+
+@pytest.mark.xdist_group("shared_run")
 def test_run_all_one_point_per_workload_end_to_end_with_report(shared_run):
-    """One point per workload (backends rotated, each in a real papermill kernel) through ./run_all.sh, a report,
-    then the same grid again: points done on this machine are not run again (support/shared_run.py)."""
+    """One point per workload (backends rotated, each in a real papermill kernel) through ./run_all.sh, its report,
+    then the same grid again: points done on this machine are not run again."""
     from helpers import grid, workloads
 
     points = grid.expand(shared_run.grid)
-    out = shared_run.first.stdout
-    n = len(points)
-    assert f"[1/{n}]" in out and f"[{n}/{n}]" in out
     recs = shared_run.records
-    assert len(recs) == n
+    assert len(recs) == len(points)  # the shards' union is the grid, each point once
     for r in recs:
         want = "ok" if r["backend"] in INSTALLED and r["device"] == "cpu" else "skipped"
         assert r["status"] == want, (r["workload"], r["backend"], r["reason"])
@@ -118,9 +135,6 @@ def test_run_all_one_point_per_workload_end_to_end_with_report(shared_run):
                 and record.notebook_path(r).is_file()
     assert {r["workload"] for r in recs} == set(workloads.names()) - {"custom"}
     assert {r["backend"] for r in shared_run.ok()} == set(INSTALLED)  # a real kernel on every backend
-    assert "report:" in shared_run.report.stdout
-    html = (shared_run.outputs / "report.html").read_text()
-    assert "data:image/png;base64" in html and "<script src=\"http" not in html
     # a second run resumes: points done on this machine are not run again
     res2 = shared_run.again
     n_ok = len(shared_run.ok())

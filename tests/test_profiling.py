@@ -169,6 +169,7 @@ print("RESULT" + json.dumps({"good": {k: good.get(k) for k in keys}, "bad": {k: 
 """
 
 
+@pytest.mark.xdist_group("timing")  # a wall-clock bound: one such test at a time
 @pytest.mark.parametrize("backend", [b for b in ("jax", "torch") if b in INSTALLED])
 def test_mlp_mnist_profiled_on_the_cpu_adds_up_to_its_step(tmp_path, backend):
     """The breakdown's parts add up to the step the clock measured around the profiled steps, within 10%; the

@@ -40,6 +40,7 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(shared_run):
     """The shared run's report (support/shared_run.py: real runs on every backend, GPU points skipped, and the
     hand-written fixtures beside them) as a reader opens it."""
     outputs = shared_run.outputs
+    assert shared_run.report.returncode == 0
     assert (outputs / "report.html").is_file() and (outputs / "index.html").is_file()
     ok = shared_run.ok()
     assert len(ok) >= 3, [(r["backend"], r["device"], r["status"], r["reason"]) for r in shared_run.records]

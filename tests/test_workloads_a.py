@@ -6,8 +6,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from support import BY_BACKEND, FAST_COMPILE, ONE, in_fresh_python, write_cifar_cache, write_mnist_cache
-from support.workload_points import ACCURACY
+from support import FAST_COMPILE, ONE, in_fresh_python, write_cifar_cache, write_mnist_cache
+from support.workload_points import ACCURACY, by_backend, group
 
 from helpers import data, datasets_images, params
 from helpers.paths import NOTEBOOKS
@@ -237,21 +237,21 @@ def check_record(rec, name, backend, n_train, batch_size, source):
     assert len(rec["history"]["loss"]) == 2
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("mlp_mnist"))
 def test_mlp_mnist_on_real_cached_mnist(workload_runs, backend):
     rec = workload_runs(backend)["mlp_mnist"]
     check_record(rec, "mlp_mnist", backend, 300, 50, "real")
     assert "Keras cache" in rec["data_detail"] and rec["data_info"]["input_shape"] == [784]
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("cnn_mnist"))
 def test_cnn_mnist_synthetic(workload_runs, backend):
     rec = workload_runs(backend)["cnn_mnist"]
     check_record(rec, "cnn_mnist", backend, 200, 50, "synthetic")
     assert "neither cached" in rec["data_detail"]
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("vgg_cifar10"))
 def test_vgg_cifar10_with_augmentation(workload_runs, backend):
     rec = workload_runs(backend)["vgg_cifar10"]
     impl = "keras" if backend == ONE else "matmul"  # Keras' RandomTranslation once, the suite's shift elsewhere
@@ -261,14 +261,14 @@ def test_vgg_cifar10_with_augmentation(workload_runs, backend):
     assert ("RandomTranslation" if impl == "keras" else "RandomShift") in rec["data_info"]["augmentation"]
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("resnet50"))
 def test_resnet50_small_images(workload_runs, backend):
     rec = workload_runs(backend)["resnet50"]
     check_record(rec, "resnet50", backend, 8, 4, "synthetic")
     assert rec["params"]["image_size"] == 32 and "no Keras loader" in rec["data_detail"]
 
 
-@pytest.mark.xdist_group(f"every-{ONE}")
+@pytest.mark.xdist_group(group(ONE, "real_missing"))
 def test_real_data_missing_fails_the_point(workload_runs):
     """A workload's own error, in the code its notebook runs: the failed record (``Point.fail``) says why, no
     figure; the exception reaches the notebook (the runner then reports the cell's error)."""
@@ -279,7 +279,7 @@ def test_real_data_missing_fails_the_point(workload_runs):
     assert run.error("real_missing").startswith("DataError")
 
 
-@pytest.mark.xdist_group(f"every-{FAST_COMPILE}")
+@pytest.mark.xdist_group(group(FAST_COMPILE, "mlp_mnist_accuracy"))  # the accuracy chunk
 @pytest.mark.parametrize("name", [a[0] for a in ACCURACY])
 def test_synthetic_accuracy_rises_above_chance(workload_runs, name):
     rec = workload_runs(FAST_COMPILE)[f"{name}_accuracy"]

@@ -5,8 +5,8 @@ import os
 
 import numpy as np
 import pytest
-from support import BY_BACKEND, ONE, in_fresh_python, write_archive
-from support.workload_points import CATSDOGS_VARIANT
+from support import ONE, in_fresh_python, write_archive
+from support.workload_points import CATSDOGS_VARIANT, by_backend, group
 
 from helpers import data, images, params
 from helpers.workloads import catsdogs, cnn_256, get
@@ -146,7 +146,7 @@ def _assert_ok(rec, backend, n_train, epochs):
     assert len(rec["history"]["loss"]) == epochs
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("cnn_256"))
 def test_cnn_256_on_cpu_at_source_size(workload_runs, backend):
     # 256x256, the source's 58,091,396-parameter model; 2 steps of 8 images per epoch
     rec = workload_runs(backend)["cnn_256"]
@@ -160,7 +160,7 @@ def test_cnn_256_on_cpu_at_source_size(workload_runs, backend):
     assert info["image_size"] == [256, 256]
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("catsdogs"))
 def test_catsdogs_on_cpu_writes_a_full_record(workload_runs, backend):
     variant = CATSDOGS_VARIANT[backend]  # one each
     rec = workload_runs(backend)["catsdogs"]
@@ -173,7 +173,7 @@ def test_catsdogs_on_cpu_writes_a_full_record(workload_runs, backend):
     assert rec["workload_info"]["conv_layers"] == catsdogs.conv_layers(variant)
 
 
-@pytest.mark.xdist_group(f"every-{ONE}")
+@pytest.mark.xdist_group(group(ONE, "catsdogs_archive"))
 def test_catsdogs_reads_the_archive_layout(workload_runs):
     rec = workload_runs(ONE)["catsdogs_archive"]
     _assert_ok(rec, ONE, 24, 2)
@@ -185,7 +185,7 @@ def test_catsdogs_reads_the_archive_layout(workload_runs):
     assert "val_loss" in rec["history"]
 
 
-@pytest.mark.xdist_group(f"every-{ONE}")
+@pytest.mark.xdist_group(group(ONE, "catsdogs_accuracy"))
 def test_catsdogs_synthetic_accuracy_rises_above_chance(workload_runs):
     rec = workload_runs(ONE)["catsdogs_accuracy"]
     acc = rec["history"]["accuracy"]

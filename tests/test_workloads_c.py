@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support import BY_BACKEND, INSTALLED, NIETZSCHE_SAMPLE, ONE, in_fresh_python, write_imdb_npz, write_nietzsche
+from support import INSTALLED, NIETZSCHE_SAMPLE, ONE, in_fresh_python, write_imdb_npz, write_nietzsche
+from support.workload_points import by_backend
 
 from helpers import data, datasets_text, params
 from helpers.workloads import fasttext_imdb, get
@@ -247,7 +248,7 @@ def _common_asserts(rec, backend, n_train, batch_size):
     assert len(rec["history"]["loss"]) == 2 and rec["source"] == fasttext_imdb.SOURCE
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("fasttext_imdb"))
 def test_fasttext_on_real_npz_with_bigrams(workload_runs, backend, tmp_path):
     raw = write_imdb_npz(tmp_path)  # the same file as the point read (support.workload_points)
     rec = workload_runs(backend)["fasttext_imdb"]
@@ -258,7 +259,7 @@ def test_fasttext_on_real_npz_with_bigrams(workload_runs, backend, tmp_path):
     assert rec["n_val"] == 16 and "val_loss" in rec["history"] and len(rec["history"]["accuracy"]) == 2
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("bilstm_imdb"))
 def test_bilstm_synthetic_records_the_lstm_kernel(workload_runs, backend):
     rec = workload_runs(backend)["bilstm_imdb"]
     _common_asserts(rec, backend, 64, 32)
@@ -272,7 +273,7 @@ def test_bilstm_synthetic_records_the_lstm_kernel(workload_runs, backend):
         assert info["fused_probe"] is False and "Keras RNN loop" in info["lstm_kernel"]
 
 
-@pytest.mark.parametrize("backend", BY_BACKEND)
+@pytest.mark.parametrize("backend", by_backend("lstm_textgen"))
 def test_textgen_on_real_text_generic_kernel(workload_runs, backend):
     rec = workload_runs(backend)["lstm_textgen"]
     _common_asserts(rec, backend, 128, 64)

@@ -146,11 +146,3 @@ def chromium() -> str | None:
             return shutil.which(name)
     return None
 
-
-def _by_backend():
-    import pytest
-
-    return [pytest.param(b, marks=pytest.mark.xdist_group(f"every-{b}")) for b in INSTALLED]
-
-
-BY_BACKEND = _by_backend()  # parametrize a test on workload_runs(backend): each backend's points run once

@@ -1,7 +1,8 @@
 """One run of the runner shared by the tests (``tests/conftest.py: shared_run``): ``./run_all.sh`` over one point
 per workload, the backends rotated so that each meets several workloads in a real papermill kernel, plus the
 configurations the report's tests need (cnn_cifar10 on two backends, CPU and GPU — skipped here —, another batch
-size, one thread); then hand-written fixtures beside it and ``--report-only``; then the grid again (resume).
+size, one thread), as four shards into one folder; then hand-written fixtures beside it and ``--report-only``;
+then the grid again (resume).
 
 Tests that use it carry ``pytest.mark.xdist_group("shared_run")`` so that one worker runs it once."""
 
@@ -11,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers import device
@@ -52,19 +52,6 @@ def grid_text() -> str:
     return "\n".join(s.rstrip("\n") for s in out) + "\n"
 
 
-@dataclass
-class SharedRun:
-    grid: Path
-    outputs: Path
-    first: subprocess.CompletedProcess  # the grid, --no-report
-    report: subprocess.CompletedProcess  # --report-only over the runs and the fixtures
-    again: subprocess.CompletedProcess  # the grid again, --no-report: resume
-    records: list[dict] = field(default_factory=list)  # the runs' records (runs/*/records), "_path" added
-
-    def ok(self) -> list[dict]:
-        return [r for r in self.records if r["status"] == "ok"]
-
-
 def env_for(outputs: Path, **extra) -> dict:
     """``./run_all.sh`` on this Python (no install) into ``outputs``."""
     env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OUTPUTS": str(outputs),
@@ -79,20 +66,57 @@ def run_all(args, outputs: Path, timeout=1500, **extra) -> subprocess.CompletedP
                           text=True, env=env_for(outputs, **extra), timeout=timeout)
 
 
-def run(root: Path) -> SharedRun:
-    grid = root / "shared.yaml"
-    grid.write_text(grid_text())
-    outputs = root / "outputs"
-    env = {"KERAS_HOME": str(root / "keras_home"), "CGB_OFFLINE": "1"}
-    first = run_all([grid, "--no-report"], outputs, **env)
-    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-3000:]
-    records = [{**json.loads(p.read_text()), "_path": str(p)} for p in outputs.glob("runs/*/records/*.json")]
-    ok = [r for r in records if r["status"] == "ok"]
-    assert ok, [(r["workload"], r["backend"], r["status"], r["reason"]) for r in records]
-    # what this machine cannot produce: hand-written, marked as fixtures
-    write_fixtures(outputs / "fixtures", next(r for r in ok if r["workload"] == "cnn_cifar10"))
-    (outputs / "fixtures" / "broken.json").write_text("{not json")
-    report = run_all(["--report-only"], outputs, **env)
-    assert report.returncode == 0, report.stdout[-4000:] + report.stderr[-3000:]
-    again = run_all([grid, "--no-report"], outputs, **env)
-    return SharedRun(grid, outputs, first, report, again, records)
+SHARDS = 4  # the grid runs as four shards into one folder (the runner's --shard): no step of it is long
+
+
+class SharedRun:
+    """The shared run, step by step, each step run the first time it is asked for (so that each lands in the set-up
+    or call of a different test, none of them long): ``shard(k)`` runs shard k of the grid (``--no-report``);
+    ``records`` are the runs' records once every shard ran; ``report`` adds the hand-written fixtures beside them
+    and renders the report (``--report-only``); ``again`` runs the whole grid again (resume)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.grid = root / "shared.yaml"
+        self.grid.write_text(grid_text())
+        self.outputs = root / "outputs"
+        self.env = {"KERAS_HOME": str(root / "keras_home"), "CGB_OFFLINE": "1"}
+        self.shards: dict[int, subprocess.CompletedProcess] = {}
+        self._report = self._again = None
+
+    def shard(self, k: int) -> subprocess.CompletedProcess:
+        if k not in self.shards:
+            res = run_all([self.grid, "--shard", f"{k}/{SHARDS}", "--no-report"], self.outputs, **self.env)
+            assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-3000:]
+            self.shards[k] = res
+        return self.shards[k]
+
+    @property
+    def records(self) -> list[dict]:
+        """Every run's record ("_path" added), once every shard ran."""
+        for k in range(SHARDS):
+            self.shard(k)
+        return [{**json.loads(p.read_text()), "_path": str(p)} for p in self.outputs.glob("runs/*/records/*.json")]
+
+    def ok(self) -> list[dict]:
+        return [r for r in self.records if r["status"] == "ok"]
+
+    @property
+    def report(self) -> subprocess.CompletedProcess:
+        if self._report is None:
+            ok = self.ok()
+            assert ok, [(r["workload"], r["backend"], r["status"], r["reason"]) for r in self.records]
+            # what this machine cannot produce: hand-written, marked as fixtures
+            write_fixtures(self.outputs / "fixtures", next(r for r in ok if r["workload"] == "cnn_cifar10"))
+            (self.outputs / "fixtures" / "broken.json").write_text("{not json")
+            res = run_all(["--report-only"], self.outputs, **self.env)
+            assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-3000:]
+            self._report = res
+        return self._report
+
+    @property
+    def again(self) -> subprocess.CompletedProcess:
+        if self._again is None:
+            self.records  # noqa: B018 - every shard first
+            self._again = run_all([self.grid, "--no-report"], self.outputs, **self.env)
+        return self._again

@@ -18,6 +18,31 @@ ACCURACY = [  # (workload, parameters): a few seconds each on FAST_COMPILE; chan
 ]
 
 
+# Each backend's points run in a few processes (chunks), none long: a test's set-up stays short and the chunks
+# spread over the test workers. A point not named here is in "small".
+CHUNK = {"resnet50": "big", "catsdogs": "big", "catsdogs_archive": "big", "cnn_256": "cnn_256",
+         "cnn_cifar10_accuracy": "accuracy", "catsdogs_accuracy": "accuracy",
+         **{f"{w}_accuracy": "accuracy" for w, _ in ACCURACY}}
+
+
+def chunk_of(name: str) -> str:
+    return CHUNK.get(name, "small")
+
+
+def group(backend: str, name: str) -> str:
+    """The xdist group of the tests that read point ``name`` of ``backend``: one worker runs its chunk once."""
+    return f"every-{backend}-{chunk_of(name)}"
+
+
+def by_backend(name: str) -> list:
+    """``pytest.param(backend)`` for every installed backend, in the group of point ``name`` on it."""
+    import pytest
+
+    from . import INSTALLED
+
+    return [pytest.param(b, marks=pytest.mark.xdist_group(group(b, name))) for b in INSTALLED]
+
+
 def homes(root: Path) -> dict:
     """Keras cache folders, one per kind of data a point reads (``auto`` finds what is there)."""
     out = {k: root / k for k in ("empty", "mnist", "cifar", "imdb", "nietzsche")}
@@ -31,7 +56,8 @@ def homes(root: Path) -> dict:
     return out
 
 
-def points(backend: str, root: Path) -> list[dict]:
+def points(backend: str, root: Path, chunk: str | None = None) -> list[dict]:
+    """The points of ``backend`` (those of ``chunk`` only, when given), their data written under ``root``."""
     h = homes(root)
 
     def pt(name, workload, home="empty", **prm):
@@ -69,4 +95,4 @@ def points(backend: str, root: Path) -> list[dict]:
         ]
     if backend == FAST_COMPILE:
         out += [pt(f"{w}_accuracy", w, data_source="synthetic", n_val=0, **prm) for w, prm in ACCURACY]
-    return out
+    return [p for p in out if chunk is None or chunk_of(p["name"]) == chunk]
