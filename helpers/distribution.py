@@ -381,6 +381,17 @@ def gather(record: dict) -> list[dict]:
     return [json.loads(bytes(allb[i, :int(sizes[i])]).decode()) for i in range(jax.process_count())]
 
 
+def leave() -> None:
+    """Leave JAX's distributed runtime, every process at the same point of the notebook (``Point.finish``, after
+    ``gather``): JAX's shutdown waits until every process has called it (``SHUTDOWN_S``), so the coordinator, which
+    process 0 hosts, stops only once no other process polls it. Left to the end of the kernel instead, a kernel
+    stopped by its runner (a few seconds' grace) takes the runtime down while another process still runs, and
+    JAX aborts that one (SIGABRT: the point fails though every figure was gathered)."""
+    import jax
+
+    jax.distributed.shutdown()
+
+
 def merge(records: list[dict]) -> dict:
     """One record of a point run as several processes (one per host), from their records.
 

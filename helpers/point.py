@@ -399,6 +399,9 @@ class Point:
                                f"(its own record: {_distribution.PROCESS_FOLDER}/{name})")
             _record.write_record(stub, own.parent)
         records = _distribution.gather(rec)
+        # every process leaves JAX's runtime here, together: a coordinator whose kernel ended first (the notebook's
+        # later cells are quicker on one process) would take the runtime down under the others (SIGABRT)
+        _distribution.leave()
         if pid:
             return rec
         merged = _distribution.merge(records)

@@ -285,7 +285,7 @@ def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monk
     nb.metadata["language_info"] = {"name": "python"}
     nbdir.mkdir()
     nbformat.write(nb, str(nbdir / "killme.ipynb"))
-    monkeypatch.setattr(execute, "NOTEBOOKS", nbdir)
+    monkeypatch.setenv("CGB_NOTEBOOKS", str(nbdir))  # the runner runs this folder's notebooks
     engine = execute._register_engine()
     p = {"workload": "killme", "backend": "jax", "device": "cpu", "point_id": "k1"}
     rec = execute.run_point(engine, p, tmp_path / "run", kernel, 120, print)

@@ -10,6 +10,7 @@ import signal
 from pathlib import Path
 
 import nbformat
+from support import tiny
 
 from helpers import fingerprint, plan, record, runner
 from helpers import progress as progress_mod
@@ -239,9 +240,10 @@ def test_live_epochs_go_live_at_the_threshold_without_more_output():
 
 # ------------------------------------------------------------------ real kernels
 
-def test_real_runs_repeats_resume_and_live_epochs(tmp_path, monkeypatch, capsys):
-    """Real points in fresh kernels: a long point's epochs printed live (threshold lowered), the record's
-    repeat fields, resume counting repeats (one run done, repeats: 3 runs the other two)."""
+def test_real_runs_repeats_resume_and_live_epochs(tmp_path, monkeypatch, capsys, tiny_notebooks):
+    """A real point in a fresh kernel: its epochs printed live (threshold lowered), the record's repeat fields;
+    then resume counting repeats (one run done, repeats: 3 runs the other two, in tiny notebooks:
+    support/tiny.py)."""
     outputs = tmp_path / "out"
     monkeypatch.setenv("CGB_OUTPUTS", str(outputs))
     for k in ("JUPYTER_PATH", "PYTHONPATH", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR", "CGB_KERNEL_IPYTHONDIR",
@@ -261,6 +263,8 @@ def test_real_runs_repeats_resume_and_live_epochs(tmp_path, monkeypatch, capsys)
         assert first["repeat"] == 0 and first["config_id"] == first["point_id"]
 
         monkeypatch.setattr(progress_mod, "LIVE_AFTER_S", 1e6)  # points shorter than this print no epoch
+        for k, v in tiny.env(tiny_notebooks).items():
+            monkeypatch.setenv(k, v)
         assert runner.main([str(grid_file(tmp_path, repeats=3, seeds=(1,))), "--no-report"]) == 0
         out = capsys.readouterr().out
         assert out.count("not run again") == 1 and "\n  epoch" not in out

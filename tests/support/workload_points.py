@@ -72,8 +72,8 @@ def points(backend: str, root: Path, chunk: str | None = None) -> list[dict]:
         pt("vgg_cifar10", "vgg_cifar10", "cifar", batch_size=32, n_train=96, data_source="auto", augment=True,
            augment_impl=impl, **SMOKE),
         pt("resnet50", "resnet50", batch_size=4, n_train=8, image_size=32, data_source="auto", **SMOKE),
-        # 256x256, the source's 58,091,396-parameter model; 2 steps of 8 images per epoch
-        pt("cnn_256", "cnn_256", batch_size=8, epochs=2, n_train=16, data_source="synthetic"),
+        # 256x256, the source's 58,091,396-parameter model; one step of 8 images per epoch
+        pt("cnn_256", "cnn_256", batch_size=8, epochs=2, n_train=8, data_source="synthetic"),
         pt("catsdogs", "catsdogs", variant=CATSDOGS_VARIANT[backend], batch_size=16, epochs=2, n_train=48,
            data_source="synthetic", workers=2, augment=backend != "torch"),
         pt("fasttext_imdb", "fasttext_imdb", "imdb", batch_size=32, epochs=2, n_train=96, n_val=16,
@@ -84,11 +84,11 @@ def points(backend: str, root: Path, chunk: str | None = None) -> list[dict]:
     ]
     if backend == ONE:
         out += [
-            pt("cnn_cifar10_accuracy", "cnn_cifar10", batch_size=50, epochs=6, n_train=2000,
+            pt("cnn_cifar10_accuracy", "cnn_cifar10", batch_size=50, epochs=3, n_train=2000,
                data_source="synthetic"),
             pt("catsdogs_archive", "catsdogs", variant="original", batch_size=8, epochs=2, n_train=None, n_val=6,
                data_dir=str(root / "cats-and-dogs")),
-            pt("catsdogs_accuracy", "catsdogs", variant="original", batch_size=32, epochs=4, n_train=640,
+            pt("catsdogs_accuracy", "catsdogs", variant="original", batch_size=32, epochs=2, n_train=640,
                data_source="synthetic"),
             # real data asked for, not cached, not reachable: the point fails in its data cell, its record says why
             pt("real_missing", "cnn_cifar10", batch_size=100, epochs=2, n_train=200, data_source="real"),
