@@ -70,7 +70,7 @@ class WorkloadRun:
 
 def _run_chunk(backend: str, chunk: str, root: Path) -> str:
     """One chunk of ``backend``'s points in a fresh interpreter (``support/every_workload.py``); its output."""
-    from support import fresh_env
+    from support import POINT_ENV, fresh_env
     from support.workload_points import points
 
     root.mkdir(parents=True, exist_ok=True)
@@ -78,7 +78,7 @@ def _run_chunk(backend: str, chunk: str, root: Path) -> str:
     assert spec["points"], (backend, chunk)
     (root / "spec.json").write_text(json.dumps(spec))
     env = fresh_env(backend, CGB_OFFLINE="1", CGB_OUTPUTS=str(root / "outputs"))
-    for k in ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR"):
+    for k in POINT_ENV:
         env.pop(k, None)
     res = subprocess.run([sys.executable, str(ROOT / "tests" / "support" / "every_workload.py"),
                           str(root / "spec.json")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)

@@ -23,6 +23,10 @@ ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]
 FAST_COMPILE = "tensorflow" if "tensorflow" in INSTALLED else INSTALLED[0]  # shortest first epochs on a CPU
 
 
+# what a runner exports for the point its kernel runs: never inherited by another test's process
+POINT_ENV = ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR")
+
+
 def fresh_env(backend: str, **extra) -> dict:
     """This process's environment for a fresh interpreter on ``backend``, on the CPU."""
     return {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",

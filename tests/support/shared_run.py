@@ -16,6 +16,7 @@ from pathlib import Path
 from helpers import device
 from helpers.paths import PROJECT_ROOT
 
+from . import POINT_ENV
 from .fixtures import write_fixtures
 
 BACKENDS = [b for b in ("jax", "torch", "tensorflow") if device.backend_installed(b)]
@@ -55,7 +56,7 @@ def env_for(outputs: Path, **extra) -> dict:
     """``./run_all.sh`` on this Python (no install) into ``outputs``."""
     env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OUTPUTS": str(outputs),
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **extra}
-    for k in ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR"):
+    for k in POINT_ENV:
         env.pop(k, None)
     return env
 
