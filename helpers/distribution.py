@@ -381,6 +381,17 @@ def gather(record: dict) -> list[dict]:
     return [json.loads(bytes(allb[i, :int(sizes[i])]).decode()) for i in range(jax.process_count())]
 
 
+def agree_stop(done: bool) -> bool:
+    """Whether training stops after this epoch, the same answer in every process: once any process's window (or
+    deadline) is met, all stop (every process must call it after each epoch: one all-gather of a flag, between
+    epochs, outside the timed parts)."""
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    flags = multihost_utils.process_allgather(np.asarray([1 if done else 0], dtype=np.int32))
+    return bool(np.asarray(flags).max())
+
+
 def leave() -> None:
     """Leave JAX's distributed runtime, every process at the same point of the notebook (``Point.finish``, after
     ``gather``): JAX's shutdown waits until every process has called it (``SHUTDOWN_S``), so the coordinator, which
@@ -438,6 +449,7 @@ def _process_summary(r: dict) -> dict:
     """One process's line in the merged record: its host, figures, devices (which GPU) and status."""
     return {"process_id": r.get("process_id"), "host": (r.get("fingerprint") or {}).get("host"),
             "n_train_process": r.get("n_train_process"), "median_epoch_s": r.get("median_epoch_s"),
+            "epochs_run": len(r.get("epoch_s") or []), "window_stopped_by": r.get("window_stopped_by"),
             "samples_per_s_process": r.get("samples_per_s_process"), "first_epoch_s": r.get("first_epoch_s"),
             "energy_j_per_epoch": r.get("energy_j_per_epoch"),
             "final_loss": ((r.get("history") or {}).get("loss") or [None])[-1],

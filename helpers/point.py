@@ -246,7 +246,8 @@ class Point:
         placed = self._placed(data)  # data_placement 'device': the training set put there now, before the clock
         self.timer = make_epoch_timer(probe=sampler.energy_mj if sampler.energy_counter else None,
                                       min_epochs=epochs, min_steady_s=float(self.params.get("min_steady_s") or 0),
-                                      deadline=deadline())
+                                      deadline=deadline(),
+                                      agree=_distribution.agree_stop if self.dist.hosts > 1 else None)
         kwargs = {**data.fit_kwargs, **fit_kwargs}
         if data.train is not None:  # a PyDataset / tf.data / generator: batching is its own
             args = (data.train,)
@@ -337,7 +338,7 @@ class Point:
         rec["epoch_s"] = steady  # steady-state epochs, training only
         rec["epochs_run"] = len(train_s)
         rec["steady_s"] = round(math.fsum(steady), 6)  # the timing window: what the figure rests on
-        rec["window_stopped_by"] = t.stopped_by  # epochs, window (extended past `epochs`) or deadline
+        rec["window_stopped_by"] = t.stopped_by  # epochs, window (extended past `epochs`), deadline, another process
         rec["epoch_with_val_s"] = list(t.epoch_s[1:])  # the same epochs with their validation
         rec["median_epoch_with_val_s"] = spread(rec["epoch_with_val_s"])["median"]
         rec["timing"] = "epoch bounds read after a device sync; validation timed apart"

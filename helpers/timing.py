@@ -168,9 +168,19 @@ class EpochClock:
         """Seconds of steady-state training so far (every epoch's training part but the first's)."""
         return math.fsum(self.train_s[1:])
 
-    def done(self) -> bool:
+    def done(self, agree=None) -> bool:
         """Whether training may stop now: ``min_epochs`` epochs and a steady window of ``min_steady_s``
-        (or the ``deadline`` would be passed by one more epoch). Sets ``stopped_by``."""
+        (or the ``deadline`` would be passed by one more epoch). Sets ``stopped_by``. ``agree(done) -> bool``
+        (several processes of one point: ``distribution.agree_stop``) makes it the processes' common answer."""
+        mine = self._done()
+        if agree is None:
+            return mine
+        agreed = bool(agree(mine))
+        if agreed and not mine:
+            self.stopped_by = "another process"  # its window (or deadline) came first
+        return agreed
+
+    def _done(self) -> bool:
         if len(self.train_s) < self.min_epochs:
             return False
         if self.steady_s >= self.min_steady_s:
@@ -182,8 +192,13 @@ class EpochClock:
         return False
 
 
-def make_epoch_timer(printer=print, probe=None, min_epochs=2, min_steady_s=0.0, deadline=None):
+def make_epoch_timer(printer=print, probe=None, min_epochs=2, min_steady_s=0.0, deadline=None, agree=None):
     """A Keras callback recording wall time per epoch, its validation part, and ``probe`` readings.
+
+    ``agree``: with several processes of one point, ``agree(done) -> bool`` turns this process's decision to stop
+    into the processes' one (``distribution.agree_stop``: all stop once any is done). Each process times its own
+    epochs, so alone they would stop after different epochs, and the one that trains on waits in the step's
+    collective for ever (seen on two H200s: the point hung until the runner's timeout).
 
     The returned callback has the ``EpochClock`` lists as attributes (``epoch_s``, ``val_s``,
     ``train_s``, ``bounds``, ``marks``, ``history``). Run ``fit`` with more epochs than ``min_epochs``:
@@ -227,7 +242,7 @@ def make_epoch_timer(printer=print, probe=None, min_epochs=2, min_steady_s=0.0, 
 
         def on_epoch_end(self, epoch, logs=None):
             self.clock.epoch_end(epoch, logs)
-            if self.clock.done():
+            if self.clock.done(agree):
                 self.model.stop_training = True
 
     return EpochTimer()

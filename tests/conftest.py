@@ -217,6 +217,15 @@ def shard_runner(fake_papermill, monkeypatch, tmp_path):
     return state["calls"], reports, outputs
 
 
+@pytest.fixture
+def slurm():
+    """A private single-node Slurm started here (``support/slurm.py``): ``(environment for its clients, its folder)``;
+    skipped, saying why, where Slurm is missing or cannot run. Tests that use it carry ``xdist_group("slurm")``."""
+    from support.slurm import single_node
+
+    yield from single_node()
+
+
 @pytest.fixture(scope="session")
 def tiny_notebooks(tmp_path_factory):
     """A folder of tiny workload notebooks (``support/tiny.py``): the runner's behaviour without a framework."""

@@ -4,7 +4,8 @@
   union is the grid, no run twice, one merged report;
 - a shard killed with SIGKILL (runner and kernel, as a node's loss or ``scancel`` does) and started again
   finishes its own runs only;
-- a single-node Slurm started here (slurmctld, slurmd, munged as root, private ports and folders):
+- a single-node Slurm started here (slurmctld, slurmd, munged as root, private ports and folders; the fixture
+  ``slurm``, tests/support/slurm.py):
   ``sbatch --array=0-1 scripts/cluster/slurm_array.sbatch`` gives one merged report. Skipped, with the
   daemons' own error, where Slurm is not installed (scripts/ensure_slurm.sh installs it) or cannot run.
 
@@ -14,16 +15,14 @@ over that grid, on the real notebooks, instead).
 """
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from support import slurm as slurm_support
 from support import tiny
 
 from helpers import record
@@ -134,119 +133,10 @@ def test_a_shard_killed_with_sigkill_and_started_again_finishes_its_own_runs_onl
     assert all(r["status"] == "ok" for r in recs)
 
 
-# ------------------------------------------------------------------ a real single-node Slurm
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# ------------------------------------------------------------------ a real single-node Slurm (support/slurm.py)
 
 
-def _tail(path: Path, n: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return f"({path.name}: none)"
-
-
-SLURM_CONF = """ClusterName=cgbtest
-SlurmctldHost={host}(127.0.0.1)
-SlurmctldPort={ctld_port}
-SlurmdPort={d_port}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket={d}/munge.sock
-StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
-SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd.pid
-SlurmctldLogFile={d}/slurmctld.log
-SlurmdLogFile={d}/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/builtin
-MpiDefault=none
-ReturnToService=2
-MinJobAge=600
-NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
-PartitionName=cgb Nodes={host} Default=YES MaxTime=INFINITE State=UP
-"""
-
-
-@pytest.fixture
-def slurm():
-    """A private single-node Slurm (its own ports, folders and munge key); its environment for the clients."""
-    need = ("slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "munged")
-    missing = [c for c in need if not shutil.which(c)]
-    if missing:
-        pytest.skip(f"Slurm not installed (missing {', '.join(missing)}): scripts/ensure_slurm.sh installs Debian's "
-                    "slurm-wlm and munge as root")
-    if os.geteuid() != 0:
-        pytest.skip("the single-node Slurm of this test runs its daemons as root")
-    d = Path(tempfile.mkdtemp(prefix="cgb-slurm-"))  # short: munge's socket path must fit in 108 bytes
-    for sub in ("state", "spool"):
-        (d / sub).mkdir()
-    key = d / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o600)
-    host = socket.gethostname().split(".")[0]
-    conf = d / "slurm.conf"
-    conf.write_text(SLURM_CONF.format(host=host, d=d, ctld_port=_free_port(), d_port=_free_port(),
-                                      cpus=os.cpu_count() or 1))
-    env = {**os.environ, "SLURM_CONF": str(conf)}
-    procs = []
-
-    def start(args, log):
-        f = (d / log).open("w")
-        procs.append(subprocess.Popen(args, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True))
-
-    try:
-        start(["munged", "-F", "-f", f"--key-file={key}", f"--socket={d}/munge.sock", f"--pid-file={d}/munged.pid",
-               f"--log-file={d}/munged.log", f"--seed-file={d}/munged.seed"], "munged.out")
-        for _ in range(50):
-            if (d / "munge.sock").exists():
-                break
-            time.sleep(0.1)
-        start(["slurmctld", "-D", "-f", str(conf)], "slurmctld.out")
-        start(["slurmd", "-D", "-f", str(conf)], "slurmd.out")
-        state, t0 = "", time.time()
-        while time.time() - t0 < 60:
-            dead = [p.args[0] for p in procs if p.poll() is not None]
-            if dead:
-                break
-            q = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=env, capture_output=True, text=True)
-            state = (q.stdout + q.stderr).strip()
-            if q.returncode == 0 and state.startswith("idle"):
-                break
-            time.sleep(1)
-        else:
-            dead = []
-        if dead or not state.startswith("idle"):
-            why = "; ".join(f"{n}: {_tail(d / n, 6)}" for n in ("munged.out", "slurmctld.out", "slurmctld.log",
-                                                                  "slurmd.out", "slurmd.log"))
-            pytest.skip(f"slurmd cannot run here ({', '.join(dead) or 'node ' + (state or 'not up')}): {why}")
-        yield env, d
-    finally:
-        subprocess.run(["scancel", "--user=root"], env=env, capture_output=True)
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        shutil.rmtree(d, ignore_errors=True)
-
-
+@pytest.mark.xdist_group(slurm_support.GROUP)  # one single-node Slurm at a time
 def test_sbatch_array_of_a_grid_gives_one_merged_report(slurm, tmp_path):
     env, d = slurm
     grid = tmp_path / "g.yaml"
@@ -269,7 +159,7 @@ def test_sbatch_array_of_a_grid_gives_one_merged_report(slurm, tmp_path):
             break
         time.sleep(2)
     logs = {p.name: p.read_text(errors="replace") for p in sorted(tmp_path.glob("slurm-*.out"))}
-    detail = "\n".join(f"--- {k}\n{v[-2500:]}" for k, v in logs.items()) + "\n" + _tail(d / "slurmd.log")
+    detail = "\n".join(f"--- {k}\n{v[-2500:]}" for k, v in logs.items()) + "\n" + slurm_support.tail(d / "slurmd.log")
     states = subprocess.run(["scontrol", "-o", "show", "job", job], env=env, capture_output=True, text=True).stdout
     assert len(logs) == 2, detail
     assert states.count("JobState=COMPLETED") == 2 and states.count("ExitCode=0:0") == 2, states + detail

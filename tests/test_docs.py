@@ -5,6 +5,8 @@
 - Every relative link in README.md, docs/*.md and reference/**/README.md resolves to a file (or folder) here.
 - docs/knobs.md is exactly what ``python -m helpers.knobs_doc`` prints (helpers/params.py's table).
 - docs/report.md names every registered report section.
+- Every launcher command of docs/multi_gpu.md is one a test runs: each sits in a block marked for the test that
+  reads it (support/doc_commands.py), and no other block of the page starts a launcher.
 - Nothing is lost: every number of the round-2 README (frozen at tests/data/readme_round2.md) appears in
   README.md, docs/**/*.md or reference/**/README.md.
 """
@@ -17,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import chromium
+from support import chromium, doc_commands
 
 from helpers.paths import PROJECT_ROOT
 
@@ -156,6 +158,20 @@ def test_report_page_names_every_section():
     text = (PROJECT_ROOT / "docs" / "report.md").read_text(encoding="utf-8")
     missing = [name for name in sections.ORDER if f"`{name}`" not in text]
     assert not missing, f"docs/report.md does not describe the report sections {missing} (helpers/report/sections)"
+
+
+def test_every_launcher_command_of_the_multi_gpu_page_is_run_by_a_test():
+    """docs/multi_gpu.md's mpirun, srun and by-hand blocks are the ones tests/test_launch.py reads and runs; the
+    page has no launcher block besides them (one added there must get its test and its marker)."""
+    marked = doc_commands.blocks()
+    assert set(marked) == set(doc_commands.TESTED), (sorted(marked), sorted(doc_commands.TESTED))
+    for name in marked:
+        assert doc_commands.lines(name), name
+        src = doc_commands.test_source(name)
+        assert f'doc_commands.lines("{name}")' in src, f"{doc_commands.TESTED[name]} does not run the {name} block"
+    extra = doc_commands.untested_launcher_blocks()
+    assert not extra, "docs/multi_gpu.md starts a launcher in a block no test runs (mark it <!-- tested: NAME --> " \
+                      "and run it in a test, or make it prose):\n" + "\n".join(extra)
 
 
 # ------------------------------------------------------------------ nothing lost

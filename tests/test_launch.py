@@ -4,8 +4,10 @@ on the point, one that dies mid-run): each a clear error or a failed record with
 
 The end-to-end runs go through the runner (``python -m helpers.runner``) on this machine's CPU, mlp_mnist on JAX:
 a 2-process point under a real ``mpirun`` (Open MPI, installed by run_tests.sh through scripts/ensure_openmpi.sh),
-the same point with Keras' variables set by hand on two runners, ``processes: 2`` started by the runner, and one
-of those two processes killed mid-run."""
+under a real ``srun`` (the single-node Slurm of support/slurm.py; scripts/ensure_slurm.sh), the same point with
+Keras' variables set by hand on two runners, ``processes: 2`` started by the runner, and one of those two processes
+killed mid-run. The mpirun, srun and by-hand commands are docs/multi_gpu.md's own, read from the page and run word
+for word (support/doc_commands.py: the grid file and the interpreter filled in)."""
 
 import glob
 import json
@@ -20,6 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
+from support import doc_commands
+from support import slurm as slurm_support
 
 from helpers import distribution, grid, launch, local_launch
 from helpers.paths import PROJECT_ROOT
@@ -182,6 +186,9 @@ def _assert_merged_from_both(outputs: Path, launcher: str):
     assert all(p["n_train_process"] == 512 and p["median_epoch_s"] > 0 for p in procs)  # both processes' figures
     assert all(p["devices"]["local_devices"][0]["kind"] == "cpu" for p in procs)  # which device each one used
     assert procs[0]["final_loss"] == procs[1]["final_loss"]  # one model, trained in step
+    # the processes stop after the same epoch (distribution.agree_stop): one that trained on would wait in a
+    # collective for ever
+    assert procs[0]["epochs_run"] == procs[1]["epochs_run"] >= 2  # epochs after the first
     # every other record of the point is a pointer of a process other than 0, never a second set of figures
     assert all(r.get("merged_from") or (r["status"] == "skipped" and r["samples_per_s"] is None) for r in recs)
     return m
@@ -189,33 +196,58 @@ def _assert_merged_from_both(outputs: Path, launcher: str):
 
 @pytest.mark.skipif(not JAX, reason="JAX not installed")
 def test_two_processes_under_a_real_mpirun(tmp_path):
-    """`mpirun -np 2 python -m helpers.runner grid.yaml` (hosts: 2): each rank a runner, their id, count and
-    coordinator from Open MPI's variables through JAX's cluster detection; one merged record."""
-    mpirun = os.environ.get("CGB_MPIRUN") or shutil.which("mpirun")
-    if not mpirun:
+    """docs/multi_gpu.md's `mpirun -np 2 ... python -m helpers.runner GRID.yaml` (hosts: 2), word for word: each
+    rank a runner, their id, count and coordinator from Open MPI's variables as JAX's cluster detection reads them;
+    one merged record. Root and more ranks than cores are allowed through the environment (as a user would)."""
+    (line,) = doc_commands.lines("mpirun")
+    pre, args = doc_commands.argv(line, _write_grid(tmp_path / "g.yaml", hosts=2))
+    assert args[0] == "mpirun" and not pre, line
+    path = os.environ["PATH"]
+    if os.environ.get("CGB_MPIRUN"):  # scripts/ensure_openmpi.sh's: its folder first, the command as the page has it
+        path = os.path.dirname(os.environ["CGB_MPIRUN"]) + os.pathsep + path
+    if not shutil.which("mpirun", path=path):
         pytest.skip("mpirun not found: run the tests through ./run_tests.sh (it installs Debian's openmpi-bin)")
-    g = _write_grid(tmp_path / "g.yaml", hosts=2)
-    env = _env(tmp_path / "out", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+    env = _env(tmp_path / "out", PATH=path, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
-    rc, log = _runner([mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2",
-                       "-x", "CGB_OUTPUTS", sys.executable, "-m", "helpers.runner", str(g), "--no-report"], env,
-                      tmp_path / "mpirun.log")
+    rc, log = _runner(args, env, tmp_path / "mpirun.log")
     assert rc == 0, log[-4000:]
     _assert_merged_from_both(tmp_path / "out", "mpirun")
 
 
+@pytest.mark.xdist_group(slurm_support.GROUP)  # one single-node Slurm at a time
+@pytest.mark.skipif(not JAX, reason="JAX not installed")
+def test_two_processes_under_a_real_srun(slurm, tmp_path):
+    """docs/multi_gpu.md's `srun --ntasks 2 python -m helpers.runner GRID.yaml` (hosts: 2), word for word, on a
+    single-node Slurm started here: each task a runner, their id, count and coordinator (the step's first node)
+    from Slurm's variables as JAX's SlurmCluster reads them; one merged record."""
+    slurm_env, folder = slurm
+    (line,) = doc_commands.lines("srun")
+    pre, args = doc_commands.argv(line, _write_grid(tmp_path / "g.yaml", hosts=2))
+    assert args[0] == "srun" and not pre, line
+    env = _env(tmp_path / "out", SLURM_CONF=slurm_env["SLURM_CONF"])
+    rc, log = _runner(args, env, tmp_path / "srun.log")
+    assert rc == 0, log[-4000:] + "\n--- slurmd.log\n" + slurm_support.tail(folder / "slurmd.log")
+    m = _assert_merged_from_both(tmp_path / "out", "srun")
+    node = socket.gethostname().split(".")[0]  # the Slurm node's name (support/slurm.py)
+    assert m["launch"]["coordinator"].startswith(f"{node}:") and m["launch"]["local_rank"] == 0, m["launch"]
+    assert [p["host"] for p in m["processes"]] == [m["fingerprint"]["host"]] * 2
+
+
 @pytest.mark.skipif(not JAX, reason="JAX not installed")
 def test_two_processes_with_keras_variables_set_by_hand(tmp_path):
-    """The same point as two runners, each with KERAS_DISTRIBUTION_* set (as on two hosts without a launcher)."""
+    """docs/multi_gpu.md's two commands with Keras' variables set by hand (one on each host, no launcher), word for
+    word, both on this host: the page's coordinator host0:PORT is 127.0.0.1 at a free port here."""
     g = _write_grid(tmp_path / "g.yaml", hosts=2)
     port = launch.free_port()
+    lines = doc_commands.lines("by-hand")
+    assert len(lines) == 2, lines
     procs = []
-    for i in range(2):
-        env = _env(tmp_path / "out", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-                   KERAS_DISTRIBUTION_PROCESS_ID=str(i), KERAS_DISTRIBUTION_NUM_PROCESSES="2")
+    for i, line in enumerate(lines):
+        pre, args = doc_commands.argv(line, g, **{doc_commands.BY_HAND_COORDINATOR: f"127.0.0.1:{port}"})
+        assert pre[launch.COORDINATOR_ENV[0]] == f"127.0.0.1:{port}" and pre[launch.PROCESS_ID_ENV[0]] == str(i), pre
+        env = _env(tmp_path / "out", **pre)
         out = open(tmp_path / f"r{i}.log", "w")  # noqa: SIM115 - closed below
-        procs.append((subprocess.Popen([sys.executable, "-m", "helpers.runner", str(g), "--no-report"],
-                                       cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT), out))
+        procs.append((subprocess.Popen(args, cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT), out))
     for proc, out in procs:
         try:
             proc.wait(timeout=600)

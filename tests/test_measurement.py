@@ -407,6 +407,36 @@ def test_window_stops_before_the_deadline_and_says_so():
     assert clock.stopped_by == "deadline" and now[0] <= 10.0 and n == 5  # 1 + 4 x 2 s; a 5th would pass 10 s
 
 
+def test_processes_of_one_point_stop_after_the_same_epoch():
+    """Two processes' clocks, the second's epochs a little slower: alone, they would stop after different epochs,
+    and the one that trains on would wait in the step's collective for ever (a point hung so on two H200s);
+    through ``agree`` (every process's decision gathered, as distribution.agree_stop does) both stop after the
+    first one is done."""
+    nows, clocks = [[0.0], [0.0]], []  # process 1's epochs a little slower: its window fills in fewer of them
+    for i in range(2):
+        clocks.append(timing.EpochClock(printer=lambda *_: None, clock=lambda i=i: nows[i][0], min_epochs=3,
+                                        min_steady_s=3.0))
+    alone = []
+    for i, step in enumerate((0.100, 0.104)):
+        c = timing.EpochClock(printer=lambda *_: None, clock=lambda i=i: nows[i][0], min_epochs=3, min_steady_s=3.0)
+        alone.append(_epochs(c, nows[i], [6.0, step]))
+    assert alone == [32, 30]  # the fault the agreement mends: alone, process 0 trains two epochs more
+    decided = {}
+    for epoch in range(1000):
+        mine = []
+        for i, step in enumerate((0.100, 0.104)):
+            clocks[i].epoch_begin()
+            nows[i][0] += 6.0 if epoch == 0 else step
+            clocks[i].epoch_end(epoch, {"loss": 1.0})
+            mine.append(clocks[i]._done())
+        gathered = any(mine)
+        decided = {i: clocks[i].done(agree=lambda _mine, g=gathered: g) for i in range(2)}
+        if any(decided.values()):
+            break
+    assert decided == {0: True, 1: True} and epoch + 1 == 30
+    assert [c.stopped_by for c in clocks] == ["another process", "window"]
+
+
 def test_window_prints_at_most_a_line_a_second_past_the_epochs_asked_for():
     now = [0.0]
     lines = []

@@ -172,12 +172,13 @@ except PointSkipped:
 def _records(folder, rows):
     from helpers.record import write_atomic
 
-    for i, (gpus, placement, sps, copy_s) in enumerate(rows):
+    for i, (gpus, placement, sps, copy_s, *processes) in enumerate(rows):
         n = 2560
         rec = {"schema": 2, "point_id": f"p{i}", "workload": "resnet50", "backend": "jax", "device": "gpu",
                "device_used": "gpu", "status": "ok", "reason": None, "data_source": "synthetic",
                "params": {"threads": 0, "precision": "mixed_bfloat16", "gpus": gpus, "hosts": 1,
-                          "input_dtype": "float32", "image_size": 224, "data_placement": placement},
+                          "input_dtype": "float32", "image_size": 224, "data_placement": placement,
+                          **({"processes": processes[0]} if processes else {})},
                "n_train": n, "batch_size": 256, "epochs": 4, "first_epoch_s": 9.0, "epoch_s": [n / sps] * 3,
                "median_epoch_s": n / sps, "step_s": n / sps / 10, "samples_per_s": sps, "steps_per_epoch": 10,
                "history": {"loss": [7, 6]}, "utilisation": {}, "energy_j_per_epoch": 100.0 * gpus,
@@ -215,6 +216,32 @@ def test_scaling_section_says_where_the_time_goes_and_what_n_gpus_cost(tmp_path)
     assert two["$ per epoch"] == pytest.approx(4.29 / 3600 * 2560 / 4096)
     page = sections.build(sections.get("scaling"), ctx)._repr_html_()
     assert "Where the time goes" in page and "40%" in page and "1.50x" in page and "data on the device" in page
+
+
+def test_scaling_sets_one_process_per_gpu_beside_one_process_driving_both(tmp_path):
+    """Issue 47: 2 GPUs reached two ways, each against the same one-GPU run: gpus: 2 (one process) and gpus: 1 x
+    processes: 2 (one process per GPU); the table's way, the finding's two efficiencies, the section's note."""
+    from helpers import report
+    from helpers.report import devices, sections
+
+    # 1 GPU 2,500 samples/s; one process driving 2 GPUs 3,000 (0.60); one process per GPU 4,500 (0.90)
+    _records(tmp_path, [(1, "host", 2500.0, 0.04), (2, "host", 3000.0, 0.07), (1, "host", 4500.0, 0.04, 2)])
+    report.setup_plots()
+    ctx = report.build_context([tmp_path], use_reference=False)
+    table = devices.device_scaling(ctx.costed)
+    two = table[table["devices"] == 2].set_index("way")
+    assert sorted(two.index) == ["2 processes x 1 GPU", "one process"]
+    assert two.loc["one process", "efficiency"] == pytest.approx(3000 / (2 * 2500))
+    assert two.loc["2 processes x 1 GPU", "efficiency"] == pytest.approx(4500 / (2 * 2500))
+    assert two.loc["2 processes x 1 GPU", "GPUs"] == "1 x 2 processes"
+    assert devices.findings(table) == [
+        "resnet50 (jax, mixed_bfloat16) on 2 GPUs: efficiency with float32 inputs from the host 0.60 one process "
+        "driving 2 GPUs against 0.90 one process per GPU."]
+    fig = devices.plot_devices(table)
+    labels = [ln.get_label() for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")]
+    assert len(labels) == 2 and labels[1].endswith("2 processes x 1 GPU")  # a line each, from the same 1-GPU run
+    page = sections.build(sections.get("scaling"), ctx)._repr_html_()
+    assert "Two ways to drive N GPUs" in page and "one process per GPU" in page
 
 
 _SHARDED = """

@@ -6,7 +6,9 @@
     lines = findings(table)                   # per model, its efficiency at the most GPUs, per input path
 
 Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); its range comes
-from the runs (the slowest N-device run over N x the fastest one-device run, and the other way round).
+from the runs (the slowest N-device run over N x the fastest one-device run, and the other way round). N devices
+are reached two ways, set side by side (issue 47): one process driving N GPUs (``gpus: N``) or N processes of one
+GPU each (``processes: N``, or ``hosts: N`` under a launcher); the table's ``way`` says which.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from .fmt import isnull, marks
 from .published import gpu_count
 from .table import CONFIG_KEYS
 
-DEVICE_KNOBS = ("gpus", "hosts")
+DEVICE_KNOBS = ("gpus", "hosts", "processes")
+ONE_PROCESS = "one process"  # the way of a point of one process (driving one GPU or several)
 INPUTS = (("float32", "host"), ("uint8", "host"), ("float32", "device"), ("uint8", "device"))
 
 
@@ -38,7 +41,8 @@ def device_scaling(summ):
     items = [_knob_items(k) for k in s["knobs"]]
     s["gpus_n"] = [int(i.get("gpus", 1)) for i in items]
     s["hosts_n"] = [int(i.get("hosts", 1)) for i in items]
-    s["devices"] = s["gpus_n"] * s["hosts_n"]
+    s["procs_n"] = [int(i.get("processes", 1)) for i in items]
+    s["devices"] = s["gpus_n"] * s["hosts_n"] * s["procs_n"]
     s["input_dtype"] = [i.get("input_dtype", LATER_DEFAULTS["input_dtype"]) for i in items]
     s["placement"] = [i.get("data_placement", LATER_DEFAULTS["data_placement"]) for i in items]
     s["_base"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k not in DEVICE_KNOBS) for i in items]
@@ -58,8 +62,10 @@ def device_scaling(summ):
             eff = r["samples_per_s"] / (n * base) if base == base else math.nan
             rows.append({"workload": r["workload"], "backend": r["backend"], "precision": r["precision"],
                          "batch per device": r["batch_size"], "input": r["input_dtype"], "data on": r["placement"],
-                         "GPUs": f"{r['gpus_n']}" + (f" x {r['hosts_n']} hosts" if r["hosts_n"] > 1 else ""),
-                         "devices": n, "samples/s": r["samples_per_s"], "efficiency": eff,
+                         "GPUs": f"{r['gpus_n']}" + (f" x {r['hosts_n']} hosts" if r["hosts_n"] > 1 else "")
+                                 + (f" x {r['procs_n']} processes" if r["procs_n"] > 1 else ""),
+                         "devices": n, "way": way(r["gpus_n"], r["hosts_n"] * r["procs_n"]),
+                         "samples/s": r["samples_per_s"], "efficiency": eff,
                          "efficiency over the runs": (lo / (n * b_hi), hi / (n * b_lo)) if base == base else None,
                          "J per epoch": r.get("energy_j_per_epoch"),
                          "$ per 1k samples": r.get("on_demand_per_1k", math.nan),
@@ -71,8 +77,16 @@ def device_scaling(summ):
         return None
     import pandas as pd
 
-    return pd.DataFrame(rows).sort_values(["workload", "backend", "precision", "devices", "input", "data on"],
-                                          kind="stable")
+    return pd.DataFrame(rows).sort_values(["workload", "backend", "precision", "devices", "input", "data on",
+                                           "way"], kind="stable")
+
+
+def way(gpus: int, processes: int) -> str:
+    """How a point's devices are driven: ``one process`` (one GPU, or ``gpus`` > 1 in one process) or
+    ``N processes x G GPU(s)`` (``processes`` on this host, or ``hosts`` under a launcher)."""
+    if processes <= 1:
+        return ONE_PROCESS
+    return f"{processes} processes x {gpus} GPU" + ("s" if gpus > 1 else "")
 
 
 def _run_range(r) -> tuple[float, float]:
@@ -111,22 +125,49 @@ def published_devices(pub, workloads):
 
 def findings(table) -> list[str]:
     """One sentence per model (workload, backend, precision): its efficiency at the most devices it ran on, per
-    input path (float32 / uint8, from the host / on the device), with the range over the runs."""
+    input path (float32 / uint8, from the host / on the device), with the range over the runs; where the devices
+    were driven both ways, one process driving them and one process per GPU side by side."""
     out = []
     for (wl, be, prec), g in table.groupby(["workload", "backend", "precision"], sort=True):
         n = g["devices"].max()
         top = g[g["devices"] == n]
+        ways = sorted(set(top["way"]), key=lambda w: (w != ONE_PROCESS, w))
         parts = []
         for inp, on in INPUTS:
-            r = top[(top["input"] == inp) & (top["data on"] == on)]
-            if len(r) and not isnull(r["efficiency"].iloc[0]):
-                rng = r["efficiency over the runs"].iloc[0]
-                parts.append(f"{r['efficiency'].iloc[0]:.2f} with {_path(inp, on)}"
-                             + (f" ({rng[0]:.2f}-{rng[1]:.2f} over {int(r['runs'].iloc[0])} run(s))"
-                                if rng and int(r["runs"].iloc[0] or 1) > 1 else ""))
+            said = []
+            for w in ways:
+                r = top[(top["input"] == inp) & (top["data on"] == on) & (top["way"] == w)]
+                if len(r) and not isnull(r["efficiency"].iloc[0]):
+                    rng = r["efficiency over the runs"].iloc[0]
+                    said.append((f"{r['efficiency'].iloc[0]:.2f}", _way_words(w, n),
+                                 f" ({rng[0]:.2f}-{rng[1]:.2f} over {int(r['runs'].iloc[0])} run(s))"
+                                 if rng and int(r["runs"].iloc[0] or 1) > 1 else ""))
+            if len(said) == 1 and len(ways) == 1:
+                parts.append(f"{said[0][0]} with {_path(inp, on)}{said[0][2]}")
+            elif said:
+                parts.append(f"with {_path(inp, on)} " + " against ".join(f"{e} {w}{r}" for e, w, r in said))
         if parts:
             out.append(f"{wl} ({be}, {prec}) on {n} GPUs: efficiency " + "; ".join(parts) + ".")
     return out
+
+
+def _way_words(w: str, n: int) -> str:
+    if w == ONE_PROCESS:
+        return f"one process driving {n} GPUs"
+    return "one process per GPU" if w.endswith("x 1 GPU") else w
+
+
+def _lines(g):
+    """The chart's lines of one workload: per backend, precision and input path, and, where its devices were driven
+    both ways, per way (each line starting from the one-device point); the way is None where there is one."""
+    for (be, prec, inp, on), h in g.groupby(["backend", "precision", "input", "data on"], sort=True):
+        many = h[h["devices"] > 1]
+        ways = sorted(set(many["way"]), key=lambda w: (w != ONE_PROCESS, w))
+        if len(ways) <= 1:
+            yield (be, prec, inp, on, None), h
+            continue
+        for w in ways:
+            yield (be, prec, inp, on, w), h[(h["devices"] == 1) | (h["way"] == w)]
 
 
 def plot_devices(table, anchors=None):
@@ -141,9 +182,11 @@ def plot_devices(table, anchors=None):
         top, bot = axes[i], axes[nw + i]
         g = table[table["workload"] == wl]
         xs_all = set(g["devices"])
-        for (be, prec, inp, on), h in g.groupby(["backend", "precision", "input", "data on"], sort=True):
+        for (be, prec, inp, on, w), h in _lines(g):
             h = h.sort_values("devices")
-            line = top.plot(h["devices"], h["samples/s"], marker="o", label=f"{be} · {prec} · {_path(inp, on)}")[0]
+            label = f"{be} · {prec} · {_path(inp, on)}" + ("" if w is None else f" · {w}")
+            line = top.plot(h["devices"], h["samples/s"], marker="o", label=label,
+                            linestyle="--" if w not in (None, ONE_PROCESS) else "-")[0]
             one = h[h["devices"] == 1]["samples/s"]
             if len(one):
                 xs = sorted(set(h["devices"]))

@@ -15,7 +15,7 @@ from ...params import LATER_DEFAULTS
 from .. import findings as said
 from ..aggregate import _knob_items, labels
 from ..charts import MAX_LINES, colour, grid, plain_log
-from ..devices import device_scaling, findings, plot_devices, published_devices
+from ..devices import ONE_PROCESS, device_scaling, findings, plot_devices, published_devices
 from ..fmt import MARKS_NOTE, isnull, marks, num
 from ..table import CONFIG_KEYS
 from .base import Section
@@ -31,6 +31,12 @@ INPUT_NOTE = ("The input path: with float32 inputs every step copies 4 bytes a p
               "same network); with <code>data_placement: device</code> the training set sits on the GPUs before the "
               "clock starts and no step copies anything. Compare a model's input rows at the same GPU count: the "
               "difference is the host copy. In these records:")
+
+WAYS_NOTE = ("Two ways to drive N GPUs, side by side (column <i>way</i>; dashed in the chart): one process driving "
+             "all N (<code>gpus: N</code>: one Python process feeds every GPU, its host copy and the step's dispatch "
+             "serialised in it) and N processes of one GPU each (<code>processes: N</code> on this host, "
+             "<code>hosts: N</code> under a launcher: each process feeds its own GPU; docs/multi_gpu.md). Both "
+             "against the same one-GPU run.")
 
 AXES = (("batch_size", "batch size", "batch sizes"),
         ("threads", "CPU threads (0 = all the machine allows)", "CPU thread counts"),
@@ -110,6 +116,8 @@ def _devices_part(s: Section, ctx) -> None:
                "empty where the one-device run is missing. The global batch is the per-device batch x N. Cost: the "
                "machine's on-demand price (params/prices.yaml; empty where it has none) for the time of 1,000 "
                "samples and of one epoch of the run; the whole machine is paid whether one or all its GPUs train.")
+        if (table["way"] != ONE_PROCESS).any():
+            s.note(WAYS_NOTE)
         s.note("{}", INPUT_NOTE)
         for line in findings(table):
             s.note("{}", line)

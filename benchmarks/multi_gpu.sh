@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One process per GPU against one process driving both (issue 47): params/multi_gpu.yaml through the suite's
+# runner on a lent machine with two GPUs, resumed across the calls of one lease.
+#
+#   bash benchmarks/profile_gpu.sh --wheels          # HERE, once: the suite's pure-Python packages in .whl/
+#   bash benchmarks/multi_gpu.sh [BUDGET_S]          # THERE: carry [".whl"]; starts no point after BUDGET_S s
+#
+# Each call resumes the grid where the last stopped (a warm machine keeps /tmp/cgb/multi_gpu) and sends back
+# $OUT/multi_gpu_runs.tgz: unpack it here (`tar xzf multi_gpu_runs.tgz -C outputs`), then publish:
+#   python3 scripts/publish_reference.py outputs/multi_gpu --to reference/h200x2
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUDGET="${1:-480}"
+OUTDIR="${OUT:-$(mktemp -d)}"
+exec > >(tee -a "$OUTDIR/multi_gpu.log") 2>&1
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+mkdir -p /tmp/cgb
+[ -d /tmp/cgb/multi_gpu ] && echo "runs of an earlier call on this machine: resumed"
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+nvidia-smi topo -m 2>/dev/null | head -4 || true
+export PYTHONUNBUFFERED=1 CGB_OUTPUTS=/tmp/cgb/multi_gpu NCCL_NVLS_ENABLE=0
+python3 -m helpers.runner "${GRID:-params/multi_gpu.yaml}" --budget "$BUDGET" --no-report --yes || echo "runner exit $?"
+# every run so far, one line each (the figures come back in the log even if the files do not)
+python3 - <<'PY'
+import json, pathlib
+for f in sorted(pathlib.Path("/tmp/cgb/multi_gpu").rglob("records/*.json")):
+    r = json.loads(f.read_text())
+    p = r.get("params") or {}
+    print(f"{r.get('workload'):12} gpus {p.get('gpus', 1)} processes {p.get('processes', 1)} "
+          f"{p.get('input_dtype', 'float32'):7} {r.get('status'):7} {r.get('samples_per_s') or 0:10,.0f}/s "
+          f"boot {((r.get('fingerprint') or {}).get('boot_id') or '?')[:8]} {r.get('reason') or ''}"[:220])
+PY
+tar czf "$OUTDIR/multi_gpu_runs.tgz" -C /tmp/cgb multi_gpu
+ls -la "$OUTDIR"
