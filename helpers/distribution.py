@@ -50,6 +50,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from . import device as _device
 from . import launch as _launch
 from .launch import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV, DistributionError  # noqa: F401
 from .params import ParamError
@@ -193,7 +194,6 @@ def initialize(params: dict, environ=None, on_stuck=None) -> Plan:
                                     f"{COORDINATOR_ENV[0]}" if who.source == "explicit" else "JAX_COORDINATOR_PORT")
                                 + ") or stop what holds it")
     import jax
-    import keras
 
     if params.get("device") == "cpu":
         jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU collectives across processes
@@ -204,7 +204,7 @@ def initialize(params: dict, environ=None, on_stuck=None) -> Plan:
         platforms = jax.config.jax_platforms + ",cpu"
         jax.config.update("jax_platforms", platforms)
         env["JAX_PLATFORMS"] = plan.launch["jax_platforms"] = platforms
-    keras.utils.set_random_seed(params.get("seed", 0))  # Keras' cross-process seeding is then not needed
+    _device.set_random_seed(params.get("seed", 0))  # Keras' cross-process seeding is then not needed
     timeout = int(_deadline_s())
     t0 = time.perf_counter()
     stuck = None

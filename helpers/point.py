@@ -160,7 +160,7 @@ class Point:
         if why:
             self.skip(why)
         keras.mixed_precision.set_global_policy(self.params.get("precision", "float32"))
-        keras.utils.set_random_seed(self.params.get("seed", 0))
+        _device.set_random_seed(self.params.get("seed", 0))  # not TensorFlow's on another backend
         thr = self.record["threads_in_effect"] = _device.threads_in_effect(backend)
         print(f"backend={backend} device={dev} -> {info['device_used']} ({info['detail']}); "
               f"keras {keras.__version__}; threads intra-op {thr['intra_op']}, inter-op {thr['inter_op']} "

@@ -63,6 +63,10 @@ class WorkloadRun:
         assert len(files) == 1, (self.backend, name, files, log[-3000:])
         return json.loads(files[0].read_text())
 
+    def modules(self, name: str) -> dict:
+        """Which frameworks the chunk's interpreter had imported once point ``name`` was done."""
+        return json.loads((self._folder(name)[0] / "imported.txt").read_text())
+
     def error(self, name: str) -> str | None:
         err = self._folder(name)[0] / "error.txt"
         return err.read_text() if err.exists() else None

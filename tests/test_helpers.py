@@ -24,6 +24,35 @@ def test_package_imports_no_framework():
     assert helpers.__version__
 
 
+_SEEDS = """
+import json, random, sys
+import numpy as np
+import keras
+from helpers import device
+from keras.src.utils import rng_utils  # get_random_seed is not exported
+
+def draws():
+    return [random.random(), float(np.random.rand()), [float(v) for v in keras.random.uniform((3,))]]
+
+device.set_random_seed(7)
+mine = draws()
+out = {"tensorflow": "tensorflow" in sys.modules, "seed": rng_utils.get_random_seed()}
+keras.utils.set_random_seed(7)  # Keras' own, which imports TensorFlow where it is installed
+out["same"] = draws() == mine
+device.set_random_seed(8)  # TensorFlow imported now: Keras' own function, as it is
+out["after"] = [rng_utils.get_random_seed(), draws() != mine]
+print("RESULT" + json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not device.backend_installed("jax"), reason="JAX not installed")
+def test_the_suite_seeds_as_keras_does_without_importing_tensorflow_on_jax():
+    from support import in_fresh_python
+
+    res = json.loads(in_fresh_python(_SEEDS, "jax").split("RESULT", 1)[1])
+    assert res == {"tensorflow": False, "seed": 7, "same": True, "after": [8, True]}
+
+
 def test_force_cpu_sets_variables():
     env = {"CUDA_VISIBLE_DEVICES": "0"}
     set_vars = device.force("jax", "cpu", environ=env)

@@ -44,6 +44,8 @@ def run_one(point: dict, out: Path) -> None:
         pt.finish()
     except BaseException as exc:  # noqa: BLE001 - PointSkipped included: the test reads the record and this
         (folder / "error.txt").write_text(f"{type(exc).__name__}\n{traceback.format_exc()}")
+    # what the point imported: TensorFlow only where it is the backend (helpers.device.set_random_seed)
+    (folder / "imported.txt").write_text(json.dumps({"tensorflow": "tensorflow" in sys.modules}))
     print(f"EVERY {point['name']}: {time.perf_counter() - t0:.1f} s", flush=True)
 
 
