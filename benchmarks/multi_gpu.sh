@@ -4,13 +4,14 @@
 #
 #   bash benchmarks/profile_gpu.sh --wheels          # HERE, once: the suite's pure-Python packages in .whl/
 #   bash benchmarks/multi_gpu.sh [BUDGET_S]          # THERE: carry [".whl"]; starts no point after BUDGET_S s
+#                                                    # (420 in a 600-s call: the install and the tarball need ~40 s)
 #
 # Each call resumes the grid where the last stopped (a warm machine keeps /tmp/cgb/multi_gpu) and sends back
 # $OUT/multi_gpu_runs.tgz: unpack it here (`tar xzf multi_gpu_runs.tgz -C outputs`), then publish:
 #   python3 scripts/publish_reference.py outputs/multi_gpu --to reference/h200x2
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUDGET="${1:-480}"
+BUDGET="${1:-420}"
 OUTDIR="${OUT:-$(mktemp -d)}"
 exec > >(tee -a "$OUTDIR/multi_gpu.log") 2>&1
 if compgen -G ".whl/*.whl" >/dev/null; then
@@ -22,7 +23,11 @@ mkdir -p /tmp/cgb
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 nvidia-smi topo -m 2>/dev/null | head -4 || true
 export PYTHONUNBUFFERED=1 CGB_OUTPUTS=/tmp/cgb/multi_gpu NCCL_NVLS_ENABLE=0
-python3 -m helpers.runner "${GRID:-params/multi_gpu.yaml}" --budget "$BUDGET" --no-report --yes || echo "runner exit $?"
+# the runner is stopped CUTOFF s after BUDGET (default 90: a point started just before the budget ends), so that
+# the tarball below is always made inside the call's 600 s: a call cut off by the tool returns no file
+timeout --signal=INT --kill-after=20 $((BUDGET + ${CUTOFF:-90})) \
+    python3 -m helpers.runner "${GRID:-params/multi_gpu.yaml}" --budget "$BUDGET" --no-report --yes \
+    || echo "runner exit $?"
 # every run so far, one line each (the figures come back in the log even if the files do not)
 python3 - <<'PY'
 import json, pathlib

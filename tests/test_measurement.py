@@ -78,7 +78,7 @@ def test_validation_does_not_eat_the_training_time_on_jax(tmp_path):
     window: cnn_mnist read 338 samples/s without validation and 112,085 with it on this CPU.
     """
     code = f"OUT = {str(tmp_path)!r}\n" + _VALIDATION
-    out = in_fresh_python(code, "jax")
+    out = in_fresh_python(code, "jax", timed=True)
     res = json.loads(out.split("RESULT", 1)[1])
     without = max(r["samples_per_s"] for r in res["0"])  # the better of two runs: noise on 2 cores
     with_val = res["128"][0]
@@ -294,7 +294,7 @@ print("RESULT" + json.dumps({"threads": rec["threads_in_effect"], "fp": rec["fin
 @pytest.mark.parametrize("backend", INSTALLED)
 def test_threads_in_effect_and_the_machine_before_narrowing(tmp_path, backend):
     code = f"OUT = {str(tmp_path)!r}\nBACKEND = {backend!r}\n" + _THREADS
-    res = json.loads(in_fresh_python(code, backend).split("RESULT", 1)[1])
+    res = json.loads(in_fresh_python(code, backend, timed=True).split("RESULT", 1)[1])
     thr, fp = res["threads"], res["fp"]
     assert thr["backend"] == backend and thr["intra_op"] == 1 and thr["cpu_affinity"] == 1, thr
     assert thr["source"] and thr["env"]["OMP_NUM_THREADS"] == "1"
@@ -472,7 +472,7 @@ print("RESULT" + json.dumps({k: rec[k] for k in ("epochs_run", "steady_s", "epoc
 def test_a_real_point_trains_on_until_its_window_is_filled(tmp_path, backend):
     """The same model goes on training past `epochs` (2) until its steady epochs add up to 2 s (an epoch of 4
     small steps takes well under that, also on a loaded 2-core machine)."""
-    out = in_fresh_python(f"OUT = {str(tmp_path)!r}\nBACKEND = {backend!r}\n" + _WINDOW, backend)
+    out = in_fresh_python(f"OUT = {str(tmp_path)!r}\nBACKEND = {backend!r}\n" + _WINDOW, backend, timed=True)
     rec = json.loads(out.split("RESULT", 1)[1])
     assert rec["epochs"] == 2 and rec["params"]["min_steady_s"] == 2.0
     assert rec["epochs_run"] > 2 and rec["window_stopped_by"] == "window"

@@ -174,7 +174,7 @@ print("RESULT" + json.dumps({"good": {k: good.get(k) for k in keys}, "bad": {k: 
 def test_mlp_mnist_profiled_on_the_cpu_adds_up_to_its_step(tmp_path, backend):
     """The breakdown's parts add up to the step the clock measured around the profiled steps, within 10%; the
     trace lies beside the record; a profiler that fails leaves the timings and says why."""
-    out = in_fresh_python(f"OUT = {str(tmp_path)!r}\nBACKEND = {backend!r}\n" + _POINT, backend)
+    out = in_fresh_python(f"OUT = {str(tmp_path)!r}\nBACKEND = {backend!r}\n" + _POINT, backend, timed=True)
     res = json.loads(out.split("RESULT", 1)[1])
     good, bad = res["good"], res["bad"]
     b = good["step_breakdown"]
