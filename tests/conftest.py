@@ -82,7 +82,7 @@ def _run_chunk(backend: str, chunk: str, root: Path) -> str:
     assert spec["points"], (backend, chunk)
     (root / "spec.json").write_text(json.dumps(spec))
     env = fresh_env(backend, CGB_OFFLINE="1", CGB_OUTPUTS=str(root / "outputs"),
-                    **(FAST_XLA if backend in ("jax", "tensorflow") else {}))
+                    **(FAST_XLA if backend == "jax" else {}))
     for k in POINT_ENV:
         env.pop(k, None)
     res = subprocess.run([sys.executable, str(ROOT / "tests" / "support" / "every_workload.py"),
