@@ -449,7 +449,7 @@ def _process_summary(r: dict) -> dict:
     """One process's line in the merged record: its host, figures, devices (which GPU) and status."""
     return {"process_id": r.get("process_id"), "host": (r.get("fingerprint") or {}).get("host"),
             "n_train_process": r.get("n_train_process"), "median_epoch_s": r.get("median_epoch_s"),
-            "epochs_run": len(r.get("epoch_s") or []), "window_stopped_by": r.get("window_stopped_by"),
+            "epochs_run": r.get("epochs_run"), "window_stopped_by": r.get("window_stopped_by"),
             "samples_per_s_process": r.get("samples_per_s_process"), "first_epoch_s": r.get("first_epoch_s"),
             "energy_j_per_epoch": r.get("energy_j_per_epoch"),
             "final_loss": ((r.get("history") or {}).get("loss") or [None])[-1],

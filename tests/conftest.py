@@ -74,15 +74,14 @@ class WorkloadRun:
 
 def _run_chunk(backend: str, chunk: str, root: Path) -> str:
     """One chunk of ``backend``'s points in a fresh interpreter (``support/every_workload.py``); its output."""
-    from support import FAST_XLA, POINT_ENV, fresh_env
+    from support import POINT_ENV, fast_xla, fresh_env
     from support.workload_points import points
 
     root.mkdir(parents=True, exist_ok=True)
     spec = {"backend": backend, "out": str(root / "records"), "points": points(backend, root / "data", chunk)}
     assert spec["points"], (backend, chunk)
     (root / "spec.json").write_text(json.dumps(spec))
-    env = fresh_env(backend, CGB_OFFLINE="1", CGB_OUTPUTS=str(root / "outputs"),
-                    **(FAST_XLA if backend == "jax" else {}))
+    env = fresh_env(backend, CGB_OFFLINE="1", CGB_OUTPUTS=str(root / "outputs"), **fast_xla(backend))
     for k in POINT_ENV:
         env.pop(k, None)
     res = subprocess.run([sys.executable, str(ROOT / "tests" / "support" / "every_workload.py"),

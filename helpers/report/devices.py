@@ -154,7 +154,7 @@ def findings(table) -> list[str]:
 def _way_words(w: str, n: int) -> str:
     if w == ONE_PROCESS:
         return f"one process driving {n} GPUs"
-    return "one process per GPU" if w.endswith("x 1 GPU") else w
+    return "one process per GPU" if w == way(1, n) else w
 
 
 def _lines(g):

@@ -30,6 +30,12 @@ FAST_COMPILE = "tensorflow" if "tensorflow" in INSTALLED else INSTALLED[0]  # sh
 # longer than they compile, and got slower (ResNet-50's chunk 50 s -> 58 s). Never for a test that times something
 FAST_XLA = {"XLA_FLAGS": "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"}
 
+
+def fast_xla(backend: str) -> dict:
+    """``FAST_XLA`` on JAX, nothing on another backend: the environment a behaviour-only run adds."""
+    return FAST_XLA if backend == "jax" else {}
+
+
 # what a runner exports for the point its kernel runs: never inherited by another test's process
 POINT_ENV = ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR")
 
@@ -43,7 +49,7 @@ def fresh_env(backend: str, **extra) -> dict:
 def in_fresh_python(code: str, backend: str = ONE, timed: bool = False) -> str:
     """Run ``code`` in a fresh interpreter on ``backend`` on the CPU (Keras is never imported in pytest); on JAX,
     XLA's cheapest code generation (``FAST_XLA``) unless the code times something (``timed``)."""
-    env = fresh_env(backend, **(FAST_XLA if backend == "jax" and not timed else {}))
+    env = fresh_env(backend, **({} if timed else fast_xla(backend)))
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, env=env,
                          timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

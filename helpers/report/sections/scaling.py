@@ -33,8 +33,8 @@ INPUT_NOTE = ("The input path: with float32 inputs every step copies 4 bytes a p
               "difference is the host copy. In these records:")
 
 WAYS_NOTE = ("Two ways to drive N GPUs, side by side (column <i>way</i>; dashed in the chart): one process driving "
-             "all N (<code>gpus: N</code>: one Python process feeds every GPU, its host copy and the step's dispatch "
-             "serialised in it) and N processes of one GPU each (<code>processes: N</code> on this host, "
+             "all N (<code>gpus: N</code>: one Python process makes every GPU's host copy and step dispatch) and N "
+             "processes of one GPU each (<code>processes: N</code> on this host, "
              "<code>hosts: N</code> under a launcher: each process feeds its own GPU; docs/multi_gpu.md). Both "
              "against the same one-GPU run.")
 
