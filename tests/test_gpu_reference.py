@@ -365,6 +365,17 @@ def test_published_multi_gpu_sets_one_process_per_gpu_beside_one_process_driving
     assert "Two ways to drive N GPUs" in (folder / "report.html").read_text()
 
 
+def test_no_published_report_shows_markup_as_text():
+    """A note's own tags (<code>, <i>) reach every published report as markup, never escaped into the text."""
+    pages = sorted((PROJECT_ROOT / "reference").rglob("report.html"))
+    assert len(pages) >= 5
+    for page in pages:
+        text = page.read_text()
+        assert "<code>" in text, page
+        for tag in ("code", "i", "b"):
+            assert f"&lt;{tag}&gt;" not in text, (page, tag)
+
+
 def test_published_h100_ladder_holds_every_rung_of_params_ladder():
     """reference/h100/ladder (issue 15): every configuration of params/ladder.yaml ran at least twice on the H100,
     every record is ok and carries FLOPs per sample and MFU, the limit section finds every rung of every workload's

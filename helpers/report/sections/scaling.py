@@ -118,7 +118,7 @@ def _devices_part(s: Section, ctx) -> None:
                "samples and of one epoch of the run; the whole machine is paid whether one or all its GPUs train.")
         if (table["way"] != ONE_PROCESS).any():
             s.note(WAYS_NOTE)
-        s.note("{}", INPUT_NOTE)
+        s.note(INPUT_NOTE)
         for line in findings(table):
             s.note("{}", line)
     wls = set(ctx.summary["workload"]) if len(ctx.summary) else set()
