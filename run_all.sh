@@ -24,6 +24,6 @@ source scripts/env.sh
 cgb_python || exit $?
 if [[ "${1:-}" == "--lab" ]]; then
   shift
-  exec "$PY" -m helpers.lab "$@"
+  exec "$PY" -m helpers.runner.lab "$@"
 fi
 exec "$PY" -m helpers.runner "$@"

@@ -10,7 +10,7 @@ Dense) behind ``none``, ``flip`` (RandomFlip), ``shift`` (Keras' RandomTranslati
 ``both``, ``mmshift`` (the suite's RandomShift, two batched matmuls) and ``mmboth``, and then the
 whole vgg_cifar10 network with augmentation off, with Keras' shift layer and with the suite's. The
 figure is ms per step: the median of timed epochs of ``--steps`` steps after a warm-up epoch
-(compilation), timed by the suite's own epoch timer (``helpers.timing``: synced once per epoch by
+(compilation), timed by the suite's own epoch timer (``helpers.measure.timing``: synced once per epoch by
 reading the logs back). Prints one JSON line per configuration and a table at the end.
 """
 
@@ -41,7 +41,7 @@ def _head(keras, aug: str):
 
 
 def _time_fit(model, batch: int, steps: int, epochs: int, np):
-    from helpers.timing import make_epoch_timer
+    from helpers.measure.timing import make_epoch_timer
 
     n = batch * steps
     rng = np.random.default_rng(0)
@@ -72,7 +72,7 @@ def main():
     import numpy as np
 
     from helpers import workloads
-    from helpers.device import tensor_placement
+    from helpers.point.device import tensor_placement
 
     used = tensor_placement(keras.backend.backend())[0]
     if args.device != "any" and used != args.device:

@@ -47,7 +47,7 @@ def main():
     import numpy as np
 
     from helpers import workloads
-    from helpers.device import tensor_placement
+    from helpers.point.device import tensor_placement
 
     used = tensor_placement(keras.backend.backend())[0]
     if args.device != "any" and used != args.device:

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/flops.py --table      # (re)write data/flops.csv, the report's counts
 
 1. Cross-check (default): for each of the ten workloads at its defaults (the source's configuration; ResNet-50
-   at 224 px), on the JAX backend on this CPU in a fresh process: the analytical count (``helpers.flops``:
+   at 224 px), on the JAX backend on this CPU in a fresh process: the analytical count (``helpers.measure.flops``:
    2 FLOPs per multiply-add, backward = 2 x forward, the optimiser's update per step over the batch) and XLA's
    cost analysis of the compiled train step at the workload's batch size (recurrent layers unrolled: XLA
    counts a loop body once; their unrolled step is analysed as lowered, before XLA's passes: compiling it takes
@@ -67,8 +67,8 @@ def _batch_spec(name: str, p: dict, batch: int):
 
 
 def worker_compare(names, stage: str) -> list[dict]:
-    from helpers import flops
     from helpers import workloads as W
+    from helpers.measure import flops
 
     rows = []
     for name in names:
@@ -95,9 +95,10 @@ def worker_compare(names, stage: str) -> list[dict]:
 
 def _configs() -> list[tuple[str, dict]]:
     """(workload, params) of every model configuration the reference records, the grids and the defaults name."""
-    from helpers import flops, grid
-    from helpers.record import read_records
+    from helpers.measure import flops
+    from helpers.record.store import read_records
     from helpers.report.reference import reference_folders
+    from helpers.runner import grid
 
     seen: dict[tuple, tuple] = {}
 
@@ -122,8 +123,8 @@ def _configs() -> list[tuple[str, dict]]:
 
 
 def worker_table(out: Path) -> None:
-    from helpers import flops
     from helpers import workloads as W
+    from helpers.measure import flops
 
     rows = []
     for name, p in sorted(_configs(), key=lambda c: (c[0], flops.model_key(c[1]))):

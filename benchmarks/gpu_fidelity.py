@@ -8,7 +8,7 @@
 For each workload (vgg_cifar10, resnet50) and precision (float32, mixed_bfloat16), at one batch size,
 on the same machine, in one call, it measures steady-state samples/s of:
 
-* ``suite-jax``, ``suite-torch``: a grid point through ``helpers.runner.run_point`` (fresh kernel,
+* ``suite-jax``, ``suite-torch``: a grid point through ``helpers.runner.notebook.run_point`` (fresh kernel,
   papermill, the workload notebook; synthetic data as numpy arrays fed by Keras' data adapter,
   ``jit_compile='auto'``): the record's ``samples_per_s``, the median of the steady epochs;
 * ``bare-keras-jax``, ``bare-keras-torch``: ``benchmarks/bare_keras.py``, the same model from the
@@ -138,7 +138,7 @@ class Suite:
         os.environ["CGB_OFFLINE"] = "1"
         import logging
 
-        from helpers import runner
+        from helpers.runner import notebook as runner
 
         logging.getLogger("papermill").setLevel(logging.WARNING)
         logging.getLogger("traitlets").setLevel(logging.ERROR)
@@ -149,8 +149,9 @@ class Suite:
 
     def run(self, cfg: dict, backend: str, timeout: float) -> dict:
         from helpers import params as P
-        from helpers import record, workloads
-        from helpers.machine import machine_key
+        from helpers import workloads
+        from helpers.measure.machine import machine_key
+        from helpers.record import store as record
 
         wl = cfg["workload"]
         p = {**P.COMMON_DEFAULTS, **workloads.get(wl).defaults, "workload": wl, "backend": backend,
@@ -188,7 +189,7 @@ def bare_env(backend: str | None, cfg: dict) -> dict:
     if cfg["device"] == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["JAX_PLATFORMS"] = "cpu"
-    else:  # as the suite's GPU points (helpers.device.force); CUDA_VISIBLE_DEVICES left as it is
+    else:  # as the suite's GPU points (helpers.point.device.force); CUDA_VISIBLE_DEVICES left as it is
         env["JAX_PLATFORMS"] = "cuda"
     return env
 
@@ -468,7 +469,7 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     deadline = t_start + args.budget_s
     try:
-        from helpers.fingerprint import fingerprint
+        from helpers.measure.fingerprint import fingerprint
 
         fp = fingerprint()
     except Exception as exc:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _POINT = r"""
 import json, sys
 from helpers import params, workloads
-from helpers.point import begin
+from helpers.point.session import begin
 a = json.loads(sys.argv[1])
 prm = {**params.COMMON_DEFAULTS, **workloads.get(a["workload"]).defaults, **a}
 pt = begin(prm)

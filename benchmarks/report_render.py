@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.paths import outputs_dir  # noqa: E402
-from helpers.record import read_records, write_atomic  # noqa: E402
+from helpers.record.store import read_records, write_atomic  # noqa: E402
 
 HERE = Path(__file__).resolve()
 
@@ -67,7 +67,7 @@ def synthesise(real: list[dict], n: int, folder: Path, seed: int = 0) -> None:
 
 def _measure(folders: list[Path], out_html: Path) -> int:
     """One render in this process (``--measure``); prints {"s": seconds} as JSON."""
-    from helpers.runner import _register_engine, render_report
+    from helpers.runner.cli import _register_engine, render_report
 
     _register_engine()
     run_dir = out_html.with_suffix("")
@@ -133,11 +133,11 @@ def main(argv=None) -> int:
         print(f"no ok records under {args.source}: run e.g. python -m helpers.runner params/smoke.yaml first",
               file=sys.stderr)
         return 2
-    from helpers.runner import install_kernelspec, render_report
+    from helpers.runner.cli import install_kernelspec, render_report
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="cgb-bench-"))
     kernel = install_kernelspec(base / ".jupyter")
-    from helpers.runner import _register_engine
+    from helpers.runner.cli import _register_engine
 
     _register_engine()
     for n in args.n:

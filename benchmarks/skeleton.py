@@ -79,14 +79,16 @@ def main():
     os.environ["CGB_OUTPUTS"] = str(tmp)
     os.environ["CGB_OFFLINE"] = "1"
     from helpers import params as P
-    from helpers import record, runner
-    from helpers.device import backend_installed
-    from helpers.machine import machine_key
+    from helpers.measure.machine import machine_key
+    from helpers.point.device import backend_installed
+    from helpers.record import store as record
+    from helpers.runner import notebook as runner
+    from helpers.runner.plan import run_setup
 
     kernel = runner.install_kernelspec(tmp / ".jupyter")
     engine = runner._register_engine()
     os.environ["CGB_KERNEL_IPYTHONDIR"] = str(tmp / ".ipython")
-    runner.run_setup(print, gpu=args.device == "gpu")  # what a run does once: calibration, GPU idle power
+    run_setup(print, gpu=args.device == "gpu")  # what a run does once: calibration, GPU idle power
     rows, fid = [], []
     for backend in [b for b in args.backends.split(",") if backend_installed(b)]:
         diffs, suite_w, bare_w, outside, cell_s = [], [], [], [], []

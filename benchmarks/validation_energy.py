@@ -7,7 +7,7 @@ Usage::
         [--workloads cnn_mnist mlp_mnist cnn_cifar10] [--out DIR]
 
 Each point runs in a fresh Python process through the same calls a workload notebook makes
-(``helpers.point``: begin, verify, load_data, build_model, fit, finish), alternating validation off
+(``helpers.point.session``: begin, verify, load_data, build_model, fit, finish), alternating validation off
 and on, so the pair is taken within one run. Prints per (workload, backend): samples/s without and
 with validation (median of the repeats, and each run), their ratio (≈ 1 when the validation window
 no longer swallows training), and for GPU points the energy per steady epoch from the board's counter
@@ -15,7 +15,7 @@ beside mean sampled power × median epoch (the pre-fix method), idle power and e
 
 ``--in-process``: the pair taken inside one process instead (no run-to-run spread of process start,
 clocks or memory placement): one model, one dataset, ``fit`` called alternately without and with
-validation, each call timed by the suite's epoch timer (``helpers.timing``) over a steady window of
+validation, each call timed by the suite's epoch timer (``helpers.measure.timing``) over a steady window of
 ``min_steady_s``; prints the median samples/s of each and their ratio.
 """
 
@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAD = """
 import json, statistics, sys
 sys.path.insert(0, {root!r})
-from helpers import point
-from helpers.timing import make_epoch_timer
+from helpers.point import session as point
+from helpers.measure.timing import make_epoch_timer
 pt = point.begin({params!r})
 import keras  # noqa: E402,F401
 pt.verify()
@@ -87,8 +87,8 @@ def full_params(point: dict, folder: Path) -> dict:
     import yaml
 
     sys.path.insert(0, str(ROOT))
-    from helpers import grid
-    from helpers.execute import notebook_params
+    from helpers.runner import grid
+    from helpers.runner.notebook import notebook_params
 
     folder.mkdir(parents=True, exist_ok=True)
     g = folder / "grid.yaml"

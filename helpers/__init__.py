@@ -1,7 +1,7 @@
 """cpu-gpu-bench: helpers for the CPU-versus-GPU Keras training report suite.
 
 Importing this package imports no deep-learning framework: the device and backend must be
-forced through environment variables (``helpers.device.force``) *before* ``import keras``.
+forced through environment variables (``helpers.point.device.force``) *before* ``import keras``.
 Heavy imports happen inside functions.
 
 Modules:

@@ -1,6 +1,6 @@
 """The notebook parameters: one spec for defaults, allowed values and validation.
 
-The same spec validates a grid file before anything runs (``helpers.grid``) and the
+The same spec validates a grid file before anything runs (``helpers.runner.grid``) and the
 parameters a notebook received (first code cell after ``parameters``), so a bad value
 gets the same message whether it came from ``run_all.sh`` or from papermill by hand.
 """
@@ -98,15 +98,15 @@ COMMON = _spec(
     Param("gpus", int, "devices per host trained data-parallel (keras.distribution, JAX only; > 1 needs device: "
           "gpu); the global batch is batch_size x gpus x hosts", minimum=1),
     Param("hosts", int, "processes, one per host, of one data-parallel point (JAX's distributed runtime; the "
-          "coordinator and process id come from the environment: helpers.distribution)", minimum=1),
+          "coordinator and process id come from the environment: helpers.point.distribution)", minimum=1),
     Param("processes", int, "processes of one data-parallel point started by the runner on this host, each on its "
-          "own `gpus` GPU(s) (JAX's distributed runtime on 127.0.0.1; helpers.launch); JAX only, with hosts: 1",
+          "own `gpus` GPU(s) (JAX's distributed runtime on 127.0.0.1; helpers.point.launcher); JAX only, with hosts: 1",
           minimum=1),
     Param("data_placement", str, "where the training set lives: 'host' (numpy arrays, each batch copied to the "
           "device as Keras fits arrays) or 'device' (put on the device once, batches served from there; jax and "
-          "torch, workloads whose data are arrays; helpers.placement)", choices=PLACEMENTS),
+          "torch, workloads whose data are arrays; helpers.point.placement)", choices=PLACEMENTS),
     Param("profile", bool, "after the timed window, a few steady-state steps under the framework's own "
-          "profiler: the trace kept beside the record, the step's breakdown in it (helpers.profiling); the "
+          "profiler: the trace kept beside the record, the step's breakdown in it (helpers.point.profiling); the "
           "timed figures are not touched"),
     Param("output_dir", str, "folder for the record ('' = outputs/adhoc)"),
     Param("point_id", str, "grid point id ('' = computed from the parameters and the machine)"),
@@ -127,7 +127,7 @@ LATER_DEFAULTS = {"gpus": 1, "hosts": 1, "processes": 1, "steps_per_execution": 
                   "profile": False, "input_dtype": "float32"}
 
 # Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
-# the per-point limit in seconds and the separate runs of each point (``helpers.grid``).
+# the per-point limit in seconds and the separate runs of each point (``helpers.runner.grid``).
 RUNNER_KEYS = ("timeout_s", "repeats")
 
 # Notebook parameters the runner sets for every point (where its record goes, its id): a grid that sets

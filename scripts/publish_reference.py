@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from helpers.paths import without_prefix  # noqa: E402
-from helpers.record import read_records  # noqa: E402
+from helpers.record.store import read_records  # noqa: E402
 from helpers.report import bare  # noqa: E402
 
 

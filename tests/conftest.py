@@ -26,7 +26,7 @@ def _isolated(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def kernel(tmp_path_factory):
     """A kernelspec for this Python (what the runner uses)."""
-    from helpers.runner import install_kernelspec
+    from helpers.runner.cli import install_kernelspec
 
     old = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "PYTHONPATH")}
     name = install_kernelspec(tmp_path_factory.mktemp("jupyter"))
@@ -148,7 +148,7 @@ def fake_papermill(monkeypatch, tmp_path):
     import nbformat
     import papermill
 
-    from helpers import record
+    from helpers.record import store as record
 
     outputs = tmp_path / "out"
     monkeypatch.setenv("CGB_OUTPUTS", str(outputs))
@@ -202,8 +202,9 @@ def fake_runner(fake_papermill):
 def shard_runner(fake_papermill, monkeypatch, tmp_path):
     """(calls, reports, outputs): ``fake_runner`` with no shard variables set, a runners folder of its own, the
     set-up skipped and the report faked (``reports`` lists the folders each call rendered)."""
-    from helpers import claims, runner
-    from helpers import shard as _shard
+    from helpers.runner import claims
+    from helpers.runner import cli as runner
+    from helpers.runner import shard as _shard
 
     state, outputs = fake_papermill
     monkeypatch.setenv(claims.RUNNERS_ENV, str(tmp_path / "runners"))

@@ -25,8 +25,8 @@ import pytest
 from support import slurm as slurm_support
 from support import tiny
 
-from helpers import record
 from helpers.paths import PROJECT_ROOT
+from helpers.record import store as record
 
 GRID = """timeout_s: 300
 points:
@@ -70,8 +70,9 @@ def complete(out: Path) -> list[dict]:
 
 
 def grid_point_ids(grid: Path, env: dict) -> list[str]:
-    code = ("import sys; from helpers import grid, record; from helpers.execute import notebook_params; "
-            "from helpers.machine import machine_key; "
+    code = ("import sys; from helpers.runner import grid; from helpers.record import store as record; "
+            "from helpers.runner.notebook import notebook_params; "
+            "from helpers.measure.machine import machine_key; "
             "print(' '.join(record.point_id(notebook_params(r), machine_key()) "
             "for r in grid.runs(grid.expand_all([sys.argv[1]]))))")
     out = subprocess.run([sys.executable, "-c", code, str(grid)], cwd=PROJECT_ROOT, env=env, capture_output=True,

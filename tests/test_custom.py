@@ -9,8 +9,10 @@ import nbformat
 import pytest
 from support import in_fresh_python
 
-from helpers import device, grid, params
+from helpers import params
 from helpers.paths import NOTEBOOKS
+from helpers.point import device
+from helpers.runner import grid
 from helpers.workloads import custom, get
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
@@ -131,7 +133,8 @@ def test_knob_types_validate_like_any_other_key():
     refused(lambda: params.validate({"optimizer": "Adam!"}, "g", spec=spec), "key 'optimizer'")
     refused(lambda: params.validate({"learning_rate": 0}, "g", spec=spec), "key 'learning_rate'")
     refused(lambda: params.validate({"import_modules": "my-layers"}, "g", spec=spec), "key 'import_modules'")
-    refused(lambda: params.validate({"import_modules": "helpers.point"}, "g", spec=spec), "not the suite's helpers")
+    refused(lambda: params.validate({"import_modules": "helpers.point.session"}, "g", spec=spec),
+            "not the suite's helpers")
     refused(lambda: params.validate({"model_path": ""}, "g", spec=spec), "key 'model_path' is required")
 
 

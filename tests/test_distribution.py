@@ -14,9 +14,12 @@ import numpy as np
 import pytest
 from support import in_fresh_python
 
-from helpers import data, datasets_images, device, distribution, grid
+from helpers.data import image_sets as datasets_images
+from helpers.data import loaders as data
 from helpers.params import ParamError
 from helpers.paths import PROJECT_ROOT
+from helpers.point import device, distribution
+from helpers.runner import grid
 
 JAX = device.backend_installed("jax")
 
@@ -124,7 +127,7 @@ import json
 import numpy as np
 import keras
 from helpers.workloads import get
-from helpers.images import prepare_batch
+from helpers.data.image_folders import prepare_batch
 
 out = {}
 for name, extra in [("cnn_cifar10", {}), ("mlp_mnist", {}), ("cnn_mnist", {}), ("vgg_cifar10", {}),
@@ -160,7 +163,7 @@ def test_uint8_inputs_are_rescaled_inside_the_same_network():
 _POINT = """
 import json, sys
 from helpers.params import COMMON_DEFAULTS
-from helpers.point import PointSkipped, begin
+from helpers.point.session import PointSkipped, begin
 from helpers.workloads import get
 
 prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": "jax",
@@ -284,7 +287,7 @@ def test_one_point_as_two_processes_through_jax_distributed(started):
 
 def _scaling_html(tmp_path, runs):
     from helpers import report
-    from helpers.record import write_atomic
+    from helpers.record.store import write_atomic
     from helpers.report import sections
 
     for i, (gpus, dt, sps) in enumerate(runs):
@@ -324,7 +327,7 @@ def test_the_processes_meet_within_the_points_deadline(monkeypatch):
     never under 10 s; an unset or unreadable deadline leaves JAX's default."""
     import time
 
-    from helpers import distribution as D
+    from helpers.point import distribution as D
 
     monkeypatch.delenv("CGB_POINT_DEADLINE", raising=False)
     assert D._deadline_s() == D.INIT_TIMEOUT_S

@@ -3,7 +3,7 @@
 - README.md is at most 150 lines and gives the two commands (`./run_all.sh`, `./run_tests.sh`) within its first
   40 lines; it links its screenshot, every page of docs/ and every reference's README.
 - Every relative link in README.md, docs/*.md and reference/**/README.md resolves to a file (or folder) here.
-- docs/knobs.md is exactly what ``python -m helpers.knobs_doc`` prints (helpers/params.py's table).
+- docs/knobs.md is exactly what ``python -m helpers.runner.knobs_doc`` prints (helpers/params.py's table).
 - docs/report.md names every registered report section.
 - Every launcher command of docs/multi_gpu.md is one a test runs: each sits in a block marked for the test that
   reads it (support/doc_commands.py), and no other block of the page starts a launcher.
@@ -126,17 +126,18 @@ def test_readme_shows_the_report_screenshot():
 
 
 def test_knobs_page_is_generated_from_the_code():
-    out = subprocess.run([sys.executable, "-m", "helpers.knobs_doc"], cwd=PROJECT_ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "helpers.runner.knobs_doc"], cwd=PROJECT_ROOT, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     committed = (PROJECT_ROOT / "docs" / "knobs.md").read_text(encoding="utf-8")
     assert committed == out.stdout, "docs/knobs.md differs from the code: run " \
-                                    "`python -m helpers.knobs_doc > docs/knobs.md`"
+                                    "`python -m helpers.runner.knobs_doc > docs/knobs.md`"
 
 
 def test_knobs_page_has_every_knob_with_its_default():
-    from helpers import knobs_doc, workloads
     from helpers import params as P
+    from helpers import workloads
+    from helpers.runner import knobs_doc
 
     text = knobs_doc.render()
     for name in P.COMMON:

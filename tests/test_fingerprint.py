@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import calibration, machine
-from helpers import fingerprint as F
+from helpers.measure import calibration, machine
+from helpers.measure import fingerprint as F
 from helpers.paths import PROJECT_ROOT
-from helpers.record import write_atomic
+from helpers.record.store import write_atomic
 
 X86 = """processor\t: 0
 vendor_id\t: GenuineIntel

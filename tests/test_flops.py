@@ -8,8 +8,11 @@ import pytest
 import yaml
 from support import in_fresh_python
 
-from helpers import device, flops, grid, params, peaks
+from helpers import params
+from helpers.measure import flops, peaks
 from helpers.paths import PROJECT_ROOT
+from helpers.point import device
+from helpers.runner import grid
 
 HAS_JAX = device.backend_installed("jax")
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
@@ -20,7 +23,7 @@ REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
 _SMALL = textwrap.dedent("""
     import json, numpy as np, keras
     from keras import layers
-    from helpers import flops
+    from helpers.measure import flops
 
     def mlp():
         return keras.Sequential([keras.Input((64,)), layers.Dense(256, activation="relu"), layers.Dense(256),
@@ -67,7 +70,7 @@ def test_analytic_count_agrees_with_xla_on_small_models(jax_counts):
 
 _ANCHORS = textwrap.dedent("""
     import json
-    from helpers import flops, params, workloads as W
+    from helpers import params, workloads as W; from helpers.measure import flops
 
     def macs(name, extra=None):
         w = W.get(name)

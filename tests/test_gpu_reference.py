@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 from support import in_fresh_python
 
-from helpers import device, grid, record, runner
 from helpers.paths import PROJECT_ROOT
+from helpers.point import device
+from helpers.record import store as record
 from helpers.report.fmt import shown_path
+from helpers.runner import cli as runner
+from helpers.runner import grid, notebook
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
 
@@ -77,8 +80,8 @@ def _record(pid: str, status: str, started: str, root: str, **extra) -> dict:
     rec = record.empty_record({"workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 10,
                                "output_dir": f"{root}/outputs/runs/r1/records"}, pid)
     rec.update(status=status, started_at=started, reason=None if status == "ok" else
-               f'Traceback: File "{root}/helpers/point.py", line 1', notebook=f"{root}/outputs/runs/r1/notebooks/"
-               f"cnn_cifar10-jax-gpu-{pid}.ipynb", **extra)
+               f'Traceback: File "{root}/helpers/point/session.py", line 1',
+               notebook=f"{root}/outputs/runs/r1/notebooks/cnn_cifar10-jax-gpu-{pid}.ipynb", **extra)
     return rec
 
 
@@ -116,7 +119,7 @@ def test_publish_reference_keeps_the_newest_record_per_point_with_neutral_paths(
     assert a["status"] == "ok" and b["status"] == "failed"
     assert a["notebook"] == "../notebooks/cnn_cifar10-jax-gpu-aaaaaaaaaaaa.ipynb"
     assert a["params"]["output_dir"] == "records"
-    assert b["reason"] == 'Traceback: File "helpers/point.py", line 1'
+    assert b["reason"] == 'Traceback: File "helpers/point/session.py", line 1'
     assert root not in json.dumps(out) and "_path" not in a
     assert record.is_record(a) and record.is_record(b)
     published = (dest / "records" / "bare_loops.jsonl").read_text().splitlines()
@@ -194,7 +197,7 @@ def test_published_h100_reference_is_consistent():
 
 def test_skip_failed_leaves_failed_points_alone_on_resume(tmp_path, capsys, monkeypatch):
     """GPU grids resume in slices; a deterministic failure (out of memory) need not run in each slice."""
-    from helpers.machine import machine_key
+    from helpers.measure.machine import machine_key
 
     monkeypatch.setenv("CGB_OUTPUTS", str(tmp_path / "out"))
     g = tmp_path / "g.yaml"  # a GPU point: on this GPU-less machine it is skipped without a kernel
@@ -205,8 +208,8 @@ def test_skip_failed_leaves_failed_points_alone_on_resume(tmp_path, capsys, monk
     old.update(status="failed", reason="OutOfMemoryError: earlier", started_at="2026-01-01T00:00:00+00:00",
                wall_s=1.0)  # the runner's own field: a point counts as done only with it
     record.write_atomic(tmp_path / "out" / "runs" / "old" / "records" / record.record_name(p, pid), old)
-    assert runner.done_point_ids(tmp_path / "out" / "runs") == set()
-    assert runner.done_point_ids(tmp_path / "out" / "runs", ("ok", "failed")) == {pid}
+    assert notebook.done_point_ids(tmp_path / "out" / "runs") == set()
+    assert notebook.done_point_ids(tmp_path / "out" / "runs", ("ok", "failed")) == {pid}
     assert runner.main([str(g), "--no-report", "--skip-failed"]) == 0
     assert f"done before ({pid})" in capsys.readouterr().out
     assert runner.main([str(g), "--no-report"]) == 0  # by default the failed point is tried again
@@ -412,7 +415,7 @@ def test_published_h100_ladder_holds_every_rung_of_params_ladder():
 def test_the_reference_top_up_grid_runs_configurations_of_the_reference():
     """params/reference_topup.yaml (the runs the publication still needs) must give the same point ids as
     params/reference.yaml: else its runs would be other configurations, never repeats of the published cells."""
-    from helpers.machine import machine_key
+    from helpers.measure.machine import machine_key
 
     def ids(name):
         return {record.point_id(runner.notebook_params(r), machine_key())

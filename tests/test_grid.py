@@ -4,7 +4,9 @@ import textwrap
 
 import pytest
 
-from helpers import execute, grid, params
+from helpers import params
+from helpers.runner import grid
+from helpers.runner import notebook as execute
 
 
 def write(tmp_path, text, name="g.yaml"):

@@ -10,13 +10,17 @@ import numpy as np
 import pytest
 
 import helpers
-from helpers import data, device, record, timing
+from helpers.data import loaders as data
+from helpers.measure import timing
 from helpers.paths import PROJECT_ROOT
+from helpers.point import device
+from helpers.record import store as record
 
 
 def test_package_imports_no_framework():
-    code = ("import sys, helpers, helpers.point, helpers.runner, helpers.grid, helpers.report, "
-            "helpers.workloads, helpers.data, helpers.device, helpers.timing, helpers.sampler, helpers.images\n"
+    code = ("import sys, helpers, helpers.point.session, helpers.runner.cli, helpers.runner.grid, helpers.report, "
+            "helpers.workloads, helpers.data.loaders, helpers.point.device, helpers.measure.timing, "
+            "helpers.measure.sampler, helpers.data.image_folders\n"
             "bad = [m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules]\n"
             "print(bad); sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True)
@@ -28,7 +32,7 @@ _SEEDS = """
 import json, random, sys
 import numpy as np
 import keras
-from helpers import device
+from helpers.point import device
 from keras.src.utils import rng_utils  # get_random_seed is not exported
 
 def draws():
@@ -79,7 +83,7 @@ def test_force_threads():
 
 def test_force_rejects_switching_backend_in_process():
     code = ("import os; os.environ['KERAS_BACKEND']='jax'; os.environ['JAX_PLATFORMS']='cpu'\n"
-            "import keras\nfrom helpers import device\n"
+            "import keras\nfrom helpers.point import device\n"
             "try:\n    device.force('torch', 'cpu')\nexcept device.DeviceError as e:\n    print('ERR', e)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert "ERR keras is already imported with backend 'jax'" in out.stdout, out.stderr[-2000:]
@@ -90,7 +94,7 @@ def test_force_rejects_switching_backend_in_process():
 @pytest.mark.parametrize("dev", ["cpu", "gpu"])
 def test_verify_reports_the_device_really_used(backend, dev):
     """On this GPU-less machine: cpu is verified as cpu; gpu yields a skip reason, never 'gpu'."""
-    code = ("import json, sys\nfrom helpers import device\n"
+    code = ("import json, sys\nfrom helpers.point import device\n"
             f"device.force({backend!r}, {dev!r})\nimport keras\n"
             f"print('RESULT', json.dumps(device.verify({backend!r}, {dev!r})))")
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS")}
@@ -102,7 +106,7 @@ def test_verify_reports_the_device_really_used(backend, dev):
     if device.backend_installed(backend) and dev == "cpu":
         assert res == {"device_used": "cpu", "detail": res["detail"], "skip_reason": None}
     if dev == "gpu":
-        from helpers.fingerprint import gpus
+        from helpers.measure.fingerprint import gpus
 
         if not gpus()["gpu_names"]:
             assert res["skip_reason"], res

@@ -24,8 +24,9 @@ import pytest
 from support.runs import complete_ok_records, good_record, write
 
 from benchmarks.hostile import CASES, SECRET_HOST, write_hostile, write_hostile_notebook
-from helpers import record, runner
 from helpers.paths import PROJECT_ROOT
+from helpers.record import store as record
+from helpers.runner import cli as runner
 
 BOUND_S = 60.0  # reading, tabulating and building every section for 3 good records and the hostile set
 GOOD = ["p0", "p1", "p2"]
@@ -143,7 +144,7 @@ def test_index_stops_on_sigterm_within_seconds(tmp_path):
         write_hostile_notebook(folder / "runs" / "r" / "notebooks" / f"n{i}.ipynb")
         write(folder / "runs" / "r" / "records", f"n{i}.json", good_record(i, notebook=f"../notebooks/n{i}.ipynb"))
     code = ("import signal, sys; sys.path.insert(0, 'tests'); from support.runs import sleep_job\n"
-            "from helpers.runner import _terminate; from helpers.report import render_index\n"
+            "from helpers.runner.cli import _terminate; from helpers.report import render_index\n"
             "signal.signal(signal.SIGTERM, _terminate)\n"
             f"render_index([{str(folder)!r}], {str(folder / 'index.html')!r}, workers=2, job=sleep_job)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT_ROOT, stderr=subprocess.PIPE, text=True)
@@ -274,7 +275,7 @@ def test_sigterm_during_set_up_is_a_message_not_a_traceback(tmp_path):
 
 
 def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monkeypatch):
-    from helpers import execute
+    from helpers.runner import notebook as execute
 
     nbdir = tmp_path / "nbs"
     nb = nbformat.v4.new_notebook(cells=[

@@ -224,9 +224,9 @@ def test_graph_sees_registration_deferred_and_one_way_image_edges():
         assert "helpers.workloads.registry" in graph[f"helpers.workloads.{name}"]
         assert "helpers.workloads" not in graph[f"helpers.workloads.{name}"]
     # the generator uses the pipeline, never the reverse (not even deferred, inside a function)
-    assert "helpers.images" in graph["helpers.image_sequence"]
-    assert "helpers.image_sequence" not in graph["helpers.images"]
-    assert "helpers.image_sequence" in graph["helpers.workloads.catsdogs"]  # the deferred import counts
+    assert "helpers.data.image_folders" in graph["helpers.data.image_sequence"]
+    assert "helpers.data.image_sequence" not in graph["helpers.data.image_folders"]
+    assert "helpers.data.image_sequence" in graph["helpers.workloads.catsdogs"]  # the deferred import counts
     assert "helpers.workloads.lstm" in graph["helpers.workloads.bilstm_imdb"]
 
 

@@ -122,7 +122,7 @@ def test_lab_runs_a_notebooks_first_cells(tmp_path):
         nb = model["content"]
         wanted = nb["metadata"]["kernelspec"]["name"]
         spec = server.api("GET", "/api/kernelspecs")["kernelspecs"][wanted]["spec"]
-        assert spec["argv"][:3] == [sys.executable, "-m", "helpers.kernel_launcher"], spec
+        assert spec["argv"][:3] == [sys.executable, "-m", "helpers.runner.kernel"], spec
 
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
         first = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in code[:2]]

@@ -25,10 +25,13 @@ import pytest
 from support import doc_commands
 from support import slurm as slurm_support
 
-from helpers import distribution, grid, launch, local_launch
 from helpers.paths import PROJECT_ROOT
+from helpers.point import distribution
+from helpers.point import launcher as launch
+from helpers.runner import grid
+from helpers.runner import processes as local_launch
 
-JAX = __import__("helpers.device", fromlist=["x"]).backend_installed("jax")
+JAX = __import__("helpers.point.device", fromlist=["x"]).backend_installed("jax")
 
 # ---------------------------------------------------------------- validation, before anything runs
 
@@ -53,8 +56,8 @@ def test_grid_refuses_process_combinations_that_cannot_run(tmp_path, block, need
 
 
 def test_processes_is_a_later_knob_and_counts_in_the_global_batch(tmp_path):
-    from helpers import record
     from helpers.params import LATER_DEFAULTS
+    from helpers.record import store as record
 
     pts = _grid(tmp_path, "points:\n  - workload: mlp_mnist\n    backend: jax\n    device: cpu\n"
                           "    processes: [1, 2]\n")
@@ -312,7 +315,7 @@ def test_a_process_killed_mid_run_stops_the_other_and_the_point_fails(tmp_path):
 
 _AGREE = """
 import os, sys, time
-from helpers import distribution
+from helpers.point import distribution
 import keras  # noqa: E402
 prm = {"workload": "mlp_mnist", "backend": "jax", "device": "cpu", "hosts": 2, "seed": 0, "n_train": N}
 try:

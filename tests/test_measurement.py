@@ -14,8 +14,11 @@ import numpy as np
 import pytest
 from support import in_fresh_python
 
-from helpers import data, device, record, sampler, timing
-from helpers.point import Point
+from helpers.data import loaders as data
+from helpers.measure import sampler, timing
+from helpers.point import device
+from helpers.point.session import Point
+from helpers.record import store as record
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
 
@@ -48,7 +51,7 @@ def test_epoch_clock_waits_for_the_device_before_the_validation_window():
 _VALIDATION = """
 import json
 from helpers.params import COMMON_DEFAULTS
-from helpers.point import begin
+from helpers.point.session import begin
 from helpers.workloads import get
 
 out, model = {}, None
@@ -276,7 +279,7 @@ def test_cpu_point_samples_no_gpu(fake_nvml, monkeypatch):
 _THREADS = """
 import json
 from helpers.params import COMMON_DEFAULTS
-from helpers.point import begin
+from helpers.point.session import begin
 from helpers.workloads import get
 
 prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": BACKEND,
@@ -449,7 +452,7 @@ def test_window_prints_at_most_a_line_a_second_past_the_epochs_asked_for():
 _WINDOW = """
 import json
 from helpers.params import COMMON_DEFAULTS
-from helpers.point import begin
+from helpers.point.session import begin
 from helpers.workloads import get
 
 prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": BACKEND,
@@ -485,7 +488,7 @@ def test_a_real_point_trains_on_until_its_window_is_filled(tmp_path, backend):
 def test_a_bad_window_is_refused_before_anything_runs(tmp_path, value):
     import yaml
 
-    from helpers import grid
+    from helpers.runner import grid
 
     g = tmp_path / "g.yaml"
     g.write_text(yaml.safe_dump({"points": [{"workload": "mlp_mnist", "backend": "jax", "device": "cpu",

@@ -11,8 +11,8 @@ from support import INSTALLED, ONE, only_record, run_nb
 from support.shared_run import SHARDS, run_all
 from support.workload_points import TINY, by_backend, group
 
-from helpers import record
 from helpers.paths import NOTEBOOKS
+from helpers.record import store as record
 
 
 def test_committed_notebooks_have_no_outputs():
@@ -47,7 +47,7 @@ def test_cnn_cifar10_on_cpu_writes_a_full_record(workload_runs, backend):
 def test_gpu_point_without_gpu_is_skipped_not_timed(kernel, tmp_path):
     import papermill as pm
 
-    from helpers.fingerprint import gpus
+    from helpers.measure.fingerprint import gpus
 
     if gpus()["gpu_names"]:
         pytest.skip("this machine has a GPU")
@@ -120,7 +120,8 @@ def test_shared_run_report_renders(shared_run):
 def test_run_all_one_point_per_workload_end_to_end_with_report(shared_run):
     """One point per workload (backends rotated, each in a real papermill kernel) through ./run_all.sh, its report,
     then the same grid again: points done on this machine are not run again."""
-    from helpers import grid, workloads
+    from helpers import workloads
+    from helpers.runner import grid
 
     points = grid.expand(shared_run.grid)
     recs = shared_run.records
@@ -142,7 +143,7 @@ def test_run_all_one_point_per_workload_end_to_end_with_report(shared_run):
 
 
 def test_run_all_skips_gpu_points_without_a_gpu_fast(tmp_path):
-    from helpers.plan import has_nvidia_gpu
+    from helpers.runner.plan import has_nvidia_gpu
 
     if has_nvidia_gpu():
         pytest.skip("this machine has a GPU")

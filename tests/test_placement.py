@@ -9,9 +9,10 @@ import sys
 import pytest
 from support import in_fresh_python
 
-from helpers import grid, params
-from helpers.device import backend_installed
+from helpers import params
 from helpers.paths import PROJECT_ROOT
+from helpers.point.device import backend_installed
+from helpers.runner import grid
 
 
 def _grid(tmp_path, **point):
@@ -34,7 +35,7 @@ def test_grid_refuses_a_placement_that_cannot_hold(tmp_path, point, needle):
 
 
 def test_the_default_placement_keeps_old_point_ids_and_a_device_one_is_another_point():
-    from helpers import record
+    from helpers.record import store as record
 
     p = {**params.COMMON_DEFAULTS, "workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 8}
     old = {k: v for k, v in p.items() if k != "data_placement"}  # a record written before the knob existed
@@ -45,7 +46,7 @@ def test_the_default_placement_keeps_old_point_ids_and_a_device_one_is_another_p
 _POINT = """
 import json
 from helpers.params import COMMON_DEFAULTS
-from helpers.point import begin
+from helpers.point.session import begin
 from helpers.workloads import get
 
 seen = []  # per pass over the data (Keras' build peeks at one batch, then one pass an epoch): the buffer
@@ -132,7 +133,7 @@ def test_host_copy_measures_a_batch_and_its_share_of_a_step():
     """The figure the report's scaling section reads: a copy of one batch, timed after a sync, bytes and share."""
     code = """
 import json, numpy as np
-from helpers import placement
+from helpers.point import placement
 x = np.ones((512, 32, 32, 3), np.float32); y = np.zeros((512,), np.int64)
 print("RESULT" + json.dumps(placement.host_copy(x, y, 128, "jax", step_s=0.5, repeats=3)))
 """
@@ -152,7 +153,7 @@ def test_a_generator_workload_on_the_device_is_skipped_with_the_reason(tmp_path)
     code = f"""
 import json
 from helpers.params import COMMON_DEFAULTS
-from helpers.point import PointSkipped, begin
+from helpers.point.session import PointSkipped, begin
 from helpers.workloads import get
 prm = {{**COMMON_DEFAULTS, **get("catsdogs").defaults, "workload": "catsdogs", "backend": "jax", "device": "cpu",
         "batch_size": 8, "n_train": 16, "epochs": 2, "data_source": "synthetic", "data_placement": "device",
@@ -170,7 +171,7 @@ except PointSkipped:
 
 
 def _records(folder, rows):
-    from helpers.record import write_atomic
+    from helpers.record.store import write_atomic
 
     for i, (gpus, placement, sps, copy_s, *processes) in enumerate(rows):
         n = 2560
@@ -247,7 +248,7 @@ def test_scaling_sets_one_process_per_gpu_beside_one_process_driving_both(tmp_pa
 _SHARDED = """
 import json
 from helpers.params import COMMON_DEFAULTS
-from helpers.point import begin
+from helpers.point.session import begin
 from helpers.workloads import get
 
 prm = {**COMMON_DEFAULTS, **get("mlp_mnist").defaults, "workload": "mlp_mnist", "backend": "jax", "device": "cpu",
@@ -331,8 +332,8 @@ def test_scaling_section_sets_published_anchors_beside_and_says_the_efficiency_p
 def test_the_run_line_names_the_knobs_a_scaling_grid_varies():
     """The runner's line for a point shows gpus, input_dtype and data_placement away from their defaults, so the
     runs of params/scaling.yaml do not read alike (and a default point's line stays as it was)."""
-    from helpers import plan
-    from helpers.grid import expand_all
+    from helpers.runner import plan
+    from helpers.runner.grid import expand_all
 
     lines = [plan.describe(p) for p in expand_all([PROJECT_ROOT / "params" / "scaling.yaml"])]
     assert len(set(lines)) == len(lines) == 16

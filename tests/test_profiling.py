@@ -6,8 +6,10 @@ import json
 import pytest
 from support import in_fresh_python
 
-from helpers import params, profiling, record
-from helpers import trace_breakdown as tb
+from helpers import params
+from helpers.measure import trace_breakdown as tb
+from helpers.point import profiling
+from helpers.record import store as record
 from tests.test_measurement import INSTALLED
 
 W = tb.WINDOW
@@ -141,8 +143,8 @@ def test_profiled_steps_fill_about_half_a_second_within_bounds(step_s, batches, 
 
 _POINT = r"""
 import json
-from helpers import params, profiling, workloads
-from helpers.point import begin
+from helpers import params, workloads; from helpers.point import profiling
+from helpers.point.session import begin
 
 def point(out, profile=True):
     prm = {**params.COMMON_DEFAULTS, **workloads.get("mlp_mnist").defaults, "workload": "mlp_mnist",

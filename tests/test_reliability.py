@@ -12,8 +12,10 @@ import pytest
 from support import tiny
 from support.shared_run import env_for
 
-from helpers import point, record, runner
 from helpers.paths import PROJECT_ROOT
+from helpers.point import session as point
+from helpers.record import store as record
+from helpers.runner import cli as runner
 
 
 def start(args, outputs: Path, **extra) -> subprocess.Popen:
@@ -30,7 +32,7 @@ def kernels_of(outputs: Path) -> list[int]:
             continue
         try:
             cmd = (d / "cmdline").read_bytes()
-            if b"helpers.kernel_launcher" in cmd and needle in (d / "environ").read_bytes().split(b"\0"):
+            if b"helpers.runner.kernel" in cmd and needle in (d / "environ").read_bytes().split(b"\0"):
                 pids.append(int(d.name))
         except OSError:
             continue
@@ -181,7 +183,7 @@ def test_unknown_injected_parameter_is_rejected():
 
 def test_record_written_atomically_under_concurrent_writers(tmp_path):
     """Many processes writing the same record path at once: the file is always one whole record."""
-    code = ("import sys; from helpers import record\n"
+    code = ("import sys; from helpers.record import store as record\n"
             "for i in range(200):\n"
             "    r = record.empty_record({'workload': 'w', 'backend': 'jax', 'device': 'cpu'}, 'same')\n"
             "    r.update(status='ok', history={'loss': [float(sys.argv[1])] * 2000})\n"

@@ -21,8 +21,10 @@ import nbformat
 import pytest
 from support.runs import complete_ok_records, good_record, write
 
-from helpers import grid, record, runner
 from helpers.paths import PROJECT_ROOT
+from helpers.record import store as record
+from helpers.runner import cli as runner
+from helpers.runner import grid, notebook
 
 # ------------------------------------------------------------------ crafted things
 
@@ -260,7 +262,7 @@ def test_fifo_dev_zero_and_huge_files_are_skipped_without_hanging(tmp_path):
     (tmp_path / "zero.json").symlink_to("/dev/zero")
     with open(tmp_path / "huge.json", "wb") as f:
         f.truncate(record.MAX_RECORD_BYTES + 1)  # the documented cap: 2 MB
-    code = ("import json, sys; from helpers import record\n"
+    code = ("import json, sys; from helpers.record import store as record\n"
             f"recs, skipped = record.read_records([{str(tmp_path)!r}])\n"
             "print(json.dumps([[r['point_id'] for r in recs], skipped]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=30)
@@ -324,7 +326,7 @@ def test_full_disk_stops_cleanly_with_status_4_and_consistent_records(in_process
     assert "No space left on device" in out.out and "run again" in out.out and "Traceback" not in out.out + out.err
     assert len(state["calls"]) == 1  # stopped: the second point was not started
     assert not complete_ok_records(outputs) and not record.read_records([outputs / "runs"])[0]
-    assert runner.done_point_ids(outputs / "runs") == set()  # resume runs the point again
+    assert notebook.done_point_ids(outputs / "runs") == set()  # resume runs the point again
     assert not list(outputs.glob("runs/*/notebooks/.*.partial.ipynb"))
 
 
@@ -334,7 +336,7 @@ def test_sigterm_right_after_finish_leaves_no_record_that_resume_trusts(in_proce
     assert runner.main([str(gridfile), "--no-report"]) == 130
     out = capsys.readouterr().out
     assert "set aside" in out and "runs again on resume" in out
-    assert record.read_records([outputs / "runs"])[0] == [] and runner.done_point_ids(outputs / "runs") == set()
+    assert record.read_records([outputs / "runs"])[0] == [] and notebook.done_point_ids(outputs / "runs") == set()
     state["behaviour"] = "ok"
     assert runner.main([str(gridfile), "--no-report"]) == 0
     assert len(complete_ok_records(outputs)) == 2
@@ -351,7 +353,7 @@ def test_a_record_left_by_a_killed_runner_is_set_aside_before_resuming(in_proces
     assert "1 record(s) of points stopped in an earlier run" in capsys.readouterr().out
     assert not path.exists() and (path.parent / ".orphan.json.incomplete").exists()
     recs, _ = record.read_records([outputs])
-    assert len(recs) == 2 and all(runner.is_complete(r) for r in recs)
+    assert len(recs) == 2 and all(notebook.is_complete(r) for r in recs)
 
 
 def test_resume_requires_what_a_complete_point_has(tmp_path):
@@ -367,8 +369,8 @@ def test_resume_requires_what_a_complete_point_has(tmp_path):
             "failed": good_record(4, status="failed", reason="x")}
     for rec in recs.values():
         write(runs / "records", f"{rec['point_id']}.json", rec)
-    assert runner.done_point_ids(tmp_path / "runs") == {"p0"}
-    assert runner.done_point_ids(tmp_path / "runs", ("ok", "failed")) == {"p0", "p4"}
+    assert notebook.done_point_ids(tmp_path / "runs") == {"p0"}
+    assert notebook.done_point_ids(tmp_path / "runs", ("ok", "failed")) == {"p0", "p4"}
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
@@ -398,7 +400,7 @@ def test_grid_refuses_the_keys_the_runner_sets(tmp_path, key):
 def test_point_ids_do_not_depend_on_the_host_name(monkeypatch):
     import socket
 
-    from helpers import machine
+    from helpers.measure import machine
 
     machine.machine_key.cache_clear()
     before = machine.machine_key()
@@ -460,7 +462,7 @@ def _kernels_of(outputs: Path) -> list[int]:
     pids, needle = [], f"CGB_OUTPUTS={outputs}".encode()
     for d in Path("/proc").iterdir():
         try:
-            if d.name.isdigit() and b"helpers.kernel_launcher" in (d / "cmdline").read_bytes() \
+            if d.name.isdigit() and b"helpers.runner.kernel" in (d / "cmdline").read_bytes() \
                     and needle in (d / "environ").read_bytes().split(b"\0"):
                 pids.append(int(d.name))
         except OSError:

@@ -12,8 +12,11 @@ from pathlib import Path
 import nbformat
 from support import tiny
 
-from helpers import fingerprint, plan, record, runner
-from helpers import progress as progress_mod
+from helpers.measure import fingerprint
+from helpers.record import store as record
+from helpers.runner import cli as runner
+from helpers.runner import plan
+from helpers.runner import progress as progress_mod
 
 GRID = """timeout_s: 600
 repeats: {repeats}
@@ -286,7 +289,7 @@ def test_bytecode_note_when_the_kernel_would_compile_its_imports_each_time(tmp_p
     fix; with bytecode cached, or Python free to write it, it says nothing."""
     import py_compile
 
-    from helpers import plan
+    from helpers.runner import plan
 
     (tmp_path / "kmod_nobc.py").write_text("X = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -9,7 +9,9 @@ import pytest
 from support import FAST_COMPILE, ONE, in_fresh_python, write_cifar_cache, write_mnist_cache
 from support.workload_points import ACCURACY, by_backend, group
 
-from helpers import data, datasets_images, params
+from helpers import params
+from helpers.data import image_sets as datasets_images
+from helpers.data import loaders as data
 from helpers.paths import NOTEBOOKS
 from helpers.workloads import get
 
@@ -243,7 +245,7 @@ def test_mlp_mnist_on_real_cached_mnist(workload_runs, backend):
     check_record(rec, "mlp_mnist", backend, 300, 50, "real")
     assert "Keras cache" in rec["data_detail"] and rec["data_info"]["input_shape"] == [784]
     # Keras' set_random_seed imports TensorFlow wherever it is installed (5-6 s a kernel here): the suite's own
-    # seeding (helpers.device.set_random_seed) leaves it out on the other backends
+    # seeding (helpers.point.device.set_random_seed) leaves it out on the other backends
     assert workload_runs(backend).modules("mlp_mnist") == {"tensorflow": backend == "tensorflow"}
 
 

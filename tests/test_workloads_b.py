@@ -8,7 +8,9 @@ import pytest
 from support import ONE, in_fresh_python, write_archive
 from support.workload_points import CATSDOGS_VARIANT, by_backend, group
 
-from helpers import data, images, params
+from helpers import params
+from helpers.data import image_folders as images
+from helpers.data import loaders as data
 from helpers.workloads import catsdogs, cnn_256, get
 
 
@@ -73,7 +75,7 @@ def test_augmentation_matches_keras_image_data_generator():
         "import numpy as np\n"
         "from scipy.ndimage import gaussian_filter\n"
         "from keras.src.legacy.preprocessing.image import apply_affine_transform\n"
-        "from helpers import images\n"
+        "from helpers.data import image_folders as images\n"
         "rng = np.random.default_rng(0)\n"
         "img = gaussian_filter(rng.uniform(0, 255, (32, 40, 3)), (2, 2, 0)).astype(np.uint8)\n"
         "ref = apply_affine_transform(img.astype(np.float32), theta=20, tx=3, ty=-4, shear=10, zx=1.1, zy=0.9,\n"

@@ -10,7 +10,9 @@ import pytest
 from support import INSTALLED, NIETZSCHE_SAMPLE, ONE, in_fresh_python, write_imdb_npz, write_nietzsche
 from support.workload_points import by_backend
 
-from helpers import data, datasets_text, params
+from helpers import params
+from helpers.data import loaders as data
+from helpers.data import text_sets as datasets_text
 from helpers.workloads import fasttext_imdb, get
 
 
@@ -169,7 +171,7 @@ def test_parameter_counts_keras_reader_and_lstm_kernel_record(tmp_path):
         "import numpy as np\n"
         "import keras\n"
         "from keras.src.datasets import imdb as kimdb\n"
-        "from helpers import datasets_text\n"
+        "from helpers.data import text_sets as datasets_text\n"
         "from helpers.workloads import fasttext_imdb, get, lstm\n"
         "res = {}\n"
         "for name, extra in [('bilstm_imdb', {}), ('lstm_textgen', {'data_source': 'synthetic'}),\n"

@@ -23,13 +23,14 @@ In ``summary.ipynb``:
 
 from __future__ import annotations
 
+from helpers.report.point_charts import plot_point
+
 from . import sections
 from .charts import setup_plots
 from .context import Context, build_context
 from .costs import PriceError, add_costs, check_profile, load_prices, record_profiles
 from .fmt import REPORT_CSS, esc, html_table, note
 from .index import render_index
-from .point import plot_point
 from .render import render_html
 
 __all__ = ["Context", "PriceError", "REPORT_CSS", "add_costs", "build_context", "check_profile", "esc", "html_table",

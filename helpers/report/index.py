@@ -19,8 +19,9 @@ import os
 import stat
 from pathlib import Path
 
-from .. import record as _record
-from ..record import read_records
+from helpers.record import store as _record
+from helpers.record.store import read_records
+
 from .fmt import esc
 from .inert import CSP, inert_html
 from .render import write_text_atomic

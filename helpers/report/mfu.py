@@ -5,7 +5,7 @@
 
 The tidy table carries each record's ``flops_per_sample`` (its own, else counted at report time from
 data/flops.csv: ``flops_source`` says which) and ``peak_flops`` of the devices it used (``peak_source``: the
-datasheet, the measured matmul peak, or why there is none); see ``helpers.flops``.
+datasheet, the measured matmul peak, or why there is none); see ``helpers.measure.flops``.
 """
 
 from __future__ import annotations

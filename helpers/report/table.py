@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.record.store import read_records
+
 from .. import params as _params
-from ..record import read_records
 
 COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "host", "cpu_model",
            "cpus", "machine_cpus", "ram_gb", "gpu", "gpus", "gpu_driver", "cuda", "precision", "jit_compile",
@@ -217,7 +218,7 @@ def _row(r: dict) -> dict:
         "min_steady_s": _num(params.get("min_steady_s")),
         # other runners busy on the same host when the point started (issue 37; None: not recorded)
         "concurrent_runners": _num(r.get("concurrent_runners")),
-        # how far from the limit (issue 15): the record's count, else the committed one (helpers.flops)
+        # how far from the limit (issue 15): the record's count, else the committed one (helpers.measure.flops)
         **_limit(r, gpus[0] if gpus else None, cal, threads),
     }
 
@@ -225,7 +226,7 @@ def _row(r: dict) -> dict:
 def _limit(r: dict, gpu, cal: dict, threads) -> dict:
     """``flops_per_sample`` and ``flops_source`` (the record's, else counted at report time from data/flops.csv),
     ``peak_flops`` (of the devices the point used) and ``peak_source`` (its source, or why there is none)."""
-    from .. import flops, peaks
+    from helpers.measure import flops, peaks
 
     if r.get("status") != "ok":
         return {"flops_per_sample": None, "flops_source": None, "peak_flops": None, "peak_source": None}

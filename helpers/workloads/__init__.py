@@ -5,7 +5,7 @@ data loader. Builders and loaders import Keras inside the function, so importing
 imports no framework (the device must be forced first).
 
     build_model("cnn_cifar10", params)  -> a compiled keras.Model
-    load_data("cnn_cifar10", params)    -> helpers.data.Dataset
+    load_data("cnn_cifar10", params)    -> helpers.data.loaders.Dataset
 
 One module per workload in this package registers its entry with ``register`` (from
 ``.registry``, re-exported here); ``_MODULES`` lists them. To add a workload: a module here, its

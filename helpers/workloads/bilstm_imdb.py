@@ -5,7 +5,7 @@
 
 The script of ``minimaxir/keras-cntk-benchmark`` ``v2/test_files`` (a copy of the Keras 2 example),
 layer for layer, with its optimiser, loss, batch size and preprocessing. Data: IMDb or synthetic
-reviews of its shapes (``helpers.datasets_text``). The ``lstm_impl`` knob (cuDNN or Keras' generic
+reviews of its shapes (``helpers.data.text_sets``). The ``lstm_impl`` knob (cuDNN or Keras' generic
 loop) and the kernel report are ``helpers.workloads.lstm``'s.
 """
 
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import data as _data
-from ..datasets_text import _imdb, _imdb_val, _pad
+from helpers.data import loaders as _data
+from helpers.data.text_sets import _imdb, _imdb_val, _pad
+
 from ..params import Param
 from .imdb import IMDB_KNOBS, adam_bce
 from .lstm import _LSTM_KNOB, _lstm, describe_lstm

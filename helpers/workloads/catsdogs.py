@@ -7,7 +7,7 @@ rescale 1/255, shear 0.2, zoom 0.2, horizontal flip; batches of 32) on a Virtual
 decompressing and augmenting the JPEGs on the CPU) as the bottleneck: synthetic images skip the reading
 and decoding, so only a run on the JPEG folders (``data_dir``) measures it. Its ``workers=1`` was Keras
 2's (one background thread, a queue of 10 batches); Keras 3's builds batches in the training loop
-(``helpers.image_sequence``): the workers 1 -> 4 comparison is not the same experiment.
+(``helpers.data.image_sequence``): the workers 1 -> 4 comparison is not the same experiment.
 ``variant`` picks the network:
 
 - ``original``: the tutorial's network: Conv2D(32, 3x3, relu) on 64x64x3, MaxPool(2), Flatten,
@@ -28,8 +28,9 @@ Knobs beyond the common ones: ``variant``, ``data_dir`` (the public archive's la
 
 from __future__ import annotations
 
-from .. import datasets_images as _img
-from ..images import Augment, image_plan
+from helpers.data import image_sets as _img
+from helpers.data.image_folders import Augment, image_plan
+
 from ..params import Param
 from .registry import Workload, register
 
@@ -109,7 +110,7 @@ def _load(params: dict):
     plan = image_plan(params, image_size=(s, s), n_classes=N_CLASSES, augment=AUGMENT, label_mode="binary",
                       what="catsdogs (the cats-and-dogs archive)", default_n=SOURCE_IMAGES,
                       extra={"variant": variant, "conv_layers": conv_layers(variant)})
-    from ..image_sequence import image_dataset  # imports keras: the device is forced by now
+    from helpers.data.image_sequence import image_dataset  # imports keras: the device is forced by now
 
     return image_dataset(plan)
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 
-from .. import datasets_images as _img
-from ..images import Augment, image_plan
+from helpers.data import image_sets as _img
+from helpers.data.image_folders import Augment, image_plan
+
 from ..params import Param
 from .registry import Workload, register
 
@@ -129,7 +130,7 @@ def _load(params: dict):
     s = image_side(params)
     plan = image_plan(params, image_size=(s, s), n_classes=N_CLASSES, augment=AUGMENT, label_mode="int",
                       what="cnn_256 (seed 001's 4-class image set)", default_n=SOURCE_IMAGES)
-    from ..image_sequence import image_dataset  # imports keras: the device is forced by now
+    from helpers.data.image_sequence import image_dataset  # imports keras: the device is forced by now
 
     return image_dataset(plan)
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .. import data as _data
-from .. import datasets_images as _img
+from helpers.data import image_sets as _img
+from helpers.data import loaders as _data
+
 from .registry import Workload, register
 
 

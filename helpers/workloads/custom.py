@@ -43,7 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import data as _data
+from helpers.data import loaders as _data
+
 from ..params import ParamError
 from ..paths import PROJECT_ROOT
 from .custom_checks import EXTRA, LOSS_ALIAS, LOSS_KIND, LOSSES, OPTIMIZERS, _modules, check_point, choices

@@ -1,6 +1,6 @@
 """custom (3 of 4): the data: what the loaded model says (input kind, label space: ``facts``), synthetic
 inputs and targets of its shapes (``synthetic``) and the user's ``.npz`` checked against them; ``dataset``
-makes the ``helpers.data.Dataset``. Keras is imported inside ``facts`` only.
+makes the ``helpers.data.loaders.Dataset``. Keras is imported inside ``facts`` only.
 
     f = facts(model, params)       # input/output shapes, input_kind, label_space, n_classes, target_shape
     x, y = synthetic(256, f, seed=0)
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import data as _data
+from helpers.data import loaders as _data
+
 from ..params import ParamError
 from .custom_checks import _fits, _unknown_size, _x_mismatch, choices
 from .custom_files import data_file

@@ -1,13 +1,13 @@
 """fasttext_imdb: seed 002's imdb_fasttext.py (Max Woolf, 2017), bigram fastText on IMDb.
 
-    get("fasttext_imdb").load(params)   -> helpers.data.Dataset (padded reviews + n-gram ids)
+    get("fasttext_imdb").load(params)   -> helpers.data.loaders.Dataset (padded reviews + n-gram ids)
     embedding_rows(params)              -> rows of the embedding (max_features + distinct n-grams + 1)
 
 The script of ``minimaxir/keras-cntk-benchmark`` ``v2/test_files`` (a copy of the Keras 2 example),
 layer for layer, with its optimiser, loss, batch size and preprocessing: 20,000 words, maxlen 400,
 the 2..ngram_range-grams of the training reviews added as extra tokens (the source's ``ngram_set``
 and ``add_ngram``, kept here: they are this script's feature engineering), embedding 50, global
-average pooling, a sigmoid. Data: IMDb or synthetic reviews of its shapes (``helpers.datasets_text``).
+average pooling, a sigmoid. Data: IMDb or synthetic reviews of its shapes (``helpers.data.text_sets``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import functools
 
 import numpy as np
 
-from .. import data as _data
-from ..datasets_text import IMDB_TRAIN, _imdb, _imdb_split, _imdb_val, _pad
+from helpers.data import loaders as _data
+from helpers.data.text_sets import IMDB_TRAIN, _imdb, _imdb_split, _imdb_val, _pad
+
 from ..params import Param
 from .imdb import IMDB_KNOBS, adam_bce
 from .registry import Workload, register

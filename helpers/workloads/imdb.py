@@ -1,5 +1,5 @@
 """What the two IMDb workloads of seed 002 share (``bilstm_imdb``, ``fasttext_imdb``): the source scripts'
-compile call and the vocabulary knob. The corpus itself is ``helpers.datasets_text``'s."""
+compile call and the vocabulary knob. The corpus itself is ``helpers.data.text_sets``'s."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 
 The script of ``minimaxir/keras-cntk-benchmark`` ``v2/test_files`` (a copy of the Keras 2 example),
 layer for layer: LSTM(128) -> Dense(57) -> softmax, RMSprop(0.01), batch 128. Data: the Nietzsche
-text or synthetic Markov-chain text over 57 characters (``helpers.datasets_text``). The
+text or synthetic Markov-chain text over 57 characters (``helpers.data.text_sets``). The
 ``lstm_impl`` knob (cuDNN or Keras' generic loop) and the kernel report are ``helpers.workloads.lstm``'s.
 """
 
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import data as _data
-from ..datasets_text import _text, text_chars
+from helpers.data import loaders as _data
+from helpers.data.text_sets import _text, text_chars
+
 from ..params import Param
 from .lstm import _LSTM_KNOB, _lstm, describe_lstm
 from .registry import Workload, register

@@ -18,7 +18,8 @@ so taking mlp_mnist for it is inferred, not stated.
 
 from __future__ import annotations
 
-from .. import datasets_images as _img
+from helpers.data import image_sets as _img
+
 from .registry import Workload, register
 
 SOURCE = "002_51261036f2f3f066.txt"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .. import data as _data
+from helpers.data import loaders as _data
 
 
 @dataclass(frozen=True)

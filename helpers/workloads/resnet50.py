@@ -14,8 +14,9 @@ error); ``image_size`` (default 224) shrinks the images for smoke tests on a CPU
 
 from __future__ import annotations
 
-from .. import data as _data
-from .. import datasets_images as _img
+from helpers.data import image_sets as _img
+from helpers.data import loaders as _data
+
 from ..params import Param
 from .registry import Workload, register
 

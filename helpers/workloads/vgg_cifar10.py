@@ -28,8 +28,9 @@ the device instead (the record's ``data_info.augmentation`` says where).
 
 from __future__ import annotations
 
-from .. import data as _data
-from .. import datasets_images as _img
+from helpers.data import image_sets as _img
+from helpers.data import loaders as _data
+
 from ..params import Param
 from .registry import Workload, register
 

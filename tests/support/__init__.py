@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers import data, device
+from helpers.data import loaders as data
 from helpers.paths import NOTEBOOKS, PROJECT_ROOT
+from helpers.point import device
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
 ONE = "jax" if "jax" in INSTALLED else INSTALLED[0]

@@ -3,7 +3,7 @@
     python tests/support/every_workload.py SPEC.json
 
 SPEC holds ``{"backend": ..., "out": folder, "points": [{"name", "params", "keras_home"}]}``. Each point goes
-through ``helpers.point`` exactly as a workload notebook's cells do (``begin`` → ``verify`` → ``load_data`` →
+through ``helpers.point.session`` exactly as a workload notebook's cells do (``begin`` → ``verify`` → ``load_data`` →
 ``build_model`` → ``fit`` → ``finish``) and writes its record under ``out/<name>/``; an exception is written to
 ``out/<name>/error.txt`` and the next point runs. The tests (``tests/conftest.py: workload_runs``) start this once
 per backend instead of one kernel per workload and backend.
@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def run_one(point: dict, out: Path) -> None:
-    from helpers.point import begin
+    from helpers.point.session import begin
     from helpers.workloads import get
 
     folder = out / point["name"]
@@ -44,7 +44,7 @@ def run_one(point: dict, out: Path) -> None:
         pt.finish()
     except BaseException as exc:  # noqa: BLE001 - PointSkipped included: the test reads the record and this
         (folder / "error.txt").write_text(f"{type(exc).__name__}\n{traceback.format_exc()}")
-    # what the point imported: TensorFlow only where it is the backend (helpers.device.set_random_seed)
+    # what the point imported: TensorFlow only where it is the backend (helpers.point.device.set_random_seed)
     (folder / "imported.txt").write_text(json.dumps({"tensorflow": "tensorflow" in sys.modules}))
     print(f"EVERY {point['name']}: {time.perf_counter() - t0:.1f} s", flush=True)
 

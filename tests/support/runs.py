@@ -8,7 +8,8 @@ import json
 import time
 from pathlib import Path
 
-from helpers import record, runner
+from helpers.record import store as record
+from helpers.runner import notebook
 
 
 def good_record(i: int = 0, **kw) -> dict:
@@ -35,7 +36,7 @@ def write(folder: Path, name: str, obj) -> Path:
 
 def complete_ok_records(outputs: Path) -> list[dict]:
     recs, _ = record.read_records([outputs / "runs"])
-    return [r for r in recs if runner.is_complete(r) and r["status"] == "ok"]
+    return [r for r in recs if notebook.is_complete(r) and r["status"] == "ok"]
 
 
 def sleep_job(job):

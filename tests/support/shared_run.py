@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import device
 from helpers.paths import PROJECT_ROOT
+from helpers.point import device
 
 from . import POINT_ENV
 from .fixtures import write_fixtures

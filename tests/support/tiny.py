@@ -5,7 +5,7 @@ few lines that import no framework. ``CGB_NOTEBOOKS=<folder>`` makes the runner 
 What a point does is chosen by its ``seed`` through ``CGB_TINY`` (JSON, e.g. ``{"2": "sleep:30", "3": "fail"}``;
 a seed not named: ``ok``):
 
-- ``ok``: the point's record written by ``helpers.point`` (``begin`` then ``finish``), as a notebook writes it;
+- ``ok``: the point's record written by ``helpers.point.session`` (``begin`` then ``finish``), as a notebook writes it;
 - ``sleep:S``: S seconds first (an interrupt, a timeout or ``--budget`` meets it mid-point), then ``ok``;
 - ``fail``: an exception in a cell, its failed record written first (``Point.fail``), as a workload's error is;
 - ``crash``: an exception in a cell, no record (the runner writes the failed one);
@@ -24,7 +24,7 @@ from helpers.paths import NOTEBOOKS
 
 BODY = '''import json, os, signal, time
 
-from helpers.point import begin
+from helpers.point.session import begin
 
 pt = begin(globals())  # validates the parameters and forces the device, as every workload notebook does
 what = json.loads(os.environ.get("CGB_TINY") or "{}").get(str(seed), "ok")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ...record import SCHEMA
-from ...sampler import COUNTER
+from helpers.measure.sampler import COUNTER
+from helpers.record.store import SCHEMA
+
 from .. import findings as said
 from ..fmt import ONE_RUN, SHORT, shown_path
 from ..reference import is_reference

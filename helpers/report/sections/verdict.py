@@ -6,7 +6,8 @@ import socket
 
 import psutil
 
-from ...fingerprint import cpu_model
+from helpers.measure.fingerprint import cpu_model
+
 from .. import headline as hl
 from ..charts import PALETTE, plain_log
 from ..fmt import ONE_RUN, SHORT, esc, html_table, isnull, marks, rounded

@@ -1,0 +1,388 @@
+"""FLOPs of one training step per sample, achieved TFLOP/s and model FLOPs utilisation (MFU).
+
+    c = analytic(model)                       # built keras.Model (compiled: its optimiser is counted)
+    c.forward, c.train(batch_size)            # FLOPs per sample: forward pass; training step
+    xla_train_step(model, x, y)               # JAX only: XLA's own count of the compiled train step
+    lookup("cnn_cifar10", params)             # the committed count (data/flops.csv), no Keras import
+
+The device's peak and MFU: ``helpers.measure.peaks``.
+
+Convention (the analytical count, counted once per model by walking its built layers):
+
+- 2 FLOPs per multiply-add (a Dense of ``n`` inputs and ``m`` units: ``2 n m`` FLOPs per position).
+- backward = 2 x forward (one product for the gradient of the inputs, one for that of the weights), so a
+  training step is ``3 x forward`` per sample, plus the optimiser's update once per step, spread over the
+  batch: ``UPDATE_FLOPS`` per trainable parameter (e.g. SGD with momentum 4, Adam 12), divided by the
+  batch size. This is "model FLOPs" (the MFU of the PaLM paper): what the model needs, not what an
+  implementation happens to execute (no recomputation, no augmentation); a 'same' convolution counts its full
+  kernel at every output position, as published figures do (Keras' ResNet50, a v1: 3.86 G multiply-adds in
+  its convolutions and classifier at 224 x 224, 3.91 G with the elementwise work; v1.5's 4.1 G is the one
+  usually quoted).
+- Counted: Dense (and bias, activation), Conv1D/2D/3D, depthwise, separable and transposed convolutions,
+  Embedding (a gather: 0 FLOPs forward; its dense gradient is counted by the update term), LSTM / GRU /
+  SimpleRNN per time step (both directions of a Bidirectional), BatchNormalization and LayerNormalization
+  (``NORM_FLOPS`` per element), pooling (one FLOP per window element), activations (``ACT_FLOPS`` per
+  element), Dropout (2 per element: compare, scale), merges (Add, ...: one per element per extra input),
+  Rescaling / Normalization (2 per element). Data movement (Flatten, Reshape, padding, cropping,
+  concatenation, InputLayer) is 0. Data augmentation layers (Random*, the suite's RandomShift) are 0 with a
+  note: they are not model FLOPs. Any other layer is counted as 0 and named in ``notes``.
+
+The cross-check (``xla_train_step``, JAX): XLA's cost analysis of the jitted ``train_step`` (forward,
+backward, update, loss and metrics), divided by the batch size. It differs from the convention in known
+ways: XLA does not compute the gradient of the model's input (the first weighted layer's backward is 1 x
+its forward: ``Count.input_grad``), it leaves out a 'same' convolution's products with the zero padding (the
+convention counts them, as the published ResNet-50 figure does: XLA's count of it is lower), and it counts
+every elementwise op (loss, metrics, random numbers, optimiser) at its own rate. ``Count.exact(batch_size)``
+is the convention less that input gradient: the figure to compare with XLA. XLA counts a loop's body once
+(a JAX scan): ``xla_train_step`` unrolls recurrent layers first.
+
+Peaks: GPUs from ``params/peaks.yaml`` (datasheet dense figures, each with its URL), keyed by the name
+NVML reports and the precision; CPUs from the host calibration the runner measured (``helpers.measure.calibration``:
+numpy float32 matmul GFLOP/s on all threads, or one thread x the threads a point used), stated as a
+measured matmul peak, not a datasheet one. An unknown device gives ``mfu`` None and ``mfu_reason``.
+
+A point counts its model at the end (``helpers.point.session``); records that predate the count get it in the report
+from ``data/flops.csv`` (``for_record``; ``flops_source`` says so), which ``benchmarks/flops.py --table`` writes.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers import params as _params
+from helpers.paths import PROJECT_ROOT
+
+FLOPS_PER_MAC = 2
+BACKWARD_FACTOR = 2  # backward = 2 x forward
+NORM_FLOPS = 8  # batch/layer norm in training: mean, variance (3), normalise (2), scale and shift (2) per element
+DROPOUT_FLOPS = 2
+ACT_FLOPS = {"linear": 0, "softmax": 5, "log_softmax": 5, "sigmoid": 4, "tanh": 4, "gelu": 8, "swish": 5,
+             "silu": 5, "elu": 3, "selu": 4, "softplus": 3}  # anything else (relu, ...): 1
+# FLOPs per trainable parameter of one update, by optimiser class (lower case); others: DEFAULT_UPDATE
+UPDATE_FLOPS = {"sgd": 2, "sgd+momentum": 4, "rmsprop": 8, "adam": 12, "adamw": 14, "nadam": 14, "adamax": 10,
+                "adagrad": 6, "adadelta": 12, "lion": 8, "ftrl": 14}
+DEFAULT_UPDATE = 10
+DATA_MOVEMENT = {"InputLayer", "Flatten", "Reshape", "Permute", "RepeatVector", "ZeroPadding1D", "ZeroPadding2D",
+                 "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D", "Concatenate", "Identity",
+                 "UpSampling1D", "UpSampling2D", "UpSampling3D", "SpatialDropout1D", "ActivityRegularization"}
+AUGMENTATION_PREFIX = ("Random",)  # RandomFlip, RandomRotation, the suite's RandomShift, ...
+
+TABLE = PROJECT_ROOT / "data" / "flops.csv"  # committed counts, written by benchmarks/flops.py
+# parameters that do not shape the model (so they are not part of the table's model key): every common knob (a
+# common knob added later is left out by itself), the runner's keys, and the workloads' knobs of the data, the
+# input pipeline and the optimiser
+NOT_MODEL = frozenset(_params.COMMON) | frozenset(_params.RUNNER_KEYS) | frozenset({
+    "workers", "use_multiprocessing", "max_queue_size", "data_dir", "augment", "augment_impl", "lstm_impl",
+    "input_dtype", "repeat", "learning_rate", "import_modules"})
+
+
+@dataclass
+class Count:
+    """The analytical count of one model (FLOPs per sample)."""
+
+    forward: float = 0.0  # forward pass, per sample
+    input_grad: float = 0.0  # the first weighted layer's input gradient: in the convention, not executed
+    trainable_params: int = 0
+    update_per_param: float = 0.0  # optimiser FLOPs per trainable parameter per step
+    optimizer: str = ""
+    layers: list = field(default_factory=list)  # (layer name, class, forward FLOPs per sample)
+    notes: list = field(default_factory=list)
+
+    @property
+    def update_per_step(self) -> float:
+        return self.update_per_param * self.trainable_params
+
+    def train(self, batch_size: int) -> float:
+        """FLOPs per sample of one training step by the convention: 3 x forward + update / batch."""
+        return (1 + BACKWARD_FACTOR) * self.forward + self.update_per_step / max(int(batch_size), 1)
+
+    def exact(self, batch_size: int) -> float:
+        """The convention less the input gradient no framework computes: what XLA should count."""
+        return self.train(batch_size) - self.input_grad
+
+
+# ------------------------------------------------------------------ the analytical count
+
+
+def _shape(t) -> tuple | None:
+    try:
+        return tuple(t.shape)
+    except AttributeError:
+        return None
+
+
+def _io(layer):
+    """(input shape, output shape) of a layer called once in a functional graph; None where unknown."""
+    try:
+        node = layer._inbound_nodes[0]
+        ins = [_shape(t) for t in node.input_tensors]
+        outs = [_shape(t) for t in node.output_tensors]
+        return (ins[0] if len(ins) == 1 else ins), (outs[0] if len(outs) == 1 else outs)
+    except (AttributeError, IndexError):
+        return None, None
+
+
+def _elems(shape) -> int:
+    if not shape:
+        return 0
+    if isinstance(shape, list):
+        return sum(_elems(s) for s in shape)
+    return math.prod(int(d) for d in shape[1:] if d is not None)
+
+
+def _act(activation, n: int) -> float:
+    name = getattr(activation, "__name__", str(activation))
+    return ACT_FLOPS.get(name, 1) * n
+
+
+def _rnn_step(cell, kind: str) -> float:
+    """FLOPs of one time step of a recurrent cell (matmuls, bias, gates)."""
+    d, u = int(cell.kernel.shape[0]), int(cell.units)
+    gates = {"LSTM": 4, "GRU": 3, "SimpleRNN": 1}[kind]
+    macs = gates * u * (d + u)
+    elementwise = {"LSTM": 4 * u + 3 * 4 * u + 5 * u, "GRU": 3 * u + 3 * 4 * u + 5 * u, "SimpleRNN": 2 * u}[kind]
+    return FLOPS_PER_MAC * macs + elementwise
+
+
+def _rnn(layer, ins) -> float:
+    kind = type(layer).__name__
+    if kind not in ("LSTM", "GRU", "SimpleRNN") or ins is None or len(ins) < 3:
+        return None
+    return int(ins[1]) * _rnn_step(layer.cell, kind)
+
+
+def _input_projection(layer, f: float) -> float:
+    """The part of ``layer``'s forward FLOPs that multiplies its input (all of it, except for recurrent
+    layers: their input kernel's products, not the recurrence)."""
+    subs = (layer.forward_layer, layer.backward_layer) if type(layer).__name__ == "Bidirectional" else (layer,)
+    if not all(hasattr(s, "cell") for s in subs):
+        return f
+    ins, _ = _io(layer)
+    try:
+        return float(sum(FLOPS_PER_MAC * int(ins[1]) * math.prod(int(d) for d in s.cell.kernel.shape)
+                         for s in subs))
+    except (TypeError, IndexError, AttributeError):
+        return f
+
+
+def _layer_flops(layer, notes: list) -> float:  # noqa: C901 - one case per layer kind
+    import keras
+
+    kind = type(layer).__name__
+    ins, outs = _io(layer)
+    out_n = _elems(outs)
+    if isinstance(layer, keras.Model):
+        return None  # nested: walked by the caller
+    if kind in DATA_MOVEMENT:
+        return 0.0
+    if kind.startswith(AUGMENTATION_PREFIX):
+        notes.append(f"{layer.name} ({kind}): data augmentation, not model FLOPs: 0")
+        return 0.0
+    if kind == "Bidirectional":
+        f = [_rnn(sub, ins) for sub in (layer.forward_layer, layer.backward_layer)]
+        if None in f:
+            notes.append(f"{layer.name} (Bidirectional of {type(layer.forward_layer).__name__}): not counted: 0")
+            return 0.0
+        return float(sum(f))
+    if kind in ("LSTM", "GRU", "SimpleRNN"):
+        f = _rnn(layer, ins)
+        return float(f) if f is not None else 0.0
+    if kind == "Embedding":
+        return 0.0  # a gather; its (dense) gradient is in the update term
+    if outs is None:
+        notes.append(f"{layer.name} ({kind}): shapes unknown (layer not in a functional graph): 0")
+        return 0.0
+    act = _act(layer.activation, out_n) if hasattr(layer, "activation") else 0.0
+    if kind in ("Dense", "EinsumDense") and hasattr(layer, "kernel"):
+        k = layer.kernel.shape
+        positions = _elems(outs) // int(k[-1]) if kind == "Dense" else 1
+        macs = positions * math.prod(int(d) for d in k)
+        bias = out_n if getattr(layer, "use_bias", False) else 0
+        return float(FLOPS_PER_MAC * macs + bias + act)
+    if kind in ("Conv1D", "Conv2D", "Conv3D", "DepthwiseConv1D", "DepthwiseConv2D", "Conv1DTranspose",
+                "Conv2DTranspose", "Conv3DTranspose", "SeparableConv1D", "SeparableConv2D"):
+        first = getattr(layer, "data_format", "channels_last") == "channels_first"
+        spatial = (lambda s: s[2:]) if first else (lambda s: s[1:-1])
+        where = ins if "Transpose" in kind else outs  # a transposed conv: one kernel product per input position
+        pos = math.prod(int(d) for d in spatial(where))
+        if kind.startswith("Separable"):
+            macs = pos * (math.prod(int(d) for d in layer.depthwise_kernel.shape)
+                          + math.prod(int(d) for d in layer.pointwise_kernel.shape))
+        else:
+            kernel = layer.kernel.shape
+            macs = pos * math.prod(int(d) for d in kernel)
+        bias = out_n if getattr(layer, "use_bias", False) else 0
+        return float(FLOPS_PER_MAC * macs + bias + act)
+    if kind in ("BatchNormalization", "LayerNormalization", "GroupNormalization", "UnitNormalization"):
+        return float(NORM_FLOPS * out_n)
+    if kind in ("MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D", "AveragePooling2D",
+                "AveragePooling3D"):
+        return float(out_n * math.prod(int(d) for d in layer.pool_size))
+    if kind.startswith(("GlobalAveragePooling", "GlobalMaxPooling")):
+        return float(_elems(ins))
+    if kind in ("Activation", "ReLU", "Softmax", "LeakyReLU", "PReLU", "ELU"):
+        return float(act if hasattr(layer, "activation") else ACT_FLOPS.get(kind.lower(), 1) * out_n)
+    if kind in ("Dropout", "GaussianNoise", "GaussianDropout", "AlphaDropout"):
+        return float(DROPOUT_FLOPS * out_n)
+    if kind in ("Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum"):
+        n_in = len(ins) if isinstance(ins, list) else 2
+        return float((n_in - 1) * out_n)
+    if kind in ("Rescaling", "Normalization"):
+        return float(2 * out_n)
+    notes.append(f"{layer.name} ({kind}): no rule for this layer: counted as 0")
+    return 0.0
+
+
+def _update_rate(optimizer) -> tuple[str, float]:
+    if optimizer is None:
+        return "", 0.0
+    opt = getattr(optimizer, "inner_optimizer", optimizer)  # LossScaleOptimizer (mixed_float16)
+    name = type(opt).__name__.lower()
+    if name == "sgd" and float(getattr(opt, "momentum", 0) or 0) > 0:
+        name = "sgd+momentum"
+    return name, float(UPDATE_FLOPS.get(name, DEFAULT_UPDATE))
+
+
+def analytic(model, optimizer=None) -> Count:
+    """Walk the built ``model`` layer by layer (nested models included) and count its FLOPs per sample.
+    ``optimizer``: the one to count the update of (default: the compiled model's, none if not compiled)."""
+    c = Count()
+    c.trainable_params = int(sum(math.prod(int(d) for d in v.shape) for v in model.trainable_weights))
+    c.optimizer, c.update_per_param = _update_rate(optimizer if optimizer is not None
+                                                   else getattr(model, "optimizer", None))
+    if c.optimizer and c.optimizer not in UPDATE_FLOPS:
+        c.notes.append(f"optimiser {c.optimizer}: no rule, {DEFAULT_UPDATE} FLOPs per parameter per update")
+    weighted_seen = False
+
+    def walk(m):
+        nonlocal weighted_seen
+        for layer in m.layers:
+            f = _layer_flops(layer, c.notes)
+            if f is None:
+                walk(layer)
+                continue
+            c.forward += f
+            c.layers.append((layer.name, type(layer).__name__, f))
+            if not weighted_seen and layer.trainable_weights:
+                weighted_seen = True
+                # the first weighted layer's input gradient (1 x its forward; of a recurrent layer, its input
+                # projection only) is not computed by anyone
+                c.input_grad = (BACKWARD_FACTOR - 1) * _input_projection(layer, f)
+
+    walk(model)
+    return c
+
+
+# ------------------------------------------------------------------ XLA's count (JAX backend)
+
+
+def _rnn_layers(model):
+    out = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if hasattr(layer, "unroll") and hasattr(layer, "cell"):
+            out.append(layer)
+    return out
+
+
+def xla_train_step(model, x, y, stage: str = "auto", unroll: bool = True) -> dict:
+    """XLA's cost analysis of the compiled model's stateless ``train_step`` on a batch shaped like ``x``/``y``
+    (JAX backend only; arrays or anything with ``shape`` and ``dtype``). Returns ``flops`` (the step),
+    ``per_sample``, ``transcendentals``, ``stage`` ('compiled': the optimised HLO; 'lowered': before XLA's
+    passes, faster; 'auto': compiled, but lowered for a model with recurrent layers, whose unrolled step takes
+    minutes to compile on a CPU). Recurrent layers are unrolled first (``unroll``): XLA counts a loop's body once."""
+    import jax
+    import keras
+
+    if keras.backend.backend() != "jax":
+        raise RuntimeError(f"XLA cost analysis needs the JAX backend, not {keras.backend.backend()}")
+    rnn = _rnn_layers(model) if unroll else []
+    if stage == "auto":
+        stage = "lowered" if rnn else "compiled"
+    saved = [layer.unroll for layer in rnn]
+    try:
+        for layer in rnn:
+            layer.unroll = True
+        model._symbolic_build(data_batch=(x, y, None))  # builds optimiser and metrics, as fit does
+        state = model._get_jax_state(trainable_variables=True, non_trainable_variables=True,
+                                     optimizer_variables=True, metrics_variables=True)
+
+        def spec(a):
+            return jax.ShapeDtypeStruct(tuple(a.shape), a.dtype)
+
+        lowered = jax.jit(model.train_step).lower(jax.tree.map(spec, state), (spec(x), spec(y), None))
+        ca = lowered.compile().cost_analysis() if stage == "compiled" else lowered.cost_analysis()
+    finally:
+        for layer, u in zip(rnn, saved):
+            layer.unroll = u
+    ca = ca[0] if isinstance(ca, (list, tuple)) else ca
+    batch = int(x.shape[0])
+    flops = float(ca.get("flops", 0.0))
+    return {"flops": flops, "per_sample": flops / batch, "transcendentals": float(ca.get("transcendentals", 0.0)),
+            "batch_size": batch, "stage": stage}
+
+
+# ------------------------------------------------------------------ the committed table (report time)
+
+
+def model_key(params: dict) -> str:
+    """The parameters that shape a workload's model, as canonical JSON (the table's key)."""
+    return json.dumps({k: params[k] for k in sorted(params) if k not in NOT_MODEL}, sort_keys=True, default=str)
+
+
+@functools.lru_cache(maxsize=4)
+def _table(path: str) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        return {}
+    with p.open(newline="") as f:
+        return {(r["workload"], r["model_key"]): r for r in csv.DictReader(f)}
+
+
+def lookup(workload: str, params: dict, path: Path | None = None) -> Count | None:
+    """The committed analytical count of ``workload`` with ``params`` (``data/flops.csv``), None if absent."""
+    r = _table(str(path or TABLE)).get((workload, model_key(params)))
+    if r is None:
+        return None
+    return Count(forward=float(r["forward_flops"]), input_grad=float(r["input_grad_flops"]),
+                 trainable_params=int(r["trainable_params"]), update_per_param=float(r["update_per_param"]),
+                 optimizer=r["optimizer"], notes=[n for n in r.get("notes", "").split(" | ") if n])
+
+
+REPORT_SOURCE = "counted at report time (analytic, data/flops.csv)"
+
+
+def for_record(r: dict) -> tuple[float | None, str]:
+    """(FLOPs per training sample, where it comes from) of a record: its own ``flops_per_sample`` when it has
+    one, else the committed analytical count of its workload and model parameters at its batch size (records
+    that predate the count), else (None, why)."""
+    own = r.get("flops_per_sample")
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and own > 0:
+        return float(own), str(r.get("flops_source") or "the record's own count")
+    name, p = r.get("workload"), r.get("params") or {}
+    try:
+        from helpers import params as _params
+        from helpers import workloads as _workloads
+
+        full = {**_params.COMMON_DEFAULTS, **_workloads.get(name).defaults, **p}
+    except KeyError:
+        return None, f"unknown workload {name!r}"
+    c = lookup(name, full)
+    batch = p.get("batch_size") or r.get("batch_size")
+    if c is None or not batch:
+        return None, "no count for this model in data/flops.csv (python benchmarks/flops.py --table adds it)"
+    return c.train(int(batch)), REPORT_SOURCE
+
+
+TABLE_FIELDS = ["workload", "model_key", "forward_flops", "input_grad_flops", "trainable_params", "update_per_param",
+                "optimizer", "notes"]
+
+
+def table_row(workload: str, params: dict, c: Count) -> dict:
+    return {"workload": workload, "model_key": model_key(params), "forward_flops": repr(c.forward),
+            "input_grad_flops": repr(c.input_grad), "trainable_params": c.trainable_params,
+            "update_per_param": repr(c.update_per_param), "optimizer": c.optimizer, "notes": " | ".join(c.notes)}

@@ -1,0 +1,140 @@
+"""Where the training set lives, and what the host copy costs a step (issue 16, the input path).
+
+``data_placement: host`` (the default) is Keras' own path for arrays: every step slices a numpy batch on the
+host and copies it to the device (JAX: one batch ahead; torch: in the step). ``data_placement: device`` puts
+the training set on the device once, before the clock starts, cut into its batches (each sharded over the
+mesh's devices when the point trains on several GPUs), and a ``keras.utils.PyDataset`` serves them from there:
+JAX's ``device_put`` and torch's ``convert_to_tensor`` of an array already where it must be are no-ops, so no
+step copies anything. Same model, same batches per epoch, same samples; one difference, said in the record:
+the samples are shuffled once into batches on the host, and each epoch visits the batches in a new order
+(Keras shuffles the samples of arrays across batches every epoch; on the device that would be a gather a step).
+
+``host_copy`` measures what the host path pays: the median time to copy one training batch (the process's
+batch: ``batch_size`` x ``gpus``) from numpy to the devices as Keras does it, synchronised, after training,
+outside the timed window. Against the step time it says where the time goes (the report's scaling section):
+an upper bound of the copy's share, since JAX's look-ahead overlaps part of it with the previous step.
+
+    data = place(data, params)                     # 'device': the arrays become a PyDataset on the device
+    rec.update(host_copy(x_train, y_train, batch, backend, step_s=rec["step_s"]))
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+COPY_REPEATS = 5  # timed copies of one batch (after one untimed: allocation, first-use costs)
+
+
+def _tree():
+    import keras
+
+    return keras.tree
+
+
+def _slice(x, i: int, j: int):
+    return _tree().map_structure(lambda a: a[i:j], x)
+
+
+def _nbytes(x) -> int:
+    return int(sum(np.asarray(a).nbytes for a in _tree().flatten(x)))
+
+
+def _to_device(backend: str):
+    """A function putting one numpy array where the backend trains (and, with a distribution set, sharded as
+    Keras shards a data batch over the mesh), and one that waits for the copies to land."""
+    if backend == "jax":
+        import jax
+        import keras
+
+        dist = keras.distribution.distribution()
+
+        def put(a):
+            if dist is not None:
+                return jax.device_put(a, dist.get_data_layout(a.shape).backend_layout)
+            return jax.device_put(a)
+
+        return put, jax.block_until_ready
+    if backend == "torch":
+        import torch
+        from keras.src.backend.torch.core import get_device
+
+        dev = get_device()
+
+        def wait(x):
+            if torch.cuda.is_available() and str(dev).startswith("cuda"):
+                torch.cuda.synchronize()
+            return x
+
+        return (lambda a: torch.as_tensor(a).to(dev)), wait
+    raise ValueError(f"data_placement 'device': backend {backend!r} is not one of jax, torch")
+
+
+def _as_fed(a, floatx: str):
+    """An array as Keras' array adapter feeds it: floats other than ``floatx`` cast to it."""
+    a = np.asarray(a)
+    return a.astype(floatx) if np.issubdtype(a.dtype, np.floating) and a.dtype != np.dtype(floatx) else a
+
+
+def device_dataset(x, y, batch_size: int, backend: str, seed: int = 0):
+    """The training arrays as a ``keras.utils.PyDataset`` whose batches live on the device: shuffled once into
+    batches of ``batch_size`` (the last one may be smaller, as with arrays); fit's ``shuffle`` (Keras' adapter)
+    visits them in a new order every epoch."""
+    import keras
+
+    n = len(_tree().flatten(x)[0])
+    perm = np.random.default_rng(seed).permutation(n)
+    fx = keras.config.floatx()
+    x = _tree().map_structure(lambda a: _as_fed(a, fx)[perm], x)
+    y = _as_fed(y, fx)[perm] if y is not None else None
+    put, wait = _to_device(backend)
+    tree = _tree()
+    batches = []
+    for i in range(0, n, batch_size):
+        xb = tree.map_structure(put, _slice(x, i, i + batch_size))
+        yb = put(y[i:i + batch_size]) if y is not None else None
+        batches.append((xb, yb) if yb is not None else (xb,))
+    wait(batches)
+
+    class DeviceBatches(keras.utils.PyDataset):
+        """Batches already on the device (``helpers.point.placement``)."""
+
+        def __init__(self):
+            super().__init__(workers=1, use_multiprocessing=False)  # served in the training thread, no queue
+
+        def __len__(self):
+            return len(batches)
+
+        def __getitem__(self, i):
+            return batches[i]
+
+    ds = DeviceBatches()
+    ds.bytes = _nbytes(x) + (_nbytes(y) if y is not None else 0)
+    return ds
+
+
+def host_copy(x, y, batch_size: int, backend: str, step_s: float | None = None,
+              repeats: int = COPY_REPEATS) -> dict:
+    """The median time to copy one training batch (x and y) from numpy to the device(s), synchronised, over
+    ``repeats`` copies after an untimed one; with ``step_s``, its share of a training step."""
+    put, wait = _to_device(backend)
+    tree = _tree()
+    xb, yb = _slice(x, 0, batch_size), (np.asarray(y)[:batch_size] if y is not None else None)
+    xb = tree.map_structure(np.ascontiguousarray, xb)
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        out = (tree.map_structure(put, xb), put(yb) if yb is not None else None)
+        wait(out)
+        return time.perf_counter() - t0
+
+    once()
+    times = [once() for _ in range(repeats)]
+    med = statistics.median(times)
+    nbytes = _nbytes(xb) + (_nbytes(yb) if yb is not None else 0)
+    out = {"input_bytes_per_step": nbytes, "host_copy_s_per_step": med, "host_copy_repeats": repeats,
+           "host_copy_gb_per_s": nbytes / med / 1e9 if med > 0 else None,
+           "host_copy_share": (med / step_s) if step_s else None}
+    return out

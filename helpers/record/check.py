@@ -1,0 +1,189 @@
+"""What a record read back must look like before the report uses it: field types, figures, nesting.
+
+    why = problem(obj)      # None: usable; else why not, e.g. "'history' is a number, not a mapping"
+
+Records merged from elsewhere are data from anyone (a colleague's folder, an archive): a field of the
+wrong type, a timing that is not a finite number > 0, or JSON nested a thousand deep must cost that one
+record (skipped, with this reason), never the report. Reasons name the field and what was expected, not
+the value, so the report can group them. Only what the report reads is checked; other keys are free, within
+the bounds every record keeps (``record_limits``: size, nesting, numbers that are floats, string lengths).
+Names and labels the report draws (workload, backend, host, GPU names, versions, a params value) are at most
+``MAX_LABEL`` characters; ``params`` holds at most ``MAX_PARAMS`` keys of plain values, ``history`` at most
+``MAX_CURVES`` curves.
+"""
+
+from __future__ import annotations
+
+import math
+
+from helpers import params as _params
+from helpers.record.limits import MAX_DEPTH, out_of_bounds
+
+MAX_LABEL = 256  # characters of a name or label the report shows (workload, host, GPU name, a knob's value)
+MAX_PATH = 4096  # characters of a path (notebook, params.output_dir, a custom model's path)
+MAX_PARAMS = 128  # keys of params (a notebook has about 25)
+MAX_KNOBS_TEXT = 1024  # characters of a workload's own knobs written out (they label a configuration)
+MAX_CURVES = 64  # curves in history (loss, accuracy, val_*)
+
+# top-level fields: kind
+_FIELDS = {
+    "point_id": "text", "workload": "text", "backend": "text", "device": "text", "status": "text",
+    "device_used": "label?", "reason": "text?", "data_source": "label?", "notebook": "path?",
+    "started_at": "label?", "price_profile": "label?", "traceback": "text?", "energy_method": "label?",
+    "energy_reason": "text?", "config_id": "label?", "flops_source": "text?",
+    "input_bytes_per_step": "nonneg?", "host_copy_s_per_step": "nonneg?", "flops_per_sample": "nonneg?",
+    "repeat": "index?", "global_batch_size": "count?",
+    "params": "map?", "fingerprint": "map?", "utilisation": "map?", "data_info": "map?", "epoch_spread": "map?",
+    "history": "map?",
+    "batch_size": "count?", "n_train": "count?", "epochs": "count?", "steps_per_epoch": "count?",
+    "first_epoch_s": "pos?", "median_epoch_s": "pos?", "step_s": "pos?", "samples_per_s": "pos?",
+    "steady_s": "pos?",
+    "duration_s": "nonneg?", "wall_s": "nonneg?", "energy_j_per_epoch": "nonneg?",
+    "energy_above_idle_j_per_epoch": "num?", "idle_power_w": "nonneg?",
+    "energy_window_s": "nonneg?",
+    "epoch_s": "poslist?", "epoch_total_s": "poslist?", "val_s": "nonneglist?",
+    "utilisation_timeline": "list?", "epoch_bounds_s": "list?", "fixture": "bool?",
+}
+_FINGERPRINT = {
+    "host": "label?", "cpu_model": "label?", "python": "label?", "git_commit": "label?", "gpu_driver": "label?",
+    "cuda_driver": "label?", "versions": "map?", "gpu_names": "textlist?", "boot_id": "label?",
+    "calibration": "map?", "gpu_state": "list?", "cpu_flags": "textlist?",
+    "cpu_logical": "count?", "cpu_allowed": "count?", "cpu_available": "count?", "ram_gb": "nonneg?",
+}
+_PARAMS = {"threads": "index?", "precision": "label?", "workers": "index?", "n_val": "index?", "gpus": "count?",
+           "hosts": "count?", "repeat": "index?", "steps_per_execution": "count?", "min_steady_s": "pos?",
+           "batch_size": "count?", "n_train": "count?", "epochs": "count?", "workload": "label?",
+           "backend": "label?", "device": "label?", "data_source": "label?", "data_placement": "label?"}
+_UTILISATION = {k: "nonneg?" for k in ("cpu_pct_mean", "proc_cpu_pct_mean", "gpu_pct_mean", "gpu_pct_max",
+                                       "gpu_mem_peak_mb", "gpu_mem_mb_max", "power_w_mean")}
+_SPREAD = {k: "nonneg?" for k in ("q1", "q3", "min", "max", "median")} | {"n": "index?"}
+
+_EXPECTED = {
+    "text": f"a non-empty string of at most {MAX_LABEL} characters", "text?": "a string or null",
+    "label?": f"a string of at most {MAX_LABEL} characters or null",
+    "path?": f"a string of at most {MAX_PATH} characters or null", "map?": "a mapping", "list?": "a list",
+    "num?": "a finite number", "count?": "an integer > 0", "index?": "an integer >= 0", "pos?": "a finite number > 0",
+    "nonneg?": "a finite number >= 0", "poslist?": "a list of finite numbers > 0",
+    "nonneglist?": "a list of finite numbers >= 0", "bool?": "true or false",
+    "textlist?": f"a list of strings of at most {MAX_LABEL} characters",
+}
+
+
+def _what(v) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "a mapping", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _is_num(v) -> bool:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return isinstance(v, int) or math.isfinite(v)  # an int is finite (math.isfinite(10**400) raises)
+
+
+def _ok(kind: str, v) -> bool:
+    if v is None:
+        return kind.endswith("?")
+    if kind == "text":
+        return isinstance(v, str) and bool(v.strip()) and len(v) <= MAX_LABEL
+    if kind == "text?":
+        return isinstance(v, str)
+    if kind == "label?":
+        return isinstance(v, str) and len(v) <= MAX_LABEL
+    if kind == "path?":
+        return isinstance(v, str) and len(v) <= MAX_PATH
+    if kind == "map?":
+        return isinstance(v, dict)
+    if kind == "list?":
+        return isinstance(v, list)
+    if kind == "bool?":
+        return isinstance(v, bool)
+    if kind == "textlist?":
+        return isinstance(v, list) and all(isinstance(x, str) and len(x) <= MAX_LABEL for x in v)
+    if kind == "count?":
+        return isinstance(v, int) and not isinstance(v, bool) and v > 0
+    if kind == "index?":
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    if kind == "num?":
+        return _is_num(v)
+    if kind == "pos?":
+        return _is_num(v) and v > 0
+    if kind == "nonneg?":
+        return _is_num(v) and v >= 0
+    if kind == "poslist?":
+        return isinstance(v, list) and all(_is_num(x) and x > 0 for x in v)
+    if kind == "nonneglist?":
+        return isinstance(v, list) and all(_is_num(x) and x >= 0 for x in v)
+    raise ValueError(kind)
+
+
+def _check(obj: dict, spec: dict, prefix: str = "") -> str | None:
+    for key, kind in spec.items():
+        if key not in obj:
+            continue
+        v = obj[key]
+        if not _ok(kind, v):
+            return f"'{prefix}{key}' is {_what(v)}, not {_EXPECTED[kind]}"
+    return None
+
+
+def _params_problem(params: dict) -> str | None:
+    """params: at most ``MAX_PARAMS`` keys of plain values (a string, a number, true/false, null), strings at
+    most ``MAX_PATH`` characters, a workload's own knobs (they label a configuration) ``MAX_KNOBS_TEXT``."""
+    if len(params) > MAX_PARAMS:
+        return f"'params' has more than {MAX_PARAMS} keys"
+    knobs = 0
+    for key, v in params.items():
+        if isinstance(v, (dict, list)):
+            return f"'params.{key}' is {_what(v)}, not a plain value"
+        if isinstance(v, str) and len(v) > MAX_PATH:
+            return f"'params.{key}' is a string longer than {MAX_PATH} characters"
+        if key not in _params.COMMON:
+            knobs += len(key) + len(str(v)) + 3
+    if knobs > MAX_KNOBS_TEXT:
+        return f"'params' holds a workload's knobs longer than {MAX_KNOBS_TEXT} characters written out"
+    return None
+
+
+def problem(obj: dict) -> str | None:
+    """Why the record ``obj`` (a dict that ``record.is_record`` accepts) cannot be used; None if it can."""
+    why = out_of_bounds(obj, MAX_DEPTH)
+    if why:
+        return why
+    if isinstance(obj.get("schema"), bool) or not isinstance(obj.get("schema"), int):
+        return f"'schema' is {_what(obj.get('schema'))}, not an integer"
+    why = _check(obj, _FIELDS)
+    if why:
+        return why
+    for name, spec in (("fingerprint", _FINGERPRINT), ("params", _PARAMS), ("utilisation", _UTILISATION),
+                       ("epoch_spread", _SPREAD)):
+        why = _check(obj.get(name) or {}, spec, f"{name}.")
+        if why:
+            return why
+    params = obj.get("params") or {}
+    why = _params_problem(params)
+    if why:
+        return why
+    versions = (obj.get("fingerprint") or {}).get("versions") or {}
+    if not all((isinstance(v, str) and len(v) <= MAX_LABEL) or v is None for v in versions.values()):
+        return f"'fingerprint.versions' holds a value that is not a string of at most {MAX_LABEL} characters"
+    history = obj.get("history") or {}
+    if len(history) > MAX_CURVES:
+        return f"'history' has more than {MAX_CURVES} curves"
+    for key, curve in history.items():
+        if not isinstance(curve, list) or not all(x is None or _is_num(x) for x in curve):
+            return f"'history.{key}' is {_what(curve) if not isinstance(curve, list) else 'a list'}, " \
+                   "not a list of numbers"
+    for key in ("data_info", "epoch_spread"):
+        sub = obj.get(key) or {}
+        if any(isinstance(v, (dict, list)) for k, v in sub.items() if k in ("augment", "workers", "n")):
+            return f"'{key}' holds a list or mapping where a value was expected"
+    for s in obj.get("utilisation_timeline") or []:
+        if not isinstance(s, dict) or not all(v is None or _is_num(v) for v in s.values()):
+            return "'utilisation_timeline' holds an item that is not a mapping of numbers"
+    for b in obj.get("epoch_bounds_s") or []:
+        if not (isinstance(b, list) and len(b) == 2 and all(_is_num(x) for x in b)):
+            return "'epoch_bounds_s' holds an item that is not a pair of numbers"
+    return None

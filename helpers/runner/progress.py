@@ -1,0 +1,103 @@
+"""Progress of a run: runs left and time left, and the epoch lines of a long point as they come.
+
+    progress(left, kernel_left, spent)        # "[5 left, ETA 02:10]"
+    sink = LiveEpochs(log, title=...).start() # fed the kernel's stdout; prints epochs after LIVE_AFTER_S
+    engine = streaming_engine(base_engine)    # papermill engine feeding ``engine.sink``
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import threading
+import time
+
+LIVE_AFTER_S = 60.0  # a point running longer than this prints its epoch lines as they come
+EPOCH_LINE = re.compile(r"^epoch \d+: ")  # what helpers.measure.timing prints per epoch
+
+
+def progress(left: int, kernel_left: int, spent: list[float]) -> str:
+    """``[5 left, ETA 02:10]``: runs left; the time left is the mean wall time of the runs that started a
+    kernel in this run so far times the runs left that will start one (none before a run has)."""
+    if not spent:
+        return f"[{left} left]"
+    from tqdm import tqdm
+
+    return f"[{left} left, ETA {tqdm.format_interval(statistics.fmean(spent) * kernel_left)}]"
+
+
+class LiveEpochs:
+    """A file-like sink for a kernel's stdout (papermill's ``stdout_file``). It keeps the epoch lines
+    (``EPOCH_LINE``); once the point has run ``after_s`` (default ``LIVE_AFTER_S``) it prints them, and
+    every later one as it comes, through ``log``, indented by two spaces, after ``title`` (the point's line
+    says it has run that long: it is printed once the point ends). A short point prints nothing."""
+
+    def __init__(self, log, after_s: float | None = None, clock=time.monotonic, title: str | None = None):
+        self.log, self.clock, self.title = log, clock, title
+        self.after_s = LIVE_AFTER_S if after_s is None else after_s
+        self.t0 = clock()
+        self.live = False
+        self._partial, self._kept = "", []
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def start(self) -> LiveEpochs:
+        """Go live at ``after_s`` even when the kernel prints nothing more then."""
+        self._timer = threading.Timer(max(0.0, self.after_s - (self.clock() - self.t0)), self.go_live)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            *lines, self._partial = (self._partial + text).split("\n")
+            self._kept += [line.rstrip() for line in lines if EPOCH_LINE.match(line)]
+            if not self.live and self.clock() - self.t0 >= self.after_s:
+                self.live = True
+            if self.live:
+                self._flush()
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def go_live(self) -> None:
+        with self._lock:
+            self.live = True
+            self._flush()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            if self._partial and EPOCH_LINE.match(self._partial):
+                self._kept.append(self._partial.rstrip())
+            self._partial = ""
+            if self.live:
+                self._flush()
+
+    def _flush(self) -> None:
+        if self.title is not None:
+            self.log(self.title)
+            self.title = None
+        for line in self._kept:
+            self.log(f"  {line}")
+        self._kept.clear()
+
+
+def streaming_engine(base):
+    """``base`` (papermill's engine of ``execute``) registered again as ``cgb`` with a ``sink``: while it is
+    set, the kernel's stdout is fed to it (papermill's ``stdout_file``) as it arrives."""
+    from papermill.engines import papermill_engines
+
+    class StreamingEngine(base):
+        sink = None
+
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
+            if cls.sink is not None and kwargs.get("stdout_file") is None:
+                kwargs["stdout_file"] = cls.sink
+            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+    papermill_engines.register("cgb", StreamingEngine)
+    return StreamingEngine
