@@ -95,10 +95,10 @@ def worker_compare(names, stage: str) -> list[dict]:
 
 def _configs() -> list[tuple[str, dict]]:
     """(workload, params) of every model configuration the reference records, the grids and the defaults name."""
+    from helpers import grid
     from helpers.measure import flops
     from helpers.record.store import read_records
     from helpers.report.reference import reference_folders
-    from helpers.runner import grid
 
     seen: dict[tuple, tuple] = {}
 

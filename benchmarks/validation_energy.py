@@ -87,7 +87,7 @@ def full_params(point: dict, folder: Path) -> dict:
     import yaml
 
     sys.path.insert(0, str(ROOT))
-    from helpers.runner import grid
+    from helpers import grid
     from helpers.runner.notebook import notebook_params
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """The notebook parameters: one spec for defaults, allowed values and validation.
 
-The same spec validates a grid file before anything runs (``helpers.runner.grid``) and the
+The same spec validates a grid file before anything runs (``helpers.grid``) and the
 parameters a notebook received (first code cell after ``parameters``), so a bad value
 gets the same message whether it came from ``run_all.sh`` or from papermill by hand.
 """
@@ -127,7 +127,7 @@ LATER_DEFAULTS = {"gpus": 1, "hosts": 1, "processes": 1, "steps_per_execution": 
                   "profile": False, "input_dtype": "float32"}
 
 # Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
-# the per-point limit in seconds and the separate runs of each point (``helpers.runner.grid``).
+# the per-point limit in seconds and the separate runs of each point (``helpers.grid``).
 RUNNER_KEYS = ("timeout_s", "repeats")
 
 # Notebook parameters the runner sets for every point (where its record goes, its id): a grid that sets

@@ -70,7 +70,7 @@ def complete(out: Path) -> list[dict]:
 
 
 def grid_point_ids(grid: Path, env: dict) -> list[str]:
-    code = ("import sys; from helpers.runner import grid; from helpers.record import store as record; "
+    code = ("import sys; from helpers import grid; from helpers.record import store as record; "
             "from helpers.runner.notebook import notebook_params; "
             "from helpers.measure.machine import machine_key; "
             "print(' '.join(record.point_id(notebook_params(r), machine_key()) "

@@ -9,10 +9,9 @@ import nbformat
 import pytest
 from support import in_fresh_python
 
-from helpers import params
+from helpers import grid, params
 from helpers.paths import NOTEBOOKS
 from helpers.point import device
-from helpers.runner import grid
 from helpers.workloads import custom, get
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]

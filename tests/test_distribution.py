@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from support import in_fresh_python
 
+from helpers import grid
 from helpers.data import image_sets as datasets_images
 from helpers.data import loaders as data
 from helpers.params import ParamError
 from helpers.paths import PROJECT_ROOT
 from helpers.point import device, distribution
-from helpers.runner import grid
 
 JAX = device.backend_installed("jax")
 

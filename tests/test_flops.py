@@ -8,11 +8,10 @@ import pytest
 import yaml
 from support import in_fresh_python
 
-from helpers import params
+from helpers import grid, params
 from helpers.measure import flops, peaks
 from helpers.paths import PROJECT_ROOT
 from helpers.point import device
-from helpers.runner import grid
 
 HAS_JAX = device.backend_installed("jax")
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from support import in_fresh_python
 
+from helpers import grid
 from helpers.paths import PROJECT_ROOT
 from helpers.point import device
 from helpers.record import store as record
 from helpers.report.fmt import shown_path
 from helpers.runner import cli as runner
-from helpers.runner import grid, notebook
+from helpers.runner import notebook
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
 

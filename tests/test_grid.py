@@ -4,8 +4,7 @@ import textwrap
 
 import pytest
 
-from helpers import params
-from helpers.runner import grid
+from helpers import grid, params
 from helpers.runner import notebook as execute
 
 

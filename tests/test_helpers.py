@@ -18,7 +18,7 @@ from helpers.record import store as record
 
 
 def test_package_imports_no_framework():
-    code = ("import sys, helpers, helpers.point.session, helpers.runner.cli, helpers.runner.grid, helpers.report, "
+    code = ("import sys, helpers, helpers.point.session, helpers.runner.cli, helpers.grid, helpers.report, "
             "helpers.workloads, helpers.data.loaders, helpers.point.device, helpers.measure.timing, "
             "helpers.measure.sampler, helpers.data.image_folders\n"
             "bad = [m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules]\n"

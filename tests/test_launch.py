@@ -25,10 +25,10 @@ import pytest
 from support import doc_commands
 from support import slurm as slurm_support
 
+from helpers import grid
 from helpers.paths import PROJECT_ROOT
 from helpers.point import distribution
 from helpers.point import launcher as launch
-from helpers.runner import grid
 from helpers.runner import processes as local_launch
 
 JAX = __import__("helpers.point.device", fromlist=["x"]).backend_installed("jax")

@@ -488,7 +488,7 @@ def test_a_real_point_trains_on_until_its_window_is_filled(tmp_path, backend):
 def test_a_bad_window_is_refused_before_anything_runs(tmp_path, value):
     import yaml
 
-    from helpers.runner import grid
+    from helpers import grid
 
     g = tmp_path / "g.yaml"
     g.write_text(yaml.safe_dump({"points": [{"workload": "mlp_mnist", "backend": "jax", "device": "cpu",

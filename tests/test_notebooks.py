@@ -120,8 +120,7 @@ def test_shared_run_report_renders(shared_run):
 def test_run_all_one_point_per_workload_end_to_end_with_report(shared_run):
     """One point per workload (backends rotated, each in a real papermill kernel) through ./run_all.sh, its report,
     then the same grid again: points done on this machine are not run again."""
-    from helpers import workloads
-    from helpers.runner import grid
+    from helpers import grid, workloads
 
     points = grid.expand(shared_run.grid)
     recs = shared_run.records

@@ -9,10 +9,9 @@ import sys
 import pytest
 from support import in_fresh_python
 
-from helpers import params
+from helpers import grid, params
 from helpers.paths import PROJECT_ROOT
 from helpers.point.device import backend_installed
-from helpers.runner import grid
 
 
 def _grid(tmp_path, **point):
@@ -332,8 +331,8 @@ def test_scaling_section_sets_published_anchors_beside_and_says_the_efficiency_p
 def test_the_run_line_names_the_knobs_a_scaling_grid_varies():
     """The runner's line for a point shows gpus, input_dtype and data_placement away from their defaults, so the
     runs of params/scaling.yaml do not read alike (and a default point's line stays as it was)."""
+    from helpers.grid import expand_all
     from helpers.runner import plan
-    from helpers.runner.grid import expand_all
 
     lines = [plan.describe(p) for p in expand_all([PROJECT_ROOT / "params" / "scaling.yaml"])]
     assert len(set(lines)) == len(lines) == 16

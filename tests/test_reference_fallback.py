@@ -87,8 +87,8 @@ def test_the_default_grid_pairs_its_cpu_rows_with_the_reference():
     (not in the reference image) and two workloads excepted: cnn_256 and resnet50 ran on the reference GPU
     at batch 64 and 224-256 px only, where one CPU step takes 27-101 s on 2 cores (the default run would
     pass 10 minutes); they are shown beside the reference's nearest configuration, not paired."""
+    from helpers import grid
     from helpers.report import table
-    from helpers.runner import grid
 
     ref, _, _ = table.load_table([REFERENCE])
     ref = ref[(ref["status"] == "ok") & (ref["device"] == "gpu")]

@@ -21,10 +21,11 @@ import nbformat
 import pytest
 from support.runs import complete_ok_records, good_record, write
 
+from helpers import grid
 from helpers.paths import PROJECT_ROOT
 from helpers.record import store as record
 from helpers.runner import cli as runner
-from helpers.runner import grid, notebook
+from helpers.runner import notebook
 
 # ------------------------------------------------------------------ crafted things
 

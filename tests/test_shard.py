@@ -13,11 +13,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from helpers import grid as _grid
 from helpers.measure.machine import machine_key
 from helpers.record import store as record
 from helpers.runner import claims
 from helpers.runner import cli as runner
-from helpers.runner import grid as _grid
 from helpers.runner import shard as _shard
 from helpers.runner.notebook import notebook_params
 

@@ -60,11 +60,11 @@ import time
 import uuid
 from pathlib import Path
 
+from helpers import grid as _grid
 from helpers.measure.machine import machine_key
 from helpers.paths import NOTEBOOKS, PARAMS, outputs_dir
 from helpers.point import launcher as _launch
 from helpers.record import store as _record
-from helpers.runner import grid as _grid
 from helpers.runner import plan as _plan
 from helpers.runner import processes as _local_launch
 from helpers.runner import progress as _progress

@@ -13,9 +13,9 @@ import os
 import sys
 from pathlib import Path
 
+from helpers import grid as _grid
 from helpers.params import LATER_DEFAULTS
 from helpers.record import store as _record
-from helpers.runner import grid as _grid
 from helpers.runner.notebook import is_complete, notebook_params
 
 GUARD_RUNS = 500  # more runs than this: refused without --yes

@@ -36,7 +36,7 @@ def _pct(v) -> str:
 @functools.lru_cache(maxsize=2)
 def rungs(path: str | None = None) -> dict:
     """(workload, backend) -> [(label, {rung key: value})], in the ladder's order (params/ladder.yaml)."""
-    from helpers.runner import grid
+    from helpers import grid
 
     out: dict = {}
     try:
