@@ -4,12 +4,13 @@
     .venv/bin/python benchmarks/flops.py --table      # (re)write data/flops.csv, the report's counts
 
 1. Cross-check (default): for each of the ten workloads at its defaults (the source's configuration; ResNet-50
-   at 224 px), on the JAX backend on this CPU in a fresh process: the analytical count (``helpers.measure.flops``:
-   2 FLOPs per multiply-add, backward = 2 x forward, the optimiser's update per step over the batch) and XLA's
-   cost analysis of the compiled train step at the workload's batch size (recurrent layers unrolled: XLA
-   counts a loop body once; their unrolled step is analysed as lowered, before XLA's passes: compiling it takes
-   minutes on a CPU). Printed: forward multiply-adds per sample, the convention's training FLOPs per
-   sample, the same less the input gradient nobody computes (``exact``) and XLA's figure, with XLA ÷ exact.
+   at 224 px), on the JAX backend on this CPU in a fresh process: the analytical count
+   (``helpers.measure.flops_analytic``: 2 FLOPs per multiply-add, backward = 2 x forward, the optimiser's update
+   per step over the batch) and XLA's cost analysis of the compiled train step at the workload's batch size
+   (``helpers.measure.flops_xla``; recurrent layers unrolled: XLA counts a loop body once; their unrolled step
+   is analysed as lowered, before XLA's passes: compiling it takes minutes on a CPU). Printed: forward
+   multiply-adds per sample, the convention's training FLOPs per sample, the same less the input gradient
+   nobody computes (``exact``) and XLA's figure, with XLA ÷ exact.
    Agreement: within ``TOLERANCE``; a row past it says why (``WHY``). What remains between the two: XLA counts
    the loss, metrics, random numbers and the optimiser op by op, and leaves out a 'same' convolution's products
    with its zero padding (ResNet-50: XLA about 3% under the convention). Last run, Keras 3.15.1: all ten within
@@ -68,23 +69,23 @@ def _batch_spec(name: str, p: dict, batch: int):
 
 def worker_compare(names, stage: str) -> list[dict]:
     from helpers import workloads as W
-    from helpers.measure import flops
+    from helpers.measure import flops_analytic, flops_table, flops_xla
 
     rows = []
     for name in names:
         p = _params(name)
         t0 = time.perf_counter()
         model = W.build_model(name, p)
-        c = flops.analytic(model)
+        c = flops_analytic.analytic(model)
         b = int(p["batch_size"])
         x, y = _batch_spec(name, p, b)
         t1 = time.perf_counter()
         try:
-            xla = flops.xla_train_step(model, x, y, stage=stage)
+            xla = flops_xla.xla_train_step(model, x, y, stage=stage)
             err = ""
         except Exception as exc:  # shown, never hidden
             xla, err = {"per_sample": None}, f"{type(exc).__name__}: {exc}"[:200]
-        rows.append({"workload": name, "batch": b, "model": flops.model_key(p), "fwd_macs": c.forward / 2,
+        rows.append({"workload": name, "batch": b, "model": flops_table.model_key(p), "fwd_macs": c.forward / 2,
                      "train": c.train(b), "exact": c.exact(b), "xla": xla["per_sample"],
                      "update_share": c.update_per_step / b / c.train(b), "notes": c.notes, "error": err,
                      "stage": xla.get("stage"),
@@ -96,15 +97,15 @@ def worker_compare(names, stage: str) -> list[dict]:
 def _configs() -> list[tuple[str, dict]]:
     """(workload, params) of every model configuration the reference records, the grids and the defaults name."""
     from helpers import grid
-    from helpers.measure import flops
-    from helpers.record.store import read_records
+    from helpers.measure import flops_table
+    from helpers.record.reader import read_records
     from helpers.report.reference import reference_folders
 
     seen: dict[tuple, tuple] = {}
 
     def add(name, p):
         if name in TEN:
-            seen.setdefault((name, flops.model_key(p)), (name, p))
+            seen.setdefault((name, flops_table.model_key(p)), (name, p))
 
     for name in TEN:
         add(name, _params(name))
@@ -124,15 +125,16 @@ def _configs() -> list[tuple[str, dict]]:
 
 def worker_table(out: Path) -> None:
     from helpers import workloads as W
-    from helpers.measure import flops
+    from helpers.measure import flops_analytic, flops_table
 
     rows = []
-    for name, p in sorted(_configs(), key=lambda c: (c[0], flops.model_key(c[1]))):
+    for name, p in sorted(_configs(), key=lambda c: (c[0], flops_table.model_key(c[1]))):
         model = W.build_model(name, {**p, "backend": "jax"})
-        rows.append(flops.table_row(name, p, flops.analytic(model)))
-        print(f"{name} {flops.model_key(p)}: {float(rows[-1]['forward_flops']) / 2:,.0f} MACs forward", flush=True)
+        rows.append(flops_table.table_row(name, p, flops_analytic.analytic(model)))
+        macs = float(rows[-1]["forward_flops"]) / 2
+        print(f"{name} {flops_table.model_key(p)}: {macs:,.0f} MACs forward", flush=True)
     with out.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=flops.TABLE_FIELDS)
+        w = csv.DictWriter(f, fieldnames=flops_table.TABLE_FIELDS)
         w.writeheader()
         w.writerows(rows)
     print(f"wrote {len(rows)} rows to {out}")

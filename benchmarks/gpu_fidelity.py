@@ -139,19 +139,20 @@ class Suite:
         import logging
 
         from helpers.runner import notebook as runner
+        from helpers.runner.engine import install_kernelspec, register_engine
 
         logging.getLogger("papermill").setLevel(logging.WARNING)
         logging.getLogger("traitlets").setLevel(logging.ERROR)
         self.runner = runner
         self.work = work
-        self.kernel = runner.install_kernelspec(work / ".jupyter")
-        self.engine = runner._register_engine()
+        self.kernel = install_kernelspec(work / ".jupyter")
+        self.engine = register_engine()
 
     def run(self, cfg: dict, backend: str, timeout: float) -> dict:
         from helpers import params as P
         from helpers import workloads
         from helpers.measure.machine import machine_key
-        from helpers.record import store as record
+        from helpers.record.ids import point_id
 
         wl = cfg["workload"]
         p = {**P.COMMON_DEFAULTS, **workloads.get(wl).defaults, "workload": wl, "backend": backend,
@@ -162,7 +163,7 @@ class Suite:
             p["augment"] = cfg["augment"]
         if wl == "resnet50":
             p["image_size"] = cfg["image_size"]
-        p["point_id"] = record.point_id(p, machine_key())
+        p["point_id"] = point_id(p, machine_key())
         t0 = time.perf_counter()
         rec = self.runner.run_point(self.engine, p, self.work / "suite", self.kernel, timeout, print)
         wall = time.perf_counter() - t0

@@ -32,7 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.paths import outputs_dir  # noqa: E402
-from helpers.record.store import read_records, write_atomic  # noqa: E402
+from helpers.record.reader import read_records  # noqa: E402
+from helpers.record.writer import write_atomic  # noqa: E402
 
 HERE = Path(__file__).resolve()
 
@@ -67,9 +68,10 @@ def synthesise(real: list[dict], n: int, folder: Path, seed: int = 0) -> None:
 
 def _measure(folders: list[Path], out_html: Path) -> int:
     """One render in this process (``--measure``); prints {"s": seconds} as JSON."""
-    from helpers.runner.cli import _register_engine, render_report
+    from helpers.runner.engine import register_engine
+    from helpers.runner.summary import render_report
 
-    _register_engine()
+    register_engine()
     run_dir = out_html.with_suffix("")
     run_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -133,13 +135,14 @@ def main(argv=None) -> int:
         print(f"no ok records under {args.source}: run e.g. python -m helpers.runner params/smoke.yaml first",
               file=sys.stderr)
         return 2
-    from helpers.runner.cli import install_kernelspec, render_report
+    from helpers.runner.engine import install_kernelspec
+    from helpers.runner.summary import render_report
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="cgb-bench-"))
     kernel = install_kernelspec(base / ".jupyter")
-    from helpers.runner.cli import _register_engine
+    from helpers.runner.engine import register_engine
 
-    _register_engine()
+    register_engine()
     for n in args.n:
         folder = base / f"records-{n}"
         folder.mkdir(parents=True, exist_ok=True)

@@ -81,12 +81,13 @@ def main():
     from helpers import params as P
     from helpers.measure.machine import machine_key
     from helpers.point.device import backend_installed
-    from helpers.record import store as record
+    from helpers.record.ids import notebook_path, point_id
     from helpers.runner import notebook as runner
+    from helpers.runner.engine import install_kernelspec, register_engine
     from helpers.runner.plan import run_setup
 
-    kernel = runner.install_kernelspec(tmp / ".jupyter")
-    engine = runner._register_engine()
+    kernel = install_kernelspec(tmp / ".jupyter")
+    engine = register_engine()
     os.environ["CGB_KERNEL_IPYTHONDIR"] = str(tmp / ".ipython")
     run_setup(print, gpu=args.device == "gpu")  # what a run does once: calibration, GPU idle power
     rows, fid = [], []
@@ -96,7 +97,7 @@ def main():
             p = {**P.COMMON_DEFAULTS, "workload": "cnn_cifar10", "backend": backend, "device": args.device,
                  "batch_size": args.point_batch, "epochs": args.point_epochs, "n_train": args.point_n, "n_val": 0,
                  "data_source": "synthetic", "seed": r, "min_steady_s": 1e-3}  # exactly `epochs` epochs
-            p["point_id"] = record.point_id(p, machine_key())
+            p["point_id"] = point_id(p, machine_key())
             order = ("suite", "bare") if r % 2 == 0 else ("bare", "suite")
             got = {}
             for which in order:
@@ -105,7 +106,7 @@ def main():
                     if rec.get("status") != "ok":
                         raise SystemExit(f"suite point {rec.get('status')}: {rec.get('reason')}")
                     got["suite"] = rec["wall_s"]
-                    cs = cells(record.notebook_path(rec))
+                    cs = cells(notebook_path(rec))
                     cell_s.append(cs)
                     outside.append(rec["wall_s"] - sum(cs.values()))
                 else:
@@ -125,7 +126,7 @@ def main():
                 p = {**P.COMMON_DEFAULTS, "workload": "cnn_cifar10", "backend": backend, "device": args.device,
                      "batch_size": args.batch, "epochs": args.epochs + 1, "n_train": args.n, "n_val": 0,
                      "data_source": "synthetic", "seed": r, "min_steady_s": 1e-3}
-                p["point_id"] = record.point_id(p, machine_key())
+                p["point_id"] = point_id(p, machine_key())
                 rec = runner.run_point(engine, p, tmp / f"f-{backend}-{r}", kernel, 1800, print)
                 suite_sps.append(rec["samples_per_s"])
                 b = bare_fit(backend, args.device, args.n, args.batch, args.epochs)

@@ -37,7 +37,7 @@ import yaml
 
 from helpers import params as _params
 from helpers import workloads as _workloads
-from helpers.point import distribution as _distribution
+from helpers.point import distribution_params as _distribution
 
 TOP_KEYS = ("description", "timeout_s", "repeats", "defaults", "points")
 MAX_BLOCK_RUNS = 100_000  # runs of one block refused outright, before expanding it (a list too many)
@@ -67,10 +67,6 @@ class Block:
     def describe(self) -> str:
         parts = [f"{k} {n}" for k, n in self.lists.items()] + ([f"repeats {self.repeats}"] if self.repeats > 1 else [])
         return f"{self.file}: points[{self.index}]: {self.runs:,} runs ({' x '.join(parts) or 'no lists'})"
-
-
-def _spec_for(workload: str) -> dict:
-    return {**_params.COMMON, **_workloads.get(workload).extra_params}
 
 
 def load(path) -> dict:
@@ -168,12 +164,12 @@ def expand(path) -> list[dict]:
         values = [v if isinstance(v, list) else [v] for v in merged.values()]
         for combo in itertools.product(*values):
             p = dict(zip(keys, combo))
-            spec = _spec_for(p["workload"])
+            spec = _workloads.knobs(p["workload"])
             try:
                 _params.validate(p, where, spec=spec, workloads=_workloads.names())
             except _params.ParamError as exc:
                 raise GridError(str(exc)) from None
-            full = {**_params.COMMON_DEFAULTS, **_workloads.get(p["workload"]).defaults, **p}
+            full = {**_workloads.defaults(p["workload"]), **p}
             full = {k: full[k] for k in spec if k in full}
             missing = [k for k in spec if k not in full]
             if missing:

@@ -1,8 +1,10 @@
-"""The notebook parameters: one spec for defaults, allowed values and validation.
+"""The notebook parameters: every knob defined once, with its default, allowed values, help and note.
 
 The same spec validates a grid file before anything runs (``helpers.grid``) and the
 parameters a notebook received (first code cell after ``parameters``), so a bad value
-gets the same message whether it came from ``run_all.sh`` or from papermill by hand.
+gets the same message whether it came from ``run_all.sh`` or from papermill by hand. The notebooks'
+parameters cells are generated from it (``helpers.workloads.cells``; a test compares), and docs/knobs.md too
+(``helpers.runner.knobs_doc``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ class ParamError(ValueError):
     """A parameter (from a grid file or a notebook) is invalid; the message says what is allowed."""
 
 
+REQUIRED = object()  # a knob without a default: each workload (or the grid) gives its value
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -32,6 +37,9 @@ class Param:
     minimum: int | None = None
     nullable: bool = False
     positive: bool = False  # a number > 0 (``minimum`` is inclusive)
+    default: Any = REQUIRED  # the value where neither the grid nor the workload gives one
+    example: Any = None  # a notebook opened by hand runs with this where the knob has no default
+    note: str = ""  # its comment in the notebooks' parameters cell (a workload's ``notes`` may say it its way)
 
     def allowed(self) -> str:
         if self.choices is not None:
@@ -78,45 +86,109 @@ def _spec(*params: Param) -> dict[str, Param]:
 
 # Every knob a workload notebook has. Workload notebooks may add their own (see workloads).
 COMMON = _spec(
-    Param("workload", str, "workload name (the notebook's name)"),
-    Param("backend", str, "Keras backend", choices=BACKENDS),
-    Param("device", str, "device to train on", choices=DEVICES),
-    Param("batch_size", int, "samples per step", minimum=1),
+    Param("workload", str, "workload name (the notebook's name)", note="workload name (this notebook)"),
+    Param("backend", str, "Keras backend", choices=BACKENDS, example="jax",
+          note="Keras backend: tensorflow, jax or torch"),
+    Param("device", str, "device to train on", choices=DEVICES, example="cpu",
+          note="cpu or gpu (a gpu point without a usable GPU is recorded as skipped)"),
+    Param("batch_size", int, "samples per step", minimum=1, note="samples per step"),
     Param("epochs", int, "epochs (>= 2): the first is reported apart (compile), the rest are steady state",
-          minimum=2),
-    Param("n_train", int, "training samples (null = the whole dataset)", minimum=1, nullable=True),
-    Param("n_val", int, "validation samples evaluated each epoch (0 = none)", minimum=0),
-    Param("data_source", str, "auto: real if cached or reachable, else synthetic", choices=DATA_SOURCES),
-    Param("threads", int, "CPU threads/cores for the framework (0 = all cores)", minimum=0),
-    Param("precision", str, "Keras dtype policy", choices=PRECISIONS),
-    Param("jit_compile", (str, bool), "XLA / torch.compile: 'auto', true or false", choices=JIT_CHOICES),
+          minimum=2, note="epochs; the first is reported apart (compile), the rest are steady state"),
+    Param("n_train", int, "training samples (null = the whole dataset)", minimum=1, nullable=True,
+          note="training samples (None: the whole dataset)"),
+    Param("n_val", int, "validation samples evaluated each epoch (0 = none)", minimum=0, default=0,
+          note="validation samples evaluated each epoch (0: none)"),
+    Param("data_source", str, "auto: real if cached or reachable, else synthetic", choices=DATA_SOURCES,
+          default="auto", note="auto: real data if cached or reachable, else synthetic; or real / synthetic"),
+    Param("threads", int, "CPU threads/cores for the framework (0 = all cores)", minimum=0, default=0,
+          note="CPU cores for the framework (0: all cores)"),
+    Param("precision", str, "Keras dtype policy", choices=PRECISIONS, default="float32",
+          note="float32, mixed_float16 or mixed_bfloat16"),
+    Param("jit_compile", (str, bool), "XLA / torch.compile: 'auto', true or false", choices=JIT_CHOICES,
+          default="auto", note='XLA / torch.compile: "auto", True or False'),
     Param("steps_per_execution", int, "training steps per compiled call (Keras' compile argument; > 1 not with "
-          "the torch backend)", minimum=1),
-    Param("seed", int, "random seed", minimum=0),
+          "the torch backend)", minimum=1, default=1,
+          note="training steps per compiled call (Keras compile; > 1 not on torch)"),
+    Param("seed", int, "random seed", minimum=0, default=0, note="random seed"),
     Param("min_steady_s", (int, float), "seconds of steady-state epochs at least: training goes on (same model, "
-          "no recompilation) past `epochs` until the steady epochs add up to this", positive=True),
+          "no recompilation) past `epochs` until the steady epochs add up to this", positive=True, default=2.0,
+          note="steady-state seconds at least: epochs go on past `epochs` until the window is this long"),
     Param("gpus", int, "devices per host trained data-parallel (keras.distribution, JAX only; > 1 needs device: "
-          "gpu); the global batch is batch_size x gpus x hosts", minimum=1),
+          "gpu); the global batch is batch_size x gpus x hosts", minimum=1, default=1,
+          note="devices per host trained data-parallel (keras.distribution, JAX only; more than 1 needs a gpu)"),
     Param("hosts", int, "processes, one per host, of one data-parallel point (JAX's distributed runtime; the "
-          "coordinator and process id come from the environment: helpers.point.distribution)", minimum=1),
+          "coordinator and process id come from the environment: helpers.point.launcher)", minimum=1, default=1,
+          note="processes, one per host (coordinator and process id from the environment: README)"),
     Param("processes", int, "processes of one data-parallel point started by the runner on this host, each on its "
           "own `gpus` GPU(s) (JAX's distributed runtime on 127.0.0.1; helpers.point.launcher); JAX only, with hosts: 1",
-          minimum=1),
+          minimum=1, default=1,
+          note="processes on this host, one per GPU, started by the runner (docs/multi_gpu.md)"),
     Param("data_placement", str, "where the training set lives: 'host' (numpy arrays, each batch copied to the "
           "device as Keras fits arrays) or 'device' (put on the device once, batches served from there; jax and "
-          "torch, workloads whose data are arrays; helpers.point.placement)", choices=PLACEMENTS),
+          "torch, workloads whose data are arrays; helpers.point.placement)", choices=PLACEMENTS, default="host",
+          note="host (numpy, copied each step as Keras does) or device (put there once; jax, torch)"),
     Param("profile", bool, "after the timed window, a few steady-state steps under the framework's own "
           "profiler: the trace kept beside the record, the step's breakdown in it (helpers.point.profiling); the "
-          "timed figures are not touched"),
-    Param("output_dir", str, "folder for the record ('' = outputs/adhoc)"),
-    Param("point_id", str, "grid point id ('' = computed from the parameters and the machine)"),
+          "timed figures are not touched", default=False,
+          note="True: after the timed window, a few steps under the framework's profiler (docs/profiling.md)"),
+    Param("output_dir", str, "folder for the record ('' = outputs/adhoc)", default="",
+          note="folder for the record (empty: outputs/adhoc/<time>)"),
+    Param("point_id", str, "grid point id ('' = computed from the parameters and the machine)", default="",
+          note="grid point id (empty: computed from the parameters and the machine)"),
 )
 
 # Defaults of the common knobs (a workload's own defaults override them; a grid overrides both).
-COMMON_DEFAULTS = {"n_val": 0, "data_source": "auto", "threads": 0, "precision": "float32",
-                   "jit_compile": "auto", "steps_per_execution": 1, "seed": 0, "min_steady_s": 2.0, "gpus": 1,
-                   "hosts": 1, "processes": 1, "data_placement": "host", "profile": False, "output_dir": "",
-                   "point_id": ""}
+COMMON_DEFAULTS = {name: p.default for name, p in COMMON.items() if p.default is not REQUIRED}
+
+# The summary notebook's knobs (notebooks/summary.ipynb; the runner sets inputs and csv_dir, and the price and
+# reference options of its command line).
+REPORT = _spec(
+    Param("inputs", list, "folders of records", default=[], note="folders of records (empty list: outputs/)"),
+    Param("base_config", dict, "base of relative time and cost: column -> value",
+          default={"device": "cpu", "backend": "tensorflow"},
+          note="base of relative time and cost: column -> value"),
+    Param("host_profiles", dict, "host name -> profile in params/prices.yaml", default={},
+          note="host name -> profile in params/prices.yaml (wins over matching by hardware)"),
+    Param("timeline_run", str, "the run whose utilisation is drawn", default="",
+          note="point id (prefix) or record-path part of the run whose utilisation is drawn; empty: pick one"),
+    Param("prices_file", str, "prices YAML", default="", note="prices YAML; empty: params/prices.yaml"),
+    Param("published_file", str, "published figures CSV", default="",
+          note="published figures CSV; empty: data/published_figures.csv"),
+    Param("use_reference", bool, "compare with the bundled reference GPU", default=True,
+          note="no GPU run in these records: compare with the bundled reference GPU (reference/)"),
+    Param("price_set", str, "prices in params/prices.yaml", default="current",
+          note='prices in params/prices.yaml: "current" (today\'s) or "2017" (seed 002\'s table)'),
+    Param("csv_dir", str, "folder for results.csv and configurations.csv", default="",
+          note="folder to write results.csv and configurations.csv into (empty: not written)"),
+)
+
+
+def literal(value) -> str:
+    """``value`` as a Python literal in a notebook's parameters cell (strings in double quotes)."""
+    if isinstance(value, str):
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def parameters_cell(lines: list[tuple[str, Any, str]]) -> str:
+    """A notebook's parameters cell: one ``name = value  # note`` line a knob (papermill reads the comment as help;
+    no ``=`` in it)."""
+    for name, _, note in lines:
+        if "=" in note:
+            raise ValueError(f"the note of knob {name!r} has '=' (papermill would read it as code): {note!r}")
+    return "\n".join(f"{name} = {literal(value)}  # {note}" for name, value, note in lines)
+
+
+def report_cell() -> str:
+    """The summary notebook's parameters cell, from ``REPORT``."""
+    return parameters_cell([(n, p.default, p.note or p.help) for n, p in REPORT.items()])
+
 
 # Knobs added after points were first run, with the value those points ran at. A record without the key ran
 # so: at that value the knob stays out of the point id (a point keeps its id, and resume its records, across

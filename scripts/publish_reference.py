@@ -31,8 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from helpers.exits import Exit  # noqa: E402
 from helpers.paths import without_prefix  # noqa: E402
-from helpers.record.store import read_records  # noqa: E402
+from helpers.record.reader import read_records  # noqa: E402
 from helpers.report import bare  # noqa: E402
 
 
@@ -79,7 +80,7 @@ def main(argv=None) -> int:
     missing = [str(s) for s in args.sources if not s.is_dir()]
     if missing:
         print(f"error: no such folder: {', '.join(missing)}", file=sys.stderr)
-        return 2
+        return Exit.BAD_GRID
     records, skipped = read_records(args.sources)
     newest: dict[tuple, dict] = {}
     for r in records:
@@ -91,7 +92,7 @@ def main(argv=None) -> int:
             newest[key] = r
     if not newest:
         print("error: no records found", file=sys.stderr)
-        return 2
+        return Exit.BAD_GRID
     dest = args.to / "records"
     dest.mkdir(parents=True, exist_ok=True)
     for old in dest.glob("*.json"):
@@ -115,7 +116,7 @@ def main(argv=None) -> int:
         print(f"{len(loops)} bare-loop result(s) -> {dest / bare.FILE}"
               + (f"; {len(bad)} line(s) not a JSON object left out: {', '.join(bad[:5])}" if bad else ""))
     if args.no_report:
-        return 0
+        return Exit.OK
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "CGB_OUTPUTS": tmp}
         cmd = [str(ROOT / "run_all.sh"), "--current-python", "--report-only", "--inputs", str(dest)]
@@ -127,7 +128,7 @@ def main(argv=None) -> int:
         for name in ("report.html", "index.html", "results.csv", "configurations.csv"):
             (args.to / name).write_bytes((Path(tmp) / name).read_bytes())
     print(f"report -> {args.to / 'report.html'} (and index.html, results.csv, configurations.csv)")
-    return 0
+    return Exit.OK
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ def _isolated(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def kernel(tmp_path_factory):
     """A kernelspec for this Python (what the runner uses)."""
-    from helpers.runner.cli import install_kernelspec
+    from helpers.runner.engine import install_kernelspec
 
     old = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "PYTHONPATH")}
     name = install_kernelspec(tmp_path_factory.mktemp("jupyter"))
@@ -148,7 +148,9 @@ def fake_papermill(monkeypatch, tmp_path):
     import nbformat
     import papermill
 
-    from helpers.record import store as record
+    from helpers.record import writer
+    from helpers.record.ids import record_name
+    from helpers.record.schema import empty_record
 
     outputs = tmp_path / "out"
     monkeypatch.setenv("CGB_OUTPUTS", str(outputs))
@@ -156,16 +158,16 @@ def fake_papermill(monkeypatch, tmp_path):
         monkeypatch.setenv(k, os.environ.get(k, ""))
     old = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     state = {"calls": [], "behaviour": "ok"}
-    write_atomic = record.write_atomic  # a test may fake record.write_atomic: the notebook's own write is this one
+    write_atomic = writer.write_atomic  # a test may fake writer.write_atomic: the notebook's own write is this one
 
     def fake_execute(input_path, output_path, parameters=None, **kw):
         state["calls"].append(dict(parameters))
         n = len(state["calls"])
-        rec = record.empty_record(parameters, parameters["point_id"])  # what the notebook's finish() writes
+        rec = empty_record(parameters, parameters["point_id"])  # what the notebook's finish() writes
         rec.update(status="ok", started_at=f"2026-01-01T00:00:{n:02d}", fingerprint={"host": "h"},
                    first_epoch_s=2.0, epoch_s=[1.0], median_epoch_s=1.0, samples_per_s=100.0,
                    notebook=os.environ.get("CGB_EXECUTED_NOTEBOOK", ""))
-        write_atomic(Path(parameters["output_dir"]) / record.record_name(parameters, parameters["point_id"]), rec)
+        write_atomic(Path(parameters["output_dir"]) / record_name(parameters, parameters["point_id"]), rec)
         text = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]))
         how = state["behaviour"]
         if how == "notebook disk full":
@@ -202,12 +204,11 @@ def fake_runner(fake_papermill):
 def shard_runner(fake_papermill, monkeypatch, tmp_path):
     """(calls, reports, outputs): ``fake_runner`` with no shard variables set, a runners folder of its own, the
     set-up skipped and the report faked (``reports`` lists the folders each call rendered)."""
-    from helpers.runner import claims
-    from helpers.runner import cli as runner
+    from helpers.runner import grid_run, host_runners, summary
     from helpers.runner import shard as _shard
 
     state, outputs = fake_papermill
-    monkeypatch.setenv(claims.RUNNERS_ENV, str(tmp_path / "runners"))
+    monkeypatch.setenv(host_runners.RUNNERS_ENV, str(tmp_path / "runners"))
     for k in ("SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", _shard.COUNT_ENV, "CUDA_VISIBLE_DEVICES"):
         monkeypatch.delenv(k, raising=False)
     reports = []
@@ -217,8 +218,8 @@ def shard_runner(fake_papermill, monkeypatch, tmp_path):
         Path(out_html).write_text("<html></html>")
         return out_html
 
-    monkeypatch.setattr(runner, "render_report", fake_report)
-    monkeypatch.setattr(runner, "run_setup", lambda log, gpu: None)
+    monkeypatch.setattr(summary, "render_report", fake_report)
+    monkeypatch.setattr(grid_run, "run_setup", lambda log, gpu: None)
     return state["calls"], reports, outputs
 
 

@@ -26,7 +26,7 @@ from support import slurm as slurm_support
 from support import tiny
 
 from helpers.paths import PROJECT_ROOT
-from helpers.record import store as record
+from helpers.record.reader import read_records
 
 GRID = """timeout_s: 300
 points:
@@ -64,16 +64,16 @@ def runner_cmd(grid: Path, *args) -> list[str]:
 
 
 def complete(out: Path) -> list[dict]:
-    recs, skipped = record.read_records([out / "runs"])
+    recs, skipped = read_records([out / "runs"])
     assert not skipped, skipped
     return [r for r in recs if r.get("wall_s") is not None]
 
 
 def grid_point_ids(grid: Path, env: dict) -> list[str]:
-    code = ("import sys; from helpers import grid; from helpers.record import store as record; "
+    code = ("import sys; from helpers import grid; from helpers.record.ids import point_id; "
             "from helpers.runner.notebook import notebook_params; "
             "from helpers.measure.machine import machine_key; "
-            "print(' '.join(record.point_id(notebook_params(r), machine_key()) "
+            "print(' '.join(point_id(notebook_params(r), machine_key()) "
             "for r in grid.runs(grid.expand_all([sys.argv[1]]))))")
     out = subprocess.run([sys.executable, "-c", code, str(grid)], cwd=PROJECT_ROOT, env=env, capture_output=True,
                          text=True, check=True)

@@ -19,7 +19,8 @@ from helpers.data import image_sets as datasets_images
 from helpers.data import loaders as data
 from helpers.params import ParamError
 from helpers.paths import PROJECT_ROOT
-from helpers.point import device, distribution
+from helpers.point import device, distribution_params, mesh, process_group, process_records
+from helpers.point.launcher import DistributionError
 
 JAX = device.backend_installed("jax")
 
@@ -61,35 +62,35 @@ def test_grid_accepts_jax_on_several_gpus_and_hosts_and_defaults_to_one(tmp_path
     assert sorted((p["gpus"], p["input_dtype"]) for p in pts[:4]) == [
         (1, "float32"), (1, "uint8"), (2, "float32"), (2, "uint8")]
     assert all(p["hosts"] == 1 for p in pts) and all(p["gpus"] == 1 for p in pts[4:])
-    assert distribution.global_batch({**pts[2], "batch_size": 256, "gpus": 2, "hosts": 3}) == 1536
+    assert distribution_params.global_batch({**pts[2], "batch_size": 256, "gpus": 2, "hosts": 3}) == 1536
 
 
 def test_cpu_devices_only_through_the_test_route():
     p = {"backend": "jax", "device": "cpu", "gpus": 2, "hosts": 1}
     with pytest.raises(ParamError):
-        distribution.check(p)
-    distribution.check(p, host_devices=True)  # CGB_HOST_DEVICES=1: JAX's host devices stand in for GPUs
-    assert distribution.host_devices_allowed({"CGB_HOST_DEVICES": "1"})
-    assert not distribution.host_devices_allowed({})
+        distribution_params.check(p)
+    distribution_params.check(p, host_devices=True)  # CGB_HOST_DEVICES=1: JAX's host devices stand in for GPUs
+    assert distribution_params.host_devices_allowed({"CGB_HOST_DEVICES": "1"})
+    assert not distribution_params.host_devices_allowed({})
 
 
 def test_multihost_environment_is_read_and_checked():
     env = {"KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234,10.0.0.2:1234", "KERAS_DISTRIBUTION_PROCESS_ID": "1"}
-    assert distribution.multihost_env(2, env) == ("10.0.0.1:1234", 1)
-    assert distribution.multihost_env(2, {"JAX_COORDINATOR_ADDRESS": "h:1", "JAX_PROCESS_ID": "0"}) == ("h:1", 0)
+    assert process_group.multihost_env(2, env) == ("10.0.0.1:1234", 1)
+    assert process_group.multihost_env(2, {"JAX_COORDINATOR_ADDRESS": "h:1", "JAX_PROCESS_ID": "0"}) == ("h:1", 0)
     for bad, needle in [({}, "no coordinator"), ({**env, "KERAS_DISTRIBUTION_PROCESS_ID": "2"}, "0 .. 1"),
                         ({**env, "KERAS_DISTRIBUTION_NUM_PROCESSES": "3"}, "hosts=2")]:
-        with pytest.raises(distribution.DistributionError, match=needle):
-            distribution.multihost_env(2, bad)
+        with pytest.raises(DistributionError, match=needle):
+            process_group.multihost_env(2, bad)
 
 
 def test_shards_are_equal_and_split_evenly_over_the_devices():
     x, y = np.arange(103), np.arange(103) * 10
-    parts = [distribution.shard(x, y, distribution.Plan(gpus=2, hosts=2, process_id=i)) for i in range(2)]
+    parts = [mesh.shard(x, y, process_group.Plan(gpus=2, hosts=2, process_id=i)) for i in range(2)]
     assert [len(p[0]) for p in parts] == [50, 50]  # 103 // 2 = 51, trimmed to a multiple of 2 devices
     assert not set(parts[0][0]) & set(parts[1][0]) and (parts[1][1] == parts[1][0] * 10).all()
     # a generator's epoch: a multiple of the devices, batches of this process's batch
-    p = distribution.data_params({"batch_size": 32, "gpus": 4, "hosts": 1, "n_train": 1031, "n_val": 3})
+    p = distribution_params.data_params({"batch_size": 32, "gpus": 4, "hosts": 1, "n_train": 1031, "n_val": 3})
     assert (p["batch_size"], p["n_train"], p["n_val"]) == (128, 1028, 4)
 
 
@@ -99,13 +100,13 @@ def test_merge_counts_global_samples_and_names_every_host():
                 "epoch_s": epochs, "first_epoch_s": 3.0 + pid, "steps_per_epoch": 10, "energy_j_per_epoch": energy,
                 "history": {"loss": [0.9, 0.5]}, "fingerprint": {"host": host}, "utilisation_timeline": [{}]}
 
-    m = distribution.merge([rec(1, "b", [1.0, 2.2, 1.0], 50.0), rec(0, "a", [1.1, 2.0, 0.9], 40.0)])
+    m = process_records.merge([rec(1, "b", [1.0, 2.2, 1.0], 50.0), rec(0, "a", [1.1, 2.0, 0.9], 40.0)])
     assert m["epoch_s"] == [1.1, 2.2, 1.0] and m["median_epoch_s"] == 1.1  # each epoch: its slowest process
     assert m["samples_per_s"] == pytest.approx(1000 / 1.1) and m["n_train"] == 1000
     assert m["fingerprint"]["hosts"] == ["a", "b"] and m["merged_from"] == 2
     assert m["energy_j_per_epoch"] == 90.0 and m["first_epoch_s"] == 4.0
     assert [p["final_loss"] for p in m["processes"]] == [0.5, 0.5] and "utilisation_timeline" not in m
-    bad = distribution.merge([rec(0, "a", [1.0, 1.0], None), {**rec(1, "b", [1.0, 1.0], 1.0), "status": "failed",
+    bad = process_records.merge([rec(0, "a", [1.0, 1.0], None), {**rec(1, "b", [1.0, 1.0], 1.0), "status": "failed",
                                                               "reason": "boom"}])
     assert bad["status"] == "failed" and "process 1: boom" in bad["reason"] and bad["energy_j_per_epoch"] is None
 
@@ -127,7 +128,7 @@ import json
 import numpy as np
 import keras
 from helpers.workloads import get
-from helpers.data.image_folders import prepare_batch
+from helpers.data.image_augment import prepare_batch
 
 out = {}
 for name, extra in [("cnn_cifar10", {}), ("mlp_mnist", {}), ("cnn_mnist", {}), ("vgg_cifar10", {}),
@@ -278,7 +279,7 @@ def test_one_point_as_two_processes_through_jax_distributed(started):
     assert len(merged["mesh_devices"]) == 2 and [d["process"] for d in merged["mesh_detail"]] == [0, 1]
     assert len(merged["fingerprint"]["hosts"]) == 2 and [p["process_id"] for p in merged["processes"]] == [0, 1]
     top = [json.loads(p.read_text()) for p in (root / "hosts").glob("*.json")]
-    parts = sorted((root / "hosts" / distribution.PROCESS_FOLDER).glob("*.json"))
+    parts = sorted((root / "hosts" / process_records.PROCESS_FOLDER).glob("*.json"))
     assert [r.get("merged_from") for r in top] == [2] and len(parts) == 2  # the report reads the merged one
 
 
@@ -287,7 +288,7 @@ def test_one_point_as_two_processes_through_jax_distributed(started):
 
 def _scaling_html(tmp_path, runs):
     from helpers import report
-    from helpers.record.store import write_atomic
+    from helpers.record.writer import write_atomic
     from helpers.report import sections
 
     for i, (gpus, dt, sps) in enumerate(runs):
@@ -327,7 +328,7 @@ def test_the_processes_meet_within_the_points_deadline(monkeypatch):
     never under 10 s; an unset or unreadable deadline leaves JAX's default."""
     import time
 
-    from helpers.point import distribution as D
+    from helpers.point import process_group as D
 
     monkeypatch.delenv("CGB_POINT_DEADLINE", raising=False)
     assert D._deadline_s() == D.INIT_TIMEOUT_S

@@ -5,6 +5,7 @@
 - Every relative link in README.md, docs/*.md and reference/**/README.md resolves to a file (or folder) here.
 - docs/knobs.md is exactly what ``python -m helpers.runner.knobs_doc`` prints (helpers/params.py's table).
 - docs/report.md names every registered report section.
+- The exit status lists of docs/running.md and run_all.sh name exactly the codes of ``helpers.exits.Exit``.
 - Every launcher command of docs/multi_gpu.md is one a test runs: each sits in a block marked for the test that
   reads it (support/doc_commands.py), and no other block of the page starts a launcher.
 - Nothing is lost: every number of the round-2 README (frozen at tests/data/readme_round2.md) appears in
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -134,6 +136,45 @@ def test_knobs_page_is_generated_from_the_code():
                                     "`python -m helpers.runner.knobs_doc > docs/knobs.md`"
 
 
+def test_every_notebooks_parameters_cell_is_generated_from_the_knobs(tmp_path):
+    """Each notebook's parameters cell is exactly the one built from helpers/params.py and its workload's entry
+    (values, order, notes); a drifted cell is found, named and rewritten by the generator, nothing else touched."""
+    import shutil
+
+    from helpers.paths import NOTEBOOKS
+    from helpers.workloads import cells, names
+
+    want = cells.expected()
+    assert set(want) == {f"{n}.ipynb" for n in names()} | {"summary.ipynb"}
+    for name, source in want.items():
+        assert cells.committed(NOTEBOOKS / name) == source, (
+            f"{name}: the parameters cell differs from the knobs: run `python -m helpers.workloads.cells --write`")
+    out = subprocess.run([sys.executable, "-m", "helpers.workloads.cells"], cwd=PROJECT_ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    # a drifted copy: a value changed by hand
+    for f in NOTEBOOKS.glob("*.ipynb"):
+        shutil.copy(f, tmp_path / f.name)
+    nb = json.loads((tmp_path / "mlp_mnist.ipynb").read_text())
+    other = [c["source"] for c in nb["cells"] if "parameters" not in c["metadata"].get("tags", [])]
+    cell = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])][0]
+    cell["source"] = [ln.replace("seed = 0", "seed = 7") for ln in cell["source"]]
+    (tmp_path / "mlp_mnist.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    assert cells.differing(tmp_path) == ["mlp_mnist.ipynb"]
+    assert cells.write(tmp_path) == ["mlp_mnist.ipynb"] and cells.differing(tmp_path) == []
+    fixed = json.loads((tmp_path / "mlp_mnist.ipynb").read_text())
+    assert [c["source"] for c in fixed["cells"] if "parameters" not in c["metadata"].get("tags", [])] == other
+    assert (tmp_path / "mlp_mnist.ipynb").read_bytes() == (NOTEBOOKS / "mlp_mnist.ipynb").read_bytes()
+
+
+def test_a_note_with_an_equals_sign_is_refused():
+    from helpers import params as P
+
+    with pytest.raises(ValueError, match="papermill would read it as code"):
+        P.parameters_cell([("seed", 0, "seed = the answer")])
+    assert P.literal({"a": [1, None, True, "x"]}) == '{"a": [1, None, True, "x"]}'
+
+
 def test_knobs_page_has_every_knob_with_its_default():
     from helpers import params as P
     from helpers import workloads
@@ -159,6 +200,25 @@ def test_report_page_names_every_section():
     text = (PROJECT_ROOT / "docs" / "report.md").read_text(encoding="utf-8")
     missing = [name for name in sections.ORDER if f"`{name}`" not in text]
     assert not missing, f"docs/report.md does not describe the report sections {missing} (helpers/report/sections)"
+
+
+def exit_codes(text: str) -> list[int]:
+    """The codes of the list after "Exit status:" ("0 ok, 1 a point failed (...), ..., 130 interrupted."), in order:
+    its parentheses dropped, up to the first full stop."""
+    text = re.sub(r"\s+", " ", text)
+    listed = re.sub(r"\([^()]*\)", "", text.split("Exit status: ", 1)[1]).split(".")[0]
+    return [int(n) for n in re.findall(r"(?:^|, )(\d+) ", listed)]
+
+
+def test_the_exit_status_lists_of_the_docs_are_the_codes_of_the_enum():
+    from helpers.exits import DESCRIPTIONS, Exit
+
+    want = [int(e) for e in Exit]
+    assert set(DESCRIPTIONS) == set(Exit) and all(DESCRIPTIONS.values())
+    assert exit_codes("Exit status: 0 ok, 1 a point failed (a, b), 5 other. 7 not listed") == [0, 1, 5]
+    assert exit_codes((PROJECT_ROOT / "docs" / "running.md").read_text(encoding="utf-8")) == want
+    header = [ln.lstrip("# ") for ln in (PROJECT_ROOT / "run_all.sh").read_text().splitlines() if ln.startswith("#")]
+    assert exit_codes("\n".join(header)) == want
 
 
 def test_every_launcher_command_of_the_multi_gpu_page_is_run_by_a_test():
@@ -196,7 +256,10 @@ def test_no_figure_of_the_old_readme_is_lost():
 
 # inline code of the round-2 README written another way now: where it went
 RESTATED = {"auto|real|synthetic": "docs/knobs.md (data_source)", "auto|true|false": "docs/knobs.md (jit_compile)",
-            "float32|mixed_float16|mixed_bfloat16": "docs/knobs.md (precision)"}
+            "float32|mixed_float16|mixed_bfloat16": "docs/knobs.md (precision)",
+            # modules moved into helpers/ subpackages (docs/architecture.md)
+            "helpers/flops.py": "helpers/measure/flops_analytic.py, flops_xla.py, flops_table.py",
+            "helpers/peaks.py": "helpers/measure/peaks.py"}
 
 
 @pytest.mark.skipif(not OLD_README.exists(), reason="the frozen round-2 README is not here")

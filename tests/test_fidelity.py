@@ -336,7 +336,7 @@ def test_no_notebook_or_module_misquotes_a_source():
     assert "RandomShift" in texts["vgg_cifar10"] and 'augment_impl = "keras"' in texts["vgg_cifar10"]
     vgg = (ROOT / "helpers" / "workloads" / "vgg_cifar10.py").read_text()
     assert "order-1 spline is bilinear" not in vgg and "order=0" in vgg
-    seq = (ROOT / "helpers" / "image_sequence.py").read_text()
+    seq = (ROOT / "helpers" / "data" / "image_sequence.py").read_text()
     assert not re.search(r"(?<!Not )as ``fit_generator`` ran", seq) and "not the same experiment" in seq
     # seed 002's July post is "Benchmarking TensorFlow on Cloud CPUs: Cheaper Deep Learning than Cloud GPUs"
     assert "CPU or GPU?" not in texts["mlp_mnist"] and "Cheaper Deep Learning than Cloud" in texts["mlp_mnist"]

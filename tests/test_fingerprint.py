@@ -20,7 +20,7 @@ import pytest
 from helpers.measure import calibration, machine
 from helpers.measure import fingerprint as F
 from helpers.paths import PROJECT_ROOT
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 
 X86 = """processor\t: 0
 vendor_id\t: GenuineIntel

@@ -9,7 +9,7 @@ import yaml
 from support import in_fresh_python
 
 from helpers import grid, params
-from helpers.measure import flops, peaks
+from helpers.measure import flops_analytic, flops_table, peaks
 from helpers.paths import PROJECT_ROOT
 from helpers.point import device
 
@@ -22,7 +22,7 @@ REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
 _SMALL = textwrap.dedent("""
     import json, numpy as np, keras
     from keras import layers
-    from helpers.measure import flops
+    from helpers.measure import flops_analytic, flops_xla
 
     def mlp():
         return keras.Sequential([keras.Input((64,)), layers.Dense(256, activation="relu"), layers.Dense(256),
@@ -44,11 +44,11 @@ _SMALL = textwrap.dedent("""
     for name, make in (("mlp", mlp), ("cnn", cnn), ("lstm", lstm), ("bilstm", bilstm)):
         m = make()
         m.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9), loss="sparse_categorical_crossentropy")
-        c = flops.analytic(m)
+        c = flops_analytic.analytic(m)
         b = 32
         x = np.zeros((b, *m.input_shape[1:]), dtype="int32" if name == "bilstm" else "float32")
         y = np.zeros((b,), dtype="int32")
-        xla = flops.xla_train_step(m, x, y, stage="lowered")
+        xla = flops_xla.xla_train_step(m, x, y, stage="lowered")
         out[name] = {"exact": c.exact(b), "train": c.train(b), "xla": xla["per_sample"], "notes": c.notes}
     print("SMALL " + json.dumps(out))
 """)
@@ -69,14 +69,14 @@ def test_analytic_count_agrees_with_xla_on_small_models(jax_counts):
 
 _ANCHORS = textwrap.dedent("""
     import json
-    from helpers import params, workloads as W; from helpers.measure import flops
+    from helpers import params, workloads as W; from helpers.measure import flops_analytic
 
     def macs(name, extra=None):
         w = W.get(name)
         p = {**params.COMMON_DEFAULTS, **w.defaults, "workload": name, "backend": "jax", "device": "cpu",
              **(extra or {})}
         m = W.build_model(name, p)
-        c = flops.analytic(m)
+        c = flops_analytic.analytic(m)
         # multiply-adds of the matmuls and convolutions only (bias and activation out)
         mac = 0
         for layer in m.layers:
@@ -164,11 +164,12 @@ def test_cpu_peak_from_the_calibration_and_unknown_device_gives_null_mfu_with_re
 
 
 def test_count_convention_and_table_key():
-    c = flops.Count(forward=1e6, input_grad=2e5, trainable_params=1000, update_per_param=4)
+    c = flops_analytic.Count(forward=1e6, input_grad=2e5, trainable_params=1000, update_per_param=4)
     assert c.train(100) == pytest.approx(3e6 + 40) and c.exact(100) == pytest.approx(3e6 + 40 - 2e5)
-    a = flops.model_key({"workload": "resnet50", "batch_size": 64, "image_size": 224, "precision": "float32"})
-    b = flops.model_key({"workload": "resnet50", "batch_size": 512, "image_size": 224, "precision": "mixed_bfloat16"})
-    assert a == b != flops.model_key({"workload": "resnet50", "image_size": 32})
+    a = flops_table.model_key({"workload": "resnet50", "batch_size": 64, "image_size": 224, "precision": "float32"})
+    b = flops_table.model_key({"workload": "resnet50", "batch_size": 512, "image_size": 224,
+                               "precision": "mixed_bfloat16"})
+    assert a == b != flops_table.model_key({"workload": "resnet50", "image_size": 32})
 
 
 # ---------------------------------------------------------------- steps_per_execution
@@ -237,7 +238,7 @@ def test_every_ok_reference_record_gets_flops_per_sample_at_report_time(ref_ctx)
     assert missing.empty, missing[["workload", "backend", "batch_size", "flops_source"]].to_string()
     # records written before the runner counted FLOPs (schema 1, 2) get them at report time; later ones carry theirs
     old = ok["schema"] < 3
-    assert old.sum() > 100 and (ok.loc[old, "flops_source"] == flops.REPORT_SOURCE).all()
+    assert old.sum() > 100 and (ok.loc[old, "flops_source"] == flops_table.REPORT_SOURCE).all()
     assert (~old).sum() >= 110 and (ok.loc[~old, "flops_source"] == "analytic, counted on the trained model").all()
     gpu = ref_ctx.summary[ref_ctx.summary["device"] == "gpu"]
     assert gpu["mfu"].notna().all() and (gpu["mfu"] > 0).all() and (gpu["mfu"] < 2).all()

@@ -13,7 +13,10 @@ from support import in_fresh_python
 from helpers import grid
 from helpers.paths import PROJECT_ROOT
 from helpers.point import device
-from helpers.record import store as record
+from helpers.record.ids import notebook_path, point_id, record_name
+from helpers.record.reader import read_records
+from helpers.record.schema import empty_record, is_record
+from helpers.record.writer import write_atomic
 from helpers.report.fmt import shown_path
 from helpers.runner import cli as runner
 from helpers.runner import notebook
@@ -78,7 +81,7 @@ def test_augment_impl_is_validated_with_the_allowed_values(tmp_path):
 
 
 def _record(pid: str, status: str, started: str, root: str, **extra) -> dict:
-    rec = record.empty_record({"workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 10,
+    rec = empty_record({"workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 10,
                                "output_dir": f"{root}/outputs/runs/r1/records"}, pid)
     rec.update(status=status, started_at=started, reason=None if status == "ok" else
                f'Traceback: File "{root}/helpers/point/session.py", line 1',
@@ -97,7 +100,7 @@ def test_publish_reference_keeps_the_newest_record_per_point_with_neutral_paths(
             "b": _record("bbbbbbbbbbbb", "failed", "2026-01-01T00:00:00+00:00", root),
             "c": _record("cccccccccccc", "ok", "2026-01-01T00:00:00+00:00", root)}
     for name, rec in recs.items():
-        record.write_atomic(src / f"{name}.json", rec)
+        write_atomic(src / f"{name}.json", rec)
     (src / "notes.json").write_text('{"not": "a record"}')
     # bare-loop results beside the records: one in the run's folder, one at the outputs root (with a line
     # repeated from the first and a line that is not JSON)
@@ -122,7 +125,7 @@ def test_publish_reference_keeps_the_newest_record_per_point_with_neutral_paths(
     assert a["params"]["output_dir"] == "records"
     assert b["reason"] == 'Traceback: File "helpers/point/session.py", line 1'
     assert root not in json.dumps(out) and "_path" not in a
-    assert record.is_record(a) and record.is_record(b)
+    assert is_record(a) and is_record(b)
     published = (dest / "records" / "bare_loops.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["impl"] for x in published) == ["bare-jax", "bare-torch"]  # once each, stale gone
     from helpers.report import bare
@@ -142,7 +145,7 @@ def test_publish_reference_keeps_the_runs_of_every_lease(tmp_path):
         for pid in ("aaaaaaaaaaaa", "aaaaaaaaaaaa-r1"):
             rec = _record(pid, "ok", f"2026-01-{day}T00:00:00+00:00", root,
                           fingerprint={"boot_id": lease, "host": "h"})
-            record.write_atomic(src / f"cnn_cifar10-jax-gpu-{pid}.json", rec)
+            write_atomic(src / f"cnn_cifar10-jax-gpu-{pid}.json", rec)
     dest = tmp_path / "reference" / "m"
     assert publish_reference.main([str(tmp_path / "out-1111aaaa2222"), str(tmp_path / "out-3333bbbb4444"),
                                    "--to", str(dest), "--project-root", root, "--no-report"]) == 0
@@ -154,12 +157,12 @@ def test_publish_reference_keeps_the_runs_of_every_lease(tmp_path):
 
 def test_notebook_paths_are_relative_to_the_record_and_old_absolute_ones_still_resolve(tmp_path):
     rec_file = tmp_path / "runs" / "r" / "records" / "x.json"
-    assert record.notebook_path({"notebook": "../notebooks/x.ipynb"}, rec_file) == \
+    assert notebook_path({"notebook": "../notebooks/x.ipynb"}, rec_file) == \
         tmp_path / "runs" / "r" / "notebooks" / "x.ipynb"
-    assert record.notebook_path({"notebook": "../notebooks/x.ipynb", "_path": str(rec_file)}) == \
+    assert notebook_path({"notebook": "../notebooks/x.ipynb", "_path": str(rec_file)}) == \
         tmp_path / "runs" / "r" / "notebooks" / "x.ipynb"
-    assert record.notebook_path({"notebook": "/abs/x.ipynb"}, rec_file) == Path("/abs/x.ipynb")
-    assert record.notebook_path({"notebook": None}, rec_file) is None
+    assert notebook_path({"notebook": "/abs/x.ipynb"}, rec_file) == Path("/abs/x.ipynb")
+    assert notebook_path({"notebook": None}, rec_file) is None
 
 
 def test_report_shows_folders_without_this_machines_paths(tmp_path):
@@ -178,7 +181,7 @@ def test_report_inputs_must_exist(tmp_path, capsys, monkeypatch):
 def test_published_h100_reference_is_consistent():
     """The committed reference: records readable, one per point of params/gpu.yaml, paths neutral."""
     folder = PROJECT_ROOT / "reference" / "h100"
-    recs, skipped = record.read_records([folder / "records"])
+    recs, skipped = read_records([folder / "records"])
     assert not skipped and len(recs) == len({(r["point_id"], r["fingerprint"].get("boot_id")) for r in recs})
     text = "".join(p.read_text() for p in (folder / "records").glob("*.json"))
     assert str(PROJECT_ROOT) not in text and str(PROJECT_ROOT) not in (folder / "report.html").read_text()
@@ -204,11 +207,11 @@ def test_skip_failed_leaves_failed_points_alone_on_resume(tmp_path, capsys, monk
     g = tmp_path / "g.yaml"  # a GPU point: on this GPU-less machine it is skipped without a kernel
     g.write_text("points:\n  - workload: cnn_cifar10\n    backend: jax\n    device: gpu\n")
     p = grid.expand_all([g])[0]
-    pid = record.point_id(runner.notebook_params(p), machine_key())
-    old = record.empty_record(runner.notebook_params(p), pid)
+    pid = point_id(notebook.notebook_params(p), machine_key())
+    old = empty_record(notebook.notebook_params(p), pid)
     old.update(status="failed", reason="OutOfMemoryError: earlier", started_at="2026-01-01T00:00:00+00:00",
                wall_s=1.0)  # the runner's own field: a point counts as done only with it
-    record.write_atomic(tmp_path / "out" / "runs" / "old" / "records" / record.record_name(p, pid), old)
+    write_atomic(tmp_path / "out" / "runs" / "old" / "records" / record_name(p, pid), old)
     assert notebook.done_point_ids(tmp_path / "out" / "runs") == set()
     assert notebook.done_point_ids(tmp_path / "out" / "runs", ("ok", "failed")) == {pid}
     assert runner.main([str(g), "--no-report", "--skip-failed"]) == 0
@@ -304,7 +307,7 @@ def test_published_h200x2_scaling_reference_holds_one_lease_of_params_scaling():
     from helpers.report.devices import device_scaling
 
     folder = PROJECT_ROOT / "reference" / "h200x2"
-    recs, skipped = record.read_records([folder / "records"])
+    recs, skipped = read_records([folder / "records"])
     assert not skipped and len(recs) == 32 and all(r["status"] == "ok" for r in recs)
     assert len({r["fingerprint"]["boot_id"] for r in recs}) == 1  # one lease
     text = "".join(p.read_text() for p in (folder / "records").glob("*.json"))
@@ -335,7 +338,7 @@ def test_published_multi_gpu_sets_one_process_per_gpu_beside_one_process_driving
     from helpers.report.devices import device_scaling
 
     folder = PROJECT_ROOT / "reference" / machine / "multi_gpu"
-    recs, skipped = record.read_records([folder / "records"])
+    recs, skipped = read_records([folder / "records"])
     assert not skipped and recs and all(r["status"] == "ok" and r["device_used"] == "gpu" for r in recs)
     assert len({r["fingerprint"]["boot_id"] for r in recs}) == 1  # one lease
     text = "".join(p.read_text() for p in (folder / "records").glob("*.json"))
@@ -391,7 +394,7 @@ def test_published_h100_ladder_holds_every_rung_of_params_ladder():
     from helpers.report.reference import reference_folders
 
     folder = PROJECT_ROOT / "reference" / "h100" / "ladder"
-    recs, skipped = record.read_records([folder / "records"])
+    recs, skipped = read_records([folder / "records"])
     assert not skipped and recs and all(r["status"] == "ok" and r["device_used"] == "gpu" for r in recs)
     text = "".join(p.read_text() for p in (folder / "records").glob("*.json"))
     assert str(PROJECT_ROOT) not in text and str(PROJECT_ROOT) not in (folder / "report.html").read_text()
@@ -419,7 +422,7 @@ def test_the_reference_top_up_grid_runs_configurations_of_the_reference():
     from helpers.measure.machine import machine_key
 
     def ids(name):
-        return {record.point_id(runner.notebook_params(r), machine_key())
+        return {point_id(notebook.notebook_params(r), machine_key())
                 for r in grid.runs(grid.expand_all([PROJECT_ROOT / "params" / name]))}
 
     reference, top_up = ids("reference.yaml"), ids("reference_topup.yaml")
@@ -431,7 +434,7 @@ def test_published_h100_profile_holds_a_breakdown_for_every_cell_and_the_best_ru
     best rung on both backends, each with a step breakdown whose parts add up to its traced step; the report shows
     the section; the folder is not a pairing reference (one-run profiled figures never meet a CPU-only report)."""
     folder = PROJECT_ROOT / "reference" / "h100" / "profile"
-    recs, skipped = record.read_records([folder / "records"])
+    recs, skipped = read_records([folder / "records"])
     assert not skipped and len(recs) == 22 and all(r["status"] == "ok" and r["device"] == "gpu" for r in recs)
     cells = {(p["workload"], p["backend"], p["batch_size"])
              for p in grid.expand_all([PROJECT_ROOT / "params" / "reference.yaml"]) if p["device"] == "gpu"}

@@ -14,13 +14,19 @@ from helpers.data import loaders as data
 from helpers.measure import timing
 from helpers.paths import PROJECT_ROOT
 from helpers.point import device
-from helpers.record import store as record
+from helpers.record.ids import point_id
+from helpers.record.reader import read_records
+from helpers.record.schema import empty_record
+from helpers.record.writer import write_record
 
 
 def test_package_imports_no_framework():
     code = ("import sys, helpers, helpers.point.session, helpers.runner.cli, helpers.grid, helpers.report, "
             "helpers.workloads, helpers.data.loaders, helpers.point.device, helpers.measure.timing, "
-            "helpers.measure.sampler, helpers.data.image_folders\n"
+            "helpers.measure.sampler, helpers.measure.energy, helpers.measure.nvml, helpers.measure.framework_memory, "
+            "helpers.measure.flops_analytic, helpers.measure.flops_table, helpers.measure.flops_xla, "
+            "helpers.measure.trace_events, helpers.measure.trace_breakdown, helpers.data.image_plan, "
+            "helpers.data.image_augment, helpers.data.image_folders\n"
             "bad = [m for m in ('keras', 'tensorflow', 'jax', 'torch') if m in sys.modules]\n"
             "print(bad); sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True)
@@ -116,21 +122,21 @@ def test_verify_reports_the_device_really_used(backend, dev):
 def test_point_id_stable_and_sensitive():
     p = {"workload": "cnn_cifar10", "backend": "jax", "device": "cpu", "batch_size": 10,
          "output_dir": "/a", "point_id": ""}
-    a = record.point_id(p, "m1")
-    assert a == record.point_id({**p, "output_dir": "/elsewhere"}, "m1")
-    assert a != record.point_id({**p, "batch_size": 11}, "m1")
-    assert a != record.point_id(p, "m2")
+    a = point_id(p, "m1")
+    assert a == point_id({**p, "output_dir": "/elsewhere"}, "m1")
+    assert a != point_id({**p, "batch_size": 11}, "m1")
+    assert a != point_id(p, "m2")
     assert len(a) == 12
     # knobs added later keep the ids of points run before them at the value those ran with, and only then
     later = {"steps_per_execution": 1, "gpus": 1, "hosts": 1, "input_dtype": "float32"}
-    assert a == record.point_id({**p, **later}, "m1")
+    assert a == point_id({**p, **later}, "m1")
     for k, v in {"steps_per_execution": 8, "gpus": 2, "hosts": 2, "input_dtype": "uint8"}.items():
-        assert a != record.point_id({**p, **later, k: v}, "m1"), k
+        assert a != point_id({**p, **later, k: v}, "m1"), k
 
 
 def test_record_has_design_keys_and_writes_atomically(tmp_path):
     p = {"workload": "cnn_cifar10", "backend": "jax", "device": "cpu", "batch_size": 10, "epochs": 2}
-    rec = record.empty_record(p, "abc")
+    rec = empty_record(p, "abc")
     for key in ("schema", "point_id", "workload", "backend", "device", "device_used", "status", "reason",
                 "params", "data_source", "n_train", "batch_size", "epochs", "first_epoch_s", "epoch_s",
                 "median_epoch_s", "step_s", "samples_per_s", "history", "utilisation",
@@ -139,28 +145,28 @@ def test_record_has_design_keys_and_writes_atomically(tmp_path):
     rec["status"] = "ok"
     rec["first_epoch_s"] = np.float32(1.5)  # numpy scalars are converted
     rec["median_epoch_s"] = float("nan")  # NaN becomes null (strict JSON)
-    path = record.write_record(rec, tmp_path)
+    path = write_record(rec, tmp_path)
     back = json.loads(path.read_text())
     assert back["first_epoch_s"] == 1.5 and back["median_epoch_s"] is None
     # a write that fails half way leaves the previous file intact and no temp file behind
     rec["history"] = {"loss": [object()]}
     with pytest.raises(TypeError):
-        record.write_record(rec, tmp_path)
+        write_record(rec, tmp_path)
     assert json.loads(path.read_text())["first_epoch_s"] == 1.5
     assert [f.name for f in tmp_path.iterdir()] == [path.name]
     with pytest.raises(ValueError, match="status"):
-        record.write_record({**rec, "status": "done", "history": {}}, tmp_path)
+        write_record({**rec, "status": "done", "history": {}}, tmp_path)
 
 
 def test_read_records_skips_foreign_and_corrupt(tmp_path):
     p = {"workload": "cnn_cifar10", "backend": "jax", "device": "cpu"}
-    good = record.empty_record(p, "x1")
+    good = empty_record(p, "x1")
     good["status"] = "ok"
-    record.write_record(good, tmp_path)
+    write_record(good, tmp_path)
     (tmp_path / "corrupt.json").write_text("{not json")
     (tmp_path / "foreign.json").write_text(json.dumps({"hello": 1}))
     (tmp_path / "old.json").write_text(json.dumps({**good, "schema": 0}))
-    recs, skipped = record.read_records([tmp_path])
+    recs, skipped = read_records([tmp_path])
     assert [r["point_id"] for r in recs] == ["x1"]
     assert len(skipped) == 3
 

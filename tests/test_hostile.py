@@ -25,7 +25,9 @@ from support.runs import complete_ok_records, good_record, write
 
 from benchmarks.hostile import CASES, SECRET_HOST, write_hostile, write_hostile_notebook
 from helpers.paths import PROJECT_ROOT
-from helpers.record import store as record
+from helpers.record import schema
+from helpers.record.ids import notebook_path
+from helpers.record.reader import read_records
 from helpers.runner import cli as runner
 
 BOUND_S = 60.0  # reading, tabulating and building every section for 3 good records and the hostile set
@@ -76,7 +78,7 @@ def test_a_record_that_breaks_the_checks_or_the_table_costs_only_itself(tmp_path
 
     for i in range(3):
         write(tmp_path, f"r{i}.json", good_record(i))
-    real_row, real_problem = table._row, record._problem
+    real_row, real_problem = table._row, schema._problem
 
     def row(r):
         if r["point_id"] == "p1":
@@ -89,7 +91,7 @@ def test_a_record_that_breaks_the_checks_or_the_table_costs_only_itself(tmp_path
         return real_problem(obj)
 
     monkeypatch.setattr(table, "_row", row)
-    monkeypatch.setattr(record, "_problem", problem)
+    monkeypatch.setattr(schema, "_problem", problem)
     ctx = report.build_context([tmp_path], use_reference=False)
     assert list(ctx.df["point_id"]) == ["p0"]
     why = {Path(p).name: w for p, w in ctx.skipped}
@@ -144,7 +146,7 @@ def test_index_stops_on_sigterm_within_seconds(tmp_path):
         write_hostile_notebook(folder / "runs" / "r" / "notebooks" / f"n{i}.ipynb")
         write(folder / "runs" / "r" / "records", f"n{i}.json", good_record(i, notebook=f"../notebooks/n{i}.ipynb"))
     code = ("import signal, sys; sys.path.insert(0, 'tests'); from support.runs import sleep_job\n"
-            "from helpers.runner.cli import _terminate; from helpers.report import render_index\n"
+            "from helpers.runner.grid_run import _terminate; from helpers.report import render_index\n"
             "signal.signal(signal.SIGTERM, _terminate)\n"
             f"render_index([{str(folder)!r}], {str(folder / 'index.html')!r}, workers=2, job=sleep_job)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT_ROOT, stderr=subprocess.PIPE, text=True)
@@ -249,12 +251,12 @@ def test_partial_notebooks_and_ok_records_without_notebook_are_cleared_on_start(
     assert runner.main([str(gridfile), "--no-report"]) == 0
     recs = complete_ok_records(outputs)
     assert len(recs) == 2
-    record.notebook_path(recs[0]).unlink()  # someone deleted an executed notebook
+    notebook_path(recs[0]).unlink()  # someone deleted an executed notebook
     partial = Path(recs[1]["_path"]).parent.parent / "notebooks" / ".x.partial.ipynb"  # left by kill -9
     partial.write_text("{")
     assert runner.main([str(gridfile), "--no-report"]) == 0
     assert len(state["calls"]) == 3 and not partial.exists()
-    all_recs, _ = record.read_records([outputs])
+    all_recs, _ = read_records([outputs])
     assert len(all_recs) == 2  # the point ran again and counts once
 
 
@@ -276,6 +278,7 @@ def test_sigterm_during_set_up_is_a_message_not_a_traceback(tmp_path):
 
 def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monkeypatch):
     from helpers.runner import notebook as execute
+    from helpers.runner.engine import register_engine
 
     nbdir = tmp_path / "nbs"
     nb = nbformat.v4.new_notebook(cells=[
@@ -287,7 +290,7 @@ def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monk
     nbdir.mkdir()
     nbformat.write(nb, str(nbdir / "killme.ipynb"))
     monkeypatch.setenv("CGB_NOTEBOOKS", str(nbdir))  # the runner runs this folder's notebooks
-    engine = execute._register_engine()
+    engine = register_engine()
     p = {"workload": "killme", "backend": "jax", "device": "cpu", "point_id": "k1"}
     rec = execute.run_point(engine, p, tmp_path / "run", kernel, 120, print)
     assert rec["status"] == "failed"

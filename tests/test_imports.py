@@ -224,10 +224,49 @@ def test_graph_sees_registration_deferred_and_one_way_image_edges():
         assert "helpers.workloads.registry" in graph[f"helpers.workloads.{name}"]
         assert "helpers.workloads" not in graph[f"helpers.workloads.{name}"]
     # the generator uses the pipeline, never the reverse (not even deferred, inside a function)
-    assert "helpers.data.image_folders" in graph["helpers.data.image_sequence"]
-    assert "helpers.data.image_sequence" not in graph["helpers.data.image_folders"]
+    for pipeline in ("helpers.data.image_plan", "helpers.data.image_augment", "helpers.data.image_folders"):
+        assert pipeline in graph["helpers.data.image_sequence"]
+        assert "helpers.data.image_sequence" not in graph[pipeline]
     assert "helpers.data.image_sequence" in graph["helpers.workloads.catsdogs"]  # the deferred import counts
     assert "helpers.workloads.lstm" in graph["helpers.workloads.bilstm_imdb"]
+
+
+# The layers of helpers/, lowest first (docs/architecture.md): a module imports from its own layer or a lower one.
+LAYERS = (
+    ("helpers", "helpers.params", "helpers.paths", "helpers.exits"),  # knobs, paths, exit codes: import nothing
+    ("helpers.record",),  # the record: its type, writer, reader, checks
+    ("helpers.data",),  # datasets, image folders, the augmenting generator
+    ("helpers.workloads",),  # models and their data, one module a workload
+    ("helpers.measure",),  # timing, sampler, FLOPs, peaks, calibration, fingerprint
+    ("helpers.point",),  # inside the kernel: device, distribution, placement, profiling, the point's session
+    ("helpers.grid",),  # grid files -> points
+    ("helpers.report",),  # records -> the report
+    ("helpers.runner",),  # the command line: plan, claims, shards, kernels, processes
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the deepest prefix naming ``module`` or a package above it."""
+    best = None
+    for i, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > len(best[1])):
+                best = (i, name)
+    assert best is not None, f"{module}: in no layer of LAYERS (add it where it belongs)"
+    return best[0]
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    graph = _helpers_graph()
+    up = sorted(f"{a} -> {b}" for a, edges in graph.items() for b in edges if layer_of(b) > layer_of(a))
+    assert not up, "imports from a higher layer (see LAYERS):\n" + "\n".join(up)
+
+
+def test_layer_check_sees_an_upward_import():
+    assert layer_of("helpers.params") == 0 and layer_of("helpers.report.sections.limit") == 7
+    assert layer_of("helpers.runner.cli") > layer_of("helpers.report.render") > layer_of("helpers.grid")
+    graph = {"helpers.record.check": {"helpers.runner.cli"}}
+    assert [a for a, e in graph.items() for b in e if layer_of(b) > layer_of(a)] == ["helpers.record.check"]
 
 
 # ---------------------------------------------------------------- the checker itself

@@ -27,7 +27,7 @@ from support import slurm as slurm_support
 
 from helpers import grid
 from helpers.paths import PROJECT_ROOT
-from helpers.point import distribution
+from helpers.point import distribution_params, process_group, process_records
 from helpers.point import launcher as launch
 from helpers.runner import processes as local_launch
 
@@ -57,15 +57,15 @@ def test_grid_refuses_process_combinations_that_cannot_run(tmp_path, block, need
 
 def test_processes_is_a_later_knob_and_counts_in_the_global_batch(tmp_path):
     from helpers.params import LATER_DEFAULTS
-    from helpers.record import store as record
+    from helpers.record.ids import point_id
 
     pts = _grid(tmp_path, "points:\n  - workload: mlp_mnist\n    backend: jax\n    device: cpu\n"
                           "    processes: [1, 2]\n")
     assert LATER_DEFAULTS["processes"] == 1 and [p["processes"] for p in pts] == [1, 2]
     one = {k: v for k, v in pts[0].items() if k not in ("timeout_s", "repeats", "_grid")}
-    assert record.point_id(one, "m") == record.point_id({k: v for k, v in one.items() if k != "processes"}, "m")
-    assert distribution.devices_of({"gpus": 2, "processes": 3}) == (2, 3)
-    assert distribution.global_batch({"batch_size": 32, "gpus": 2, "processes": 3}) == 192
+    assert point_id(one, "m") == point_id({k: v for k, v in one.items() if k != "processes"}, "m")
+    assert distribution_params.devices_of({"gpus": 2, "processes": 3}) == (2, 3)
+    assert distribution_params.global_batch({"batch_size": 32, "gpus": 2, "processes": 3}) == 192
 
 
 # ---------------------------------------------------------------- who started this process
@@ -105,8 +105,8 @@ def test_launchers_are_read_from_their_own_variables():
      "mpirun started 3 processes: start 2 (mpirun -np 2)"),
 ])
 def test_bad_launch_environments_name_what_to_fix(env, needle):
-    with pytest.raises(distribution.DistributionError, match=needle.replace("(", r"\(").replace(")", r"\)")):
-        distribution.initialize({"hosts": 2, "device": "cpu", "backend": "jax"}, environ=env)
+    with pytest.raises(launch.DistributionError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        process_group.initialize({"hosts": 2, "device": "cpu", "backend": "jax"}, environ=env)
 
 
 def test_a_port_in_use_is_refused_before_the_runtime_starts():
@@ -116,8 +116,8 @@ def test_a_port_in_use_is_refused_before_the_runtime_starts():
         port = s.getsockname()[1]
         assert launch.port_in_use(f"127.0.0.1:{port}")
         env = {"KERAS_DISTRIBUTION_JOB_ADDRESSES": f"127.0.0.1:{port}", "KERAS_DISTRIBUTION_PROCESS_ID": "0"}
-        with pytest.raises(distribution.DistributionError, match=f"port {port} is in use on this host"):
-            distribution.initialize({"processes": 2, "device": "cpu", "backend": "jax"}, environ=env)
+        with pytest.raises(launch.DistributionError, match=f"port {port} is in use on this host"):
+            process_group.initialize({"processes": 2, "device": "cpu", "backend": "jax"}, environ=env)
     assert not launch.port_in_use(f"127.0.0.1:{launch.free_port()}")
 
 
@@ -130,7 +130,7 @@ def test_each_process_gets_its_own_gpus():
     mpi = launch.Launch("mpirun", "h:1", 4, 3, local_rank=1)
     assert launch.gpu_slice(mpi, 1, {"CUDA_VISIBLE_DEVICES": "0,1"}) == "1"
     assert launch.gpu_slice(mpi, 1, {"CUDA_VISIBLE_DEVICES": "3"}) is None  # the launcher gave it its own
-    with pytest.raises(distribution.DistributionError, match="needs GPUs 2..3"):
+    with pytest.raises(launch.DistributionError, match="needs GPUs 2..3"):
         launch.gpu_slice(mpi, 2, {"CUDA_VISIBLE_DEVICES": "0,1,2"})
 
 
@@ -138,7 +138,7 @@ def test_a_merged_record_of_a_process_that_failed_claims_no_figure():
     ok = {"process_id": 0, "status": "ok", "epoch_s": [1.0, 1.0], "n_train_process": 5, "samples_per_s": 9.0,
           "median_epoch_s": 1.0, "fingerprint": {"host": "a"}, "process_devices": {"cuda_visible_devices": "0"}}
     bad = {"process_id": 1, "status": "failed", "reason": "boom", "epoch_s": [], "fingerprint": {"host": "a"}}
-    m = distribution.merge([ok, bad])
+    m = process_records.merge([ok, bad])
     assert m["status"] == "failed" and "process 1: boom" in m["reason"]
     assert m["samples_per_s"] is None and m["epoch_s"] == [] and m["median_epoch_s"] is None
     assert m["processes"][0]["devices"] == {"cuda_visible_devices": "0"}
@@ -189,7 +189,7 @@ def _assert_merged_from_both(outputs: Path, launcher: str):
     assert all(p["n_train_process"] == 512 and p["median_epoch_s"] > 0 for p in procs)  # both processes' figures
     assert all(p["devices"]["local_devices"][0]["kind"] == "cpu" for p in procs)  # which device each one used
     assert procs[0]["final_loss"] == procs[1]["final_loss"]  # one model, trained in step
-    # the processes stop after the same epoch (distribution.agree_stop): one that trained on would wait in a
+    # the processes stop after the same epoch (process_group.agree_stop): one that trained on would wait in a
     # collective for ever
     assert procs[0]["epochs_run"] == procs[1]["epochs_run"] >= 3  # the point's `epochs` at least
     # every other record of the point is a pointer of a process other than 0, never a second set of figures
@@ -315,12 +315,13 @@ def test_a_process_killed_mid_run_stops_the_other_and_the_point_fails(tmp_path):
 
 _AGREE = """
 import os, sys, time
-from helpers.point import distribution
+from helpers.point import process_group
+from helpers.point.launcher import DistributionError
 import keras  # noqa: E402
 prm = {"workload": "mlp_mnist", "backend": "jax", "device": "cpu", "hosts": 2, "seed": 0, "n_train": N}
 try:
-    distribution.initialize(prm)
-except distribution.DistributionError as exc:
+    process_group.initialize(prm)
+except DistributionError as exc:
     print("ERROR" + str(exc))
     sys.stdout.flush()
     time.sleep(3)  # the other process prints its own before this one's runtime goes

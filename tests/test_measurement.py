@@ -15,10 +15,13 @@ import pytest
 from support import in_fresh_python
 
 from helpers.data import loaders as data
-from helpers.measure import sampler, timing
+from helpers.measure import energy, framework_memory, nvml, sampler, timing
 from helpers.point import device
+from helpers.point.record_figures import fit_figures
 from helpers.point.session import Point
-from helpers.record import store as record
+from helpers.record import schema
+from helpers.record.reader import read_records
+from helpers.record.writer import write_record
 
 INSTALLED = [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)]
 
@@ -149,19 +152,19 @@ def fake_nvml(monkeypatch):
 
 
 def test_visible_gpus_follow_cuda_visible_devices(fake_nvml):
-    assert sampler.visible_gpu_indices(fake_nvml, {}) == [0, 1]
-    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": ""}) == []
-    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "1,0"}) == [1, 0]
-    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}) == [1]
-    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "bbbb2222-0000"}) == [1]
-    assert sampler.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "1,7,0"}) == [1]  # CUDA stops
+    assert nvml.visible_gpu_indices(fake_nvml, {}) == [0, 1]
+    assert nvml.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": ""}) == []
+    assert nvml.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "1,0"}) == [1, 0]
+    assert nvml.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}) == [1]
+    assert nvml.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "bbbb2222-0000"}) == [1]
+    assert nvml.visible_gpu_indices(fake_nvml, {"CUDA_VISIBLE_DEVICES": "1,7,0"}) == [1]  # CUDA stops
 
 
 def _point_for_collect(params, clock, smp):
-    """A Point whose fit has run (what ``_collect`` needs), without a framework in this process."""
+    """A Point whose fit has run (what ``fit_figures`` needs), without a framework in this process."""
     pt = Point.__new__(Point)
     pt.params, pt.timer, pt.sampler, pt.data = params, clock, smp, None
-    pt.record = record.empty_record(params, "p1")
+    pt.record = schema.empty_record(params, "p1")
     pt.record.update(device_used="gpu", n_train=params["n_train"])
     return pt
 
@@ -183,8 +186,8 @@ def _drive_epochs(clock, nv, used, per_epoch):
 
 def test_energy_is_the_counter_difference_on_the_gpus_used(fake_nvml, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb2222")  # the point sees NVML's GPU 1 only
-    monkeypatch.setattr(sampler, "framework_peak_memory", lambda backend, dev: {})
-    monkeypatch.setattr(sampler, "ENERGY_MIN_WINDOW_S", 0.0)  # epochs of 20 ms here
+    monkeypatch.setattr(framework_memory, "framework_peak_memory", lambda backend, dev: {})
+    monkeypatch.setattr(energy, "ENERGY_MIN_WINDOW_S", 0.0)  # epochs of 20 ms here
     fake_nvml.idle_rate_w = 60.0  # the counter grows at 60 W while idle
     smp = sampler.Sampler(interval=0.01)
     assert smp.gpu_indices == [1] and smp.energy_counter
@@ -196,7 +199,7 @@ def test_energy_is_the_counter_difference_on_the_gpus_used(fake_nvml, monkeypatc
         _drive_epochs(clock, fake_nvml, 1, [(900_000, 50_000), (400_000, 30_000), (420_000, 30_000)])
     params = {"workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 10, "n_train": 100}
     pt = _point_for_collect(params, clock, smp)
-    pt._collect()
+    fit_figures(pt)
     rec = pt.record
     assert rec["energy_method"] == "nvml_energy_counter" and rec["gpu_indices_used"] == [1]
     assert rec["first_epoch_energy_j"] == pytest.approx(900.0)
@@ -216,8 +219,8 @@ def test_energy_falls_back_to_mean_power_and_says_so(monkeypatch):
     nv = FakeNVML(counter_supported=False)
     monkeypatch.setitem(sys.modules, "pynvml", nv)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    monkeypatch.setattr(sampler, "framework_peak_memory", lambda backend, dev: {})
-    monkeypatch.setattr(sampler, "ENERGY_MIN_WINDOW_S", 0.0)
+    monkeypatch.setattr(framework_memory, "framework_peak_memory", lambda backend, dev: {})
+    monkeypatch.setattr(energy, "ENERGY_MIN_WINDOW_S", 0.0)
     smp = sampler.Sampler(interval=0.01)
     assert smp.gpu_indices == [0] and not smp.energy_counter and smp.energy_mj() is None
     idle = smp.measure_idle(0.2)
@@ -228,7 +231,7 @@ def test_energy_falls_back_to_mean_power_and_says_so(monkeypatch):
         _drive_epochs(clock, nv, 0, [(0, 0)] * 3)
     params = {"workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 10, "n_train": 100}
     pt = _point_for_collect(params, clock, smp)
-    pt._collect()
+    fit_figures(pt)
     rec = pt.record
     assert rec["energy_method"] == "mean_power"
     assert rec["energy_j_per_epoch"] == pytest.approx(300.0 * rec["median_epoch_s"])
@@ -253,7 +256,7 @@ def test_energy_of_short_epochs_is_the_window_over_its_epochs_not_a_median():
     per_epoch = [(m["end"] - m["begin"]) / 1000 for m in marks[1:]]
     assert sorted(set(round(e, 6) for e in per_epoch)) == [0.0, 15.0]
     assert statistics.median(per_epoch) == 0.0  # what the old figure was
-    out = sampler.energy_figures(marks, train_s, idle_power_w=70.0)
+    out = energy.energy_figures(marks, train_s, idle_power_w=70.0)
     assert out["energy_method"] == "nvml_energy_counter"
     assert out["energy_j_per_epoch"] == pytest.approx(150.0 * 0.027, rel=0.05)
     assert out["energy_above_idle_j_per_epoch"] == pytest.approx(80.0 * 0.027, rel=0.1)
@@ -262,7 +265,7 @@ def test_energy_of_short_epochs_is_the_window_over_its_epochs_not_a_median():
 
 def test_energy_needs_a_window_the_counter_can_resolve():
     marks = _stepped_counter_marks(0.027, 10, 150.0)  # 9 steady epochs: 0.24 s
-    out = sampler.energy_figures(marks, [0.027] * 10, idle_power_w=70.0, mean_power_w=150.0)
+    out = energy.energy_figures(marks, [0.027] * 10, idle_power_w=70.0, mean_power_w=150.0)
     assert "energy_j_per_epoch" not in out and out["energy_window_s"] == pytest.approx(0.243)
     assert "shorter than 1 s" in out["energy_reason"] and "min_steady_s" in out["energy_reason"]
     assert out["idle_power_w"] == 70.0  # idle power is still said
@@ -352,16 +355,16 @@ def test_synthetic_images_are_said_to_be_easy():
 
 
 def test_schema_bumped_and_older_records_still_read(tmp_path):
-    assert record.SCHEMA == 3
+    assert schema.SCHEMA == 3
     p = {"workload": "cnn_cifar10", "backend": "jax", "device": "cpu"}
-    new = record.empty_record(p, "new")
+    new = schema.empty_record(p, "new")
     new["status"] = "ok"
     assert new["schema"] == 3
-    record.write_record(new, tmp_path)
+    write_record(new, tmp_path)
     (tmp_path / "old.json").write_text(json.dumps({**new, "point_id": "old", "schema": 1}))
     (tmp_path / "two.json").write_text(json.dumps({**new, "point_id": "two", "schema": 2}))
     (tmp_path / "future.json").write_text(json.dumps({**new, "point_id": "future", "schema": 4}))
-    recs, skipped = record.read_records([tmp_path])
+    recs, skipped = read_records([tmp_path])
     assert sorted(r["point_id"] for r in recs) == ["new", "old", "two"]
     assert [os.path.basename(s[0]) for s in skipped] == ["future.json"]
 
@@ -369,7 +372,7 @@ def test_schema_bumped_and_older_records_still_read(tmp_path):
 def test_module_docstrings_name_the_new_keys():
     for key in ("epoch_with_val_s", "energy_above_idle_j_per_epoch", "idle_power_w", "gpu_indices_used",
                 "threads_in_effect", "cpu_available"):
-        assert key in record.__doc__, key
+        assert key in schema.__doc__, key
     assert textwrap.dedent(timing.__doc__).count("sync") >= 2
 
 
@@ -413,7 +416,7 @@ def test_window_stops_before_the_deadline_and_says_so():
 def test_processes_of_one_point_stop_after_the_same_epoch():
     """Two processes' clocks, the second's epochs a little slower: alone, they would stop after different epochs,
     and the one that trains on would wait in the step's collective for ever (a point hung so on two H200s);
-    through ``agree`` (every process's decision gathered, as distribution.agree_stop does) both stop after the
+    through ``agree`` (every process's decision gathered, as process_group.agree_stop does) both stop after the
     first one is done."""
     nows, clocks = [[0.0], [0.0]], []  # process 1's epochs a little slower: its window fills in fewer of them
     for i in range(2):

@@ -12,7 +12,7 @@ from support.shared_run import SHARDS, run_all
 from support.workload_points import TINY, by_backend, group
 
 from helpers.paths import NOTEBOOKS
-from helpers.record import store as record
+from helpers.record.ids import notebook_path
 
 
 def test_committed_notebooks_have_no_outputs():
@@ -132,7 +132,7 @@ def test_run_all_one_point_per_workload_end_to_end_with_report(shared_run):
             assert r["device_used"] == "cpu" and r["samples_per_s"] > 0
             assert len(r["epoch_s"]) == r["params"]["epochs"] - 1
             assert r["data_source"] == "synthetic" and not Path(r["notebook"]).is_absolute() \
-                and record.notebook_path(r).is_file()
+                and notebook_path(r).is_file()
     assert {r["workload"] for r in recs} == set(workloads.names()) - {"custom"}
     assert {r["backend"] for r in shared_run.ok()} == set(INSTALLED)  # a real kernel on every backend
     # a second run resumes: points done on this machine are not run again

@@ -34,12 +34,12 @@ def test_grid_refuses_a_placement_that_cannot_hold(tmp_path, point, needle):
 
 
 def test_the_default_placement_keeps_old_point_ids_and_a_device_one_is_another_point():
-    from helpers.record import store as record
+    from helpers.record.ids import point_id
 
     p = {**params.COMMON_DEFAULTS, "workload": "cnn_cifar10", "backend": "jax", "device": "gpu", "batch_size": 8}
     old = {k: v for k, v in p.items() if k != "data_placement"}  # a record written before the knob existed
-    assert record.point_id(p, "m") == record.point_id(old, "m")
-    assert record.point_id({**p, "data_placement": "device"}, "m") != record.point_id(p, "m")
+    assert point_id(p, "m") == point_id(old, "m")
+    assert point_id({**p, "data_placement": "device"}, "m") != point_id(p, "m")
 
 
 _POINT = """
@@ -170,7 +170,7 @@ except PointSkipped:
 
 
 def _records(folder, rows):
-    from helpers.record.store import write_atomic
+    from helpers.record.writer import write_atomic
 
     for i, (gpus, placement, sps, copy_s, *processes) in enumerate(rows):
         n = 2560

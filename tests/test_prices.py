@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from helpers.paths import PROJECT_ROOT
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 from helpers.report import aggregate, costs, table
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"

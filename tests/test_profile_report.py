@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from helpers import report
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 from helpers.report import sections
 
 

@@ -8,15 +8,17 @@ from support import in_fresh_python
 
 from helpers import params
 from helpers.measure import trace_breakdown as tb
+from helpers.measure import trace_events as te
 from helpers.point import profiling
-from helpers.record import store as record
+from helpers.record.ids import point_id
+from helpers.record.reader import read_records
 from tests.test_measurement import INSTALLED
 
 W = tb.WINDOW
 
 
 def _ev(name, ts, dur, process="p", thread="t", cat=""):
-    return tb.Ev(process, thread, name, cat, float(ts), float(dur))
+    return te.Ev(process, thread, name, cat, float(ts), float(dur))
 
 
 # ---------------------------------------------------------------- 1. the breakdown from literal traces
@@ -112,10 +114,10 @@ def test_chrome_traces_read_with_names_and_written_back(tmp_path):
     path = tmp_path / "t.json.gz"
     with gzip.open(path, "wt") as f:
         json.dump(doc, f)
-    evs = tb.read_chrome(path)
-    assert evs == [tb.Ev("/device:GPU:0", "Stream #7", "k", "", 5.5, 2.0)]
-    tb.write_chrome(evs, tmp_path / "back.json.gz")
-    assert tb.read_chrome(tmp_path / "back.json.gz") == evs
+    evs = te.read_chrome(path)
+    assert evs == [te.Ev("/device:GPU:0", "Stream #7", "k", "", 5.5, 2.0)]
+    te.write_chrome(evs, tmp_path / "back.json.gz")
+    assert te.read_chrome(tmp_path / "back.json.gz") == evs
 
 
 # ---------------------------------------------------------------- 2. the knob and the plan
@@ -126,8 +128,8 @@ def test_profile_off_keeps_every_point_id():
          "epochs": 3, "n_train": 1000}
     without = {k: v for k, v in p.items() if k != "profile"}
     assert p["profile"] is False and params.LATER_DEFAULTS["profile"] is False
-    assert record.point_id(p, "m") == record.point_id(without, "m")
-    assert record.point_id({**p, "profile": True}, "m") != record.point_id(p, "m")
+    assert point_id(p, "m") == point_id(without, "m")
+    assert point_id({**p, "profile": True}, "m") != point_id(p, "m")
     with pytest.raises(params.ParamError, match="profile"):
         params.validate({"profile": "yes"})
 
@@ -195,7 +197,7 @@ def test_mlp_mnist_profiled_on_the_cpu_adds_up_to_its_step(tmp_path, backend):
     assert trace.is_dir() and b["trace"]["bytes"] <= profiling.TRACE_MAX_BYTES
     assert all((trace / f).is_file() for f in b["trace"]["files"])
     assert not list(trace.rglob("*.json"))  # nothing the report would read as a record
-    recs, skipped = record.read_records([tmp_path / "good", tmp_path / "bad"])
+    recs, skipped = read_records([tmp_path / "good", tmp_path / "bad"])
     assert len(recs) == 2 and not skipped
     # the broken profiler: the timed figures stand, the breakdown is null with the reason
     assert bad["status"] == "ok" and bad["step_s"] > 0 and bad["samples_per_s"] > 0

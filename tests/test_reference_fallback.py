@@ -6,7 +6,7 @@ import pytest
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 from helpers.report import headline, reference
 from helpers.report.sections import verdict
 

@@ -12,10 +12,13 @@ import pytest
 from support import tiny
 from support.shared_run import env_for
 
+from helpers.params import ParamError
 from helpers.paths import PROJECT_ROOT
+from helpers.point import notebook_params
 from helpers.point import session as point
-from helpers.record import store as record
-from helpers.runner import cli as runner
+from helpers.record.ids import notebook_path
+from helpers.record.reader import read_records
+from helpers.runner.outputs import acquire_lock
 
 
 def start(args, outputs: Path, **extra) -> subprocess.Popen:
@@ -106,7 +109,7 @@ def test_interrupt_mid_point_then_resume(tmp_path, sig, tiny_notebooks):
 def test_second_run_at_once_is_refused_clearly(tmp_path):
     outputs = tmp_path / "outputs"
     outputs.mkdir()
-    held = runner.acquire_lock(outputs)
+    held = acquire_lock(outputs)
     assert held is not None
     grid = tmp_path / "g.yaml"
     grid.write_text(GRID3)
@@ -148,7 +151,7 @@ points:
     assert recs[5]["status"] == "failed" and "timed out after 10 s" in recs[5]["reason"]
     assert recs[6]["status"] == "ok"
     for r in recs.values():
-        assert record.notebook_path(r).is_file()  # the executed notebook is kept
+        assert notebook_path(r).is_file()  # the executed notebook is kept
         assert r["samples_per_s"] is None or r["status"] == "ok"
         assert r["wall_s"] is not None  # the runner finished every one
     assert not kernels_of(outputs)
@@ -177,17 +180,18 @@ def test_unknown_injected_parameter_is_rejected():
           "n_train": 10, "n_val": 0, "data_source": "synthetic", "threads": 0, "precision": "float32",
           "jit_compile": "auto", "seed": 0, "output_dir": "", "point_id": "", "epoch": 5,
           "In": [], "_i1": "x", "json": json}
-    with pytest.raises(point._params.ParamError, match="unknown key 'epoch'.*did you mean"):
-        point.collect(ns)
+    with pytest.raises(ParamError, match="unknown key 'epoch'.*did you mean"):
+        notebook_params.collect(ns)
 
 
 def test_record_written_atomically_under_concurrent_writers(tmp_path):
     """Many processes writing the same record path at once: the file is always one whole record."""
-    code = ("import sys; from helpers.record import store as record\n"
+    code = ("import sys; from helpers.record.schema import empty_record; "
+            "from helpers.record.writer import write_record\n"
             "for i in range(200):\n"
-            "    r = record.empty_record({'workload': 'w', 'backend': 'jax', 'device': 'cpu'}, 'same')\n"
+            "    r = empty_record({'workload': 'w', 'backend': 'jax', 'device': 'cpu'}, 'same')\n"
             "    r.update(status='ok', history={'loss': [float(sys.argv[1])] * 2000})\n"
-            f"    record.write_record(r, {str(tmp_path)!r})\n")
+            f"    write_record(r, {str(tmp_path)!r})\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(k)], cwd=PROJECT_ROOT) for k in range(4)]
     path = tmp_path / "w-jax-cpu-same.json"
     reads = 0
@@ -199,7 +203,7 @@ def test_record_written_atomically_under_concurrent_writers(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert reads > 0
     assert [f.name for f in tmp_path.iterdir()] == [path.name]
-    record.read_records([tmp_path])
+    read_records([tmp_path])
 
 
 def test_price_profile_missing_from_prices_file_is_refused_before_running(tmp_path):

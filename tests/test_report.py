@@ -22,7 +22,7 @@ from support.fixtures import XSS
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 from helpers.report import aggregate, charts, costs, fmt, published, sections
 
 

@@ -9,7 +9,7 @@ from support import first_screen as known_records
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 from helpers.report import csvs
 
 

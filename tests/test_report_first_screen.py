@@ -11,7 +11,7 @@ import pytest
 from support.first_screen import CPU, GPU, HEIGHT, MAX_SCREENS, WIDTH, _rec, assert_first_screen, page_facts  # noqa: F401,E501
 
 from helpers import report
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 from helpers.report import findings, headline, sections
 from helpers.report.reference import all_pairs
 

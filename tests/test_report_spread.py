@@ -18,7 +18,7 @@ from support.records import _check_sections, _ctx, _rec
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 from helpers.report import aggregate, fmt, headline, sections
 from helpers.report.reference import all_pairs
 from helpers.report.sections.base import mark_bars, with_marks

@@ -22,8 +22,12 @@ import pytest
 from support.runs import complete_ok_records, good_record, write
 
 from helpers import grid
+from helpers.exits import Exit
 from helpers.paths import PROJECT_ROOT
-from helpers.record import store as record
+from helpers.record import writer
+from helpers.record.reader import MAX_RECORD_BYTES, read_records
+from helpers.record.schema import why_not_record
+from helpers.record.writer import write_atomic
 from helpers.runner import cli as runner
 from helpers.runner import notebook
 
@@ -205,7 +209,7 @@ def test_a_malformed_record_is_skipped_with_its_reason(tmp_path, name):
     change, needle = BAD[name]
     write(tmp_path, "good.json", good_record(0))
     write(tmp_path, "bad.json", _dump({**good_record(1), **change}))
-    recs, skipped = record.read_records([tmp_path])
+    recs, skipped = read_records([tmp_path])
     assert [r["point_id"] for r in recs] == ["p0"]
     assert len(skipped) == 1 and skipped[0][0].endswith("bad.json") and needle in skipped[0][1], skipped
 
@@ -215,7 +219,7 @@ def test_deep_nesting_is_skipped_not_a_recursion_error(tmp_path):
     base = json.dumps(good_record(1))[:-1]
     write(tmp_path, "deep.json", base + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}")
     write(tmp_path, "deep2.json", base + ', "x": ' + "[" * 500 + "]" * 500 + "}")
-    recs, skipped = record.read_records([tmp_path])
+    recs, skipped = read_records([tmp_path])
     assert [r["point_id"] for r in recs] == ["p0"]
     why = dict((Path(p).name, w) for p, w in skipped)
     assert why["deep.json"] == "nested too deeply" and "nested deeper than" in why["deep2.json"]
@@ -225,7 +229,7 @@ def test_a_record_missing_status_is_said_so(tmp_path):
     rec = good_record(0)
     del rec["status"]
     write(tmp_path, "r.json", rec)
-    assert record.read_records([tmp_path])[1][0][1] == "missing key 'status'"
+    assert read_records([tmp_path])[1][0][1] == "missing key 'status'"
 
 
 def test_every_malformed_record_costs_only_itself_in_the_report(tmp_path):
@@ -262,9 +266,9 @@ def test_fifo_dev_zero_and_huge_files_are_skipped_without_hanging(tmp_path):
     os.mkfifo(tmp_path / "fifo.json")
     (tmp_path / "zero.json").symlink_to("/dev/zero")
     with open(tmp_path / "huge.json", "wb") as f:
-        f.truncate(record.MAX_RECORD_BYTES + 1)  # the documented cap: 2 MB
-    code = ("import json, sys; from helpers.record import store as record\n"
-            f"recs, skipped = record.read_records([{str(tmp_path)!r}])\n"
+        f.truncate(MAX_RECORD_BYTES + 1)  # the documented cap: 2 MB
+    code = ("import json, sys; from helpers.record.reader import read_records\n"
+            f"recs, skipped = read_records([{str(tmp_path)!r}])\n"
             "print(json.dumps([[r['point_id'] for r in recs], skipped]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
@@ -273,7 +277,7 @@ def test_fifo_dev_zero_and_huge_files_are_skipped_without_hanging(tmp_path):
     assert ids == ["p0"]
     assert "not a regular file" in why["fifo.json"]
     assert "outside the folders given" in why["zero.json"]  # a symlink out of the folder is not even opened
-    assert f"larger than {record.MAX_RECORD_BYTES // 2**20} MB" in why["huge.json"]
+    assert f"larger than {MAX_RECORD_BYTES // 2**20} MB" in why["huge.json"]
 
 
 def test_the_false_claim_about_the_full_table_is_gone():
@@ -309,7 +313,7 @@ def test_full_disk_stops_cleanly_with_status_4_and_consistent_records(in_process
     elif where == "record":  # the runner's own rewrite of the record hits the full disk
         def full(path, data):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        monkeypatch.setattr(runner._record, "write_atomic", full)
+        monkeypatch.setattr(writer, "write_atomic", full)
     else:  # the notebook's own record write failed: papermill reports the cell's error
         from papermill.exceptions import PapermillExecutionError
 
@@ -322,11 +326,11 @@ def test_full_disk_stops_cleanly_with_status_4_and_consistent_records(in_process
         import papermill
 
         monkeypatch.setattr(papermill, "execute_notebook", kernel_full)
-    assert runner.main([str(gridfile), "--no-report"]) == runner.EXIT_CANNOT_WRITE == 4
+    assert runner.main([str(gridfile), "--no-report"]) == Exit.CANNOT_WRITE == 4
     out = capsys.readouterr()
     assert "No space left on device" in out.out and "run again" in out.out and "Traceback" not in out.out + out.err
     assert len(state["calls"]) == 1  # stopped: the second point was not started
-    assert not complete_ok_records(outputs) and not record.read_records([outputs / "runs"])[0]
+    assert not complete_ok_records(outputs) and not read_records([outputs / "runs"])[0]
     assert notebook.done_point_ids(outputs / "runs") == set()  # resume runs the point again
     assert not list(outputs.glob("runs/*/notebooks/.*.partial.ipynb"))
 
@@ -337,7 +341,7 @@ def test_sigterm_right_after_finish_leaves_no_record_that_resume_trusts(in_proce
     assert runner.main([str(gridfile), "--no-report"]) == 130
     out = capsys.readouterr().out
     assert "set aside" in out and "runs again on resume" in out
-    assert record.read_records([outputs / "runs"])[0] == [] and notebook.done_point_ids(outputs / "runs") == set()
+    assert read_records([outputs / "runs"])[0] == [] and notebook.done_point_ids(outputs / "runs") == set()
     state["behaviour"] = "ok"
     assert runner.main([str(gridfile), "--no-report"]) == 0
     assert len(complete_ok_records(outputs)) == 2
@@ -349,11 +353,11 @@ def test_a_record_left_by_a_killed_runner_is_set_aside_before_resuming(in_proces
     state, gridfile, outputs = in_process_runner
     orphan = good_record(0, wall_s=None)
     del orphan["wall_s"]
-    path = record.write_atomic(outputs / "runs" / "old" / "records" / "orphan.json", orphan)
+    path = write_atomic(outputs / "runs" / "old" / "records" / "orphan.json", orphan)
     assert runner.main([str(gridfile), "--no-report"]) == 0
     assert "1 record(s) of points stopped in an earlier run" in capsys.readouterr().out
     assert not path.exists() and (path.parent / ".orphan.json.incomplete").exists()
-    recs, _ = record.read_records([outputs])
+    recs, _ = read_records([outputs])
     assert len(recs) == 2 and all(notebook.is_complete(r) for r in recs)
 
 
@@ -378,7 +382,7 @@ def test_resume_requires_what_a_complete_point_has(tmp_path):
 def test_records_get_the_mode_of_the_umask(tmp_path, mask):
     old = os.umask(mask)
     try:
-        path = record.write_atomic(tmp_path / "r.json", good_record(0))
+        path = write_atomic(tmp_path / "r.json", good_record(0))
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask
@@ -402,13 +406,14 @@ def test_point_ids_do_not_depend_on_the_host_name(monkeypatch):
     import socket
 
     from helpers.measure import machine
+    from helpers.runner import prepare
 
     machine.machine_key.cache_clear()
     before = machine.machine_key()
     machine.machine_key.cache_clear()
     monkeypatch.setattr(socket, "gethostname", lambda: "renamed-after-a-container-restart")
     assert machine.machine_key() == before and socket.gethostname() not in before
-    assert runner.machine_key is machine.machine_key  # what resume keys on
+    assert prepare.machine_key is machine.machine_key  # what resume keys on
 
 
 # ------------------------------------------------------------------ real subprocesses: read-only, signals
@@ -536,4 +541,4 @@ def test_security_notes_exist_and_the_readme_links_them():
 
 
 def test_good_record_helper_is_itself_a_valid_record():
-    assert record.why_not_record(copy.deepcopy(good_record(0))) is None
+    assert why_not_record(copy.deepcopy(good_record(0))) is None

@@ -12,8 +12,13 @@ from pathlib import Path
 import nbformat
 from support import tiny
 
+from helpers import grid
+from helpers.exits import Exit
 from helpers.measure import fingerprint
-from helpers.record import store as record
+from helpers.record.ids import notebook_path
+from helpers.record.reader import read_records
+from helpers.record.schema import empty_record
+from helpers.record.writer import write_atomic
 from helpers.runner import cli as runner
 from helpers.runner import plan
 from helpers.runner import progress as progress_mod
@@ -40,7 +45,7 @@ def grid_file(tmp_path: Path, repeats=1, seeds=(1, 2)) -> Path:
 
 
 def records(outputs: Path) -> list[dict]:
-    recs, skipped = record.read_records([outputs / "runs"])
+    recs, skipped = read_records([outputs / "runs"])
     assert not skipped
     return recs
 
@@ -114,10 +119,10 @@ def test_a_runaway_block_is_refused_at_once_and_nothing_is_written(fake_runner, 
     def no_expansion(*a, **k):
         raise AssertionError("the grid was expanded")
 
-    monkeypatch.setattr(runner._grid, "expand_all", no_expansion)
+    monkeypatch.setattr(grid, "expand_all", no_expansion)
     g = tmp_path / "big.yaml"
     g.write_text(BIG.format(twenty=list(range(1, 21))))
-    assert runner.main([str(g), "--no-report"]) == runner.EXIT_BAD_GRID == 2
+    assert runner.main([str(g), "--no-report"]) == Exit.BAD_GRID == 2
     err = capsys.readouterr().err
     assert "over the size guard (more than 500 runs)" in err and "--yes" in err and "nothing was run" in err
     assert f"{g}: points[1]: 160,000 runs (batch_size 20 x n_train 20 x seed 20 x n_val 20)" in err
@@ -140,13 +145,13 @@ def test_yes_lets_a_grid_over_the_guard_through(fake_runner, tmp_path, capsys, m
 
 def fake_record(folder: Path, i: int, wall_s: float, machine_key: str, workload="cnn_cifar10") -> None:
     params = {"workload": workload, "backend": "jax", "device": "cpu", "seed": 100 + i}
-    rec = record.empty_record(params, f"old{i}")
+    rec = empty_record(params, f"old{i}")
     nb = folder / "notebooks" / f"old{i}.ipynb"
     nb.parent.mkdir(parents=True, exist_ok=True)
     nb.write_text(nbformat.writes(nbformat.v4.new_notebook()))
     rec.update(status="ok", wall_s=wall_s, started_at=f"2026-01-01T00:00:{i:02d}",
                fingerprint={"host": "h", "machine_key": machine_key}, notebook=f"../notebooks/old{i}.ipynb")
-    record.write_atomic(folder / "records" / f"old{i}.json", rec)
+    write_atomic(folder / "records" / f"old{i}.json", rec)
 
 
 def test_the_estimate_from_earlier_records_of_this_machine_guards_a_long_grid(fake_runner, tmp_path, capsys):
@@ -179,10 +184,10 @@ def test_the_estimate_from_earlier_records_of_this_machine_guards_a_long_grid(fa
 # ------------------------------------------------------------------ progress
 
 def test_progress_text():
-    assert runner.progress(5, 5, []) == "[5 left]"  # no ETA before a point has run
-    assert runner.progress(3, 2, [10.0, 20.0]) == "[3 left, ETA 00:30]"  # 2 runs needing a kernel x 15 s
-    assert runner.progress(0, 0, [10.0]) == "[0 left, ETA 00:00]"
-    assert runner.progress(2, 2, [1800.0, 1800.0]) == "[2 left, ETA 1:00:00]"
+    assert progress_mod.progress(5, 5, []) == "[5 left]"  # no ETA before a point has run
+    assert progress_mod.progress(3, 2, [10.0, 20.0]) == "[3 left, ETA 00:30]"  # 2 runs needing a kernel x 15 s
+    assert progress_mod.progress(0, 0, [10.0]) == "[0 left, ETA 00:00]"
+    assert progress_mod.progress(2, 2, [1800.0, 1800.0]) == "[2 left, ETA 1:00:00]"
 
 
 def test_each_line_says_the_runs_left_and_the_eta_after_a_point_has_run(fake_runner, tmp_path, capsys):
@@ -209,7 +214,7 @@ class Clock:
 
 def test_live_epochs_are_kept_until_the_threshold_then_printed_as_they_come():
     shown, clock = [], Clock()
-    live = runner.LiveEpochs(shown.append, after_s=60.0, clock=clock)
+    live = progress_mod.LiveEpochs(shown.append, after_s=60.0, clock=clock)
     live.write("data: synthetic\nepoch 1: 4.1 s  loss=2.3\nepo")
     live.write("ch 2: 0.2 s  loss=2.2; steady window 0.20 s\n")
     clock.t = 59.0
@@ -229,13 +234,13 @@ def test_live_epochs_are_kept_until_the_threshold_then_printed_as_they_come():
 
 def test_live_epochs_go_live_at_the_threshold_without_more_output():
     shown, clock = [], Clock()
-    live = runner.LiveEpochs(shown.append, after_s=60.0, clock=clock, title="[1/3] point  running for over 60 s:")
+    live = progress_mod.LiveEpochs(shown.append, after_s=60.0, clock=clock, title="[1/3] point  running for over 60 s:")
     live.write("epoch 1: 50.0 s\n")
     live.go_live()  # what the timer calls at 60 s: the title once, then the epochs
     live.write("epoch 2: 20.0 s\n")
     assert shown == ["[1/3] point  running for over 60 s:", "  epoch 1: 50.0 s", "  epoch 2: 20.0 s"]
     shown.clear()
-    short = runner.LiveEpochs(shown.append, after_s=60.0, clock=clock)
+    short = progress_mod.LiveEpochs(shown.append, after_s=60.0, clock=clock)
     short.write("epoch 1: 1.0 s\n")
     short.close()  # ended before 60 s: nothing printed
     assert shown == []
@@ -279,9 +284,9 @@ def test_real_runs_repeats_resume_and_live_epochs(tmp_path, monkeypatch, capsys,
     base = first["point_id"]
     assert [recs[k]["point_id"] for k in (1, 2)] == [f"{base}-r1", f"{base}-r2"]
     assert all(recs[k]["config_id"] == base and recs[k]["params"]["point_id"] == recs[k]["point_id"] for k in recs)
-    notebooks = {record.notebook_path(r) for r in recs.values()}
+    notebooks = {notebook_path(r) for r in recs.values()}
     assert len(notebooks) == 3 and all(nb.is_file() for nb in notebooks)
-    assert json.loads(record.notebook_path(recs[2]).read_text())["cells"]
+    assert json.loads(notebook_path(recs[2]).read_text())["cells"]
 
 
 def test_bytecode_note_when_the_kernel_would_compile_its_imports_each_time(tmp_path, monkeypatch):

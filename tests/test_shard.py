@@ -15,11 +15,19 @@ import pytest
 
 from helpers import grid as _grid
 from helpers.measure.machine import machine_key
-from helpers.record import store as record
-from helpers.runner import claims
+from helpers.record.ids import point_id, record_name
+from helpers.record.reader import read_records
+from helpers.record.schema import empty_record
+from helpers.record.writer import write_atomic
+from helpers.runner import claims, shard_folders
 from helpers.runner import cli as runner
 from helpers.runner import shard as _shard
+from helpers.runner.fleet import Fleet
+from helpers.runner.host_runners import HostRunners
+from helpers.runner.locks import me
 from helpers.runner.notebook import notebook_params
+from helpers.runner.orphans import set_aside_orphans
+from helpers.runner.outputs import acquire_lock
 
 GRID = """timeout_s: 600
 points:
@@ -44,12 +52,12 @@ def grid_file(tmp_path: Path, seeds=(1, 2, 3, 4), n_train=200, name="g.yaml") ->
 def runs_of(path: Path) -> list[dict]:
     order = _grid.runs(_grid.expand_all([path]))
     for r in order:
-        r["point_id"] = record.point_id(notebook_params(r), machine_key())
+        r["point_id"] = point_id(notebook_params(r), machine_key())
     return order
 
 
 def complete(outputs: Path) -> list[dict]:
-    recs, skipped = record.read_records([outputs / "runs"])
+    recs, skipped = read_records([outputs / "runs"])
     assert not skipped
     return [r for r in recs if r.get("wall_s") is not None]
 
@@ -169,14 +177,14 @@ def test_two_shards_one_folder_union_is_the_grid_and_the_last_renders_the_report
     assert "rendered by the last shard to finish" in capsys.readouterr().out and not reports
     assert runner.main([str(g), "--shard", "1/2"]) == 0
     assert reports == [[str(outputs)]] and (outputs / "report.html").is_file()  # one report, of the whole folder
-    assert not record.read_records([outputs])[1]  # the report reads the folder: no bookkeeping file read as a record
+    assert not read_records([outputs])[1]  # the report reads the folder: no bookkeeping file read as a record
     recs = complete(outputs)
     assert sorted(r["point_id"] for r in recs) == sorted(r["point_id"] for r in runs_of(g))  # the grid, once each
     assert len(calls) == 5
     gh = _shard.grid_hash(runs_of(g))
     assert {r["shard"] for r in recs} == {"0/2", "1/2"} and {r["grid_hash"] for r in recs} == {gh}
     assert all(r["concurrent_runners"] == 0 and r["cuda_visible_devices"] is None for r in recs)
-    infos = claims.shard_infos(outputs / "runs")
+    infos = shard_folders.shard_infos(outputs / "runs")
     assert sorted((i["shard"], i["finished"]) for i in infos) == [("0/2", True), ("1/2", True)]
     plan = json.loads((outputs / ".shards" / f"{gh}-of-2.json").read_text())
     assert sorted(plan["assign"].values()) == [0, 0, 0, 1, 1] or sorted(plan["assign"].values()) == [0, 0, 1, 1, 1]
@@ -191,7 +199,7 @@ def test_cuda_visible_devices_is_kept_and_recorded(shard_runner, tmp_path, monke
     assert runner.main([str(grid_file(tmp_path, seeds=(1,))), "--shard", "0/1", "--no-report"]) == 0
     (rec,) = complete(outputs)
     assert rec["cuda_visible_devices"] == "1" and os.environ["CUDA_VISIBLE_DEVICES"] == "1"
-    (info,) = claims.shard_infos(outputs / "runs")
+    (info,) = shard_folders.shard_infos(outputs / "runs")
     assert info["cuda_visible_devices"] == "1"
 
 
@@ -199,7 +207,7 @@ def test_two_runners_of_one_shard(shard_runner, tmp_path, capsys):
     calls, _, outputs = shard_runner
     g = grid_file(tmp_path)
     held, _ = claims.shard_lock(outputs, _shard.grid_hash(runs_of(g)), _shard.Shard(0, 2, "t"),
-                                {**claims.me(), "shard": "0/2"})
+                                {**me(), "shard": "0/2"})
     assert runner.main([str(g), "--shard", "0/2"]) == 3
     err = capsys.readouterr().err
     assert "shard 0/2 of this grid" in err and f"pid {os.getpid()}" in err and "nothing was run" in err
@@ -233,7 +241,7 @@ def test_a_whole_grid_and_shards_refuse_each_other(shard_runner, tmp_path, capsy
     assert folder.shared()  # a shard is in
     assert runner.main([g]) == 3 and "in use by a run in progress" in capsys.readouterr().err
     folder.close()
-    lock = runner.acquire_lock(outputs)  # a whole grid is in
+    lock = acquire_lock(outputs)  # a whole grid is in
     assert runner.main([g, "--shard", "0/1"]) == 3 and "in use by a whole-grid run" in capsys.readouterr().err
     lock.close()
     assert not calls
@@ -243,7 +251,7 @@ def test_a_run_claimed_by_another_runner_is_left_to_it(shard_runner, tmp_path, c
     calls, reports, outputs = shard_runner
     g = grid_file(tmp_path, seeds=(1, 2))
     taken = runs_of(g)[0]["point_id"]
-    held, _ = claims.try_claim(outputs, taken, {**claims.me(), "shard": "x"})
+    held, _ = claims.try_claim(outputs, taken, {**me(), "shard": "x"})
     assert runner.main([str(g), "--shard", "0/1"]) == 0
     out = capsys.readouterr().out
     assert "not run here: taken by another runner (pid" in out and "1 taken by other runners" in out
@@ -257,14 +265,14 @@ def test_claims_recheck_records_finished_by_another_runner(shard_runner, tmp_pat
     _, _, outputs = shard_runner
     g = grid_file(tmp_path, seeds=(1,))
     (run,) = runs_of(g)
-    fleet = runner.Fleet(outputs, _shard.Shard(0, 1, "t"), [g])
+    fleet = Fleet(outputs, _shard.Shard(0, 1, "t"), [g])
     held, why = fleet.claim(run, ("ok",))
     assert held is not None and why == ""
     held.release()
     params = notebook_params(run)
-    rec = {**record.empty_record(params, run["point_id"]), "status": "ok", "wall_s": 1.0, "notebook": "n.ipynb"}
+    rec = {**empty_record(params, run["point_id"]), "status": "ok", "wall_s": 1.0, "notebook": "n.ipynb"}
     rec_dir = outputs / "runs" / "other" / "records"
-    record.write_atomic(rec_dir / record.record_name(params, run["point_id"]), rec)
+    write_atomic(rec_dir / record_name(params, run["point_id"]), rec)
     (rec_dir / "n.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
     held, why = fleet.claim(run, ("ok",))
     assert held is None and why.startswith("done by another runner")
@@ -273,7 +281,7 @@ def test_claims_recheck_records_finished_by_another_runner(shard_runner, tmp_pat
 # ------------------------------------------------------------------ the host's runners, dead runners' records
 
 def test_busy_runners_of_this_host_are_counted(tmp_path):
-    a, b = claims.HostRunners(tmp_path), claims.HostRunners(tmp_path)
+    a, b = HostRunners(tmp_path), HostRunners(tmp_path)
     assert a.busy_others() == 0 and b.busy_others() == 0
     a.busy(True)
     assert b.busy_others() == 1 and a.busy_others() == 0
@@ -287,13 +295,13 @@ def test_busy_runners_of_this_host_are_counted(tmp_path):
 def test_records_of_dead_runners_only_are_set_aside(tmp_path):
     runs = tmp_path / "runs"
     for name in ("live", "dead"):
-        rec = {**record.empty_record({"workload": "w", "backend": "jax", "device": "cpu"}, name), "status": "ok"}
-        record.write_atomic(runs / name / "records" / f"{name}.json", rec)
+        rec = {**empty_record({"workload": "w", "backend": "jax", "device": "cpu"}, name), "status": "ok"}
+        write_atomic(runs / name / "records" / f"{name}.json", rec)
     alive = claims.hold_alive(runs / "live")
-    (aside,) = claims.set_aside_orphans(runs)
+    (aside,) = set_aside_orphans(runs)
     assert aside.parent == runs / "dead" / "records" and (runs / "live" / "records" / "live.json").is_file()
     alive.release()
-    assert len(claims.set_aside_orphans(runs)) == 1
+    assert len(set_aside_orphans(runs)) == 1
 
 
 # ------------------------------------------------------------------ the report's mark

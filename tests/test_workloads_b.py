@@ -9,8 +9,10 @@ from support import ONE, in_fresh_python, write_archive
 from support.workload_points import CATSDOGS_VARIANT, by_backend, group
 
 from helpers import params
-from helpers.data import image_folders as images
 from helpers.data import loaders as data
+from helpers.data.image_augment import Augment, apply_affine, prepare_batch, random_affine
+from helpers.data.image_folders import load_images, scan_classes, split_dirs
+from helpers.data.image_plan import synthetic_pool
 from helpers.workloads import catsdogs, cnn_256, get
 
 
@@ -75,7 +77,7 @@ def test_augmentation_matches_keras_image_data_generator():
         "import numpy as np\n"
         "from scipy.ndimage import gaussian_filter\n"
         "from keras.src.legacy.preprocessing.image import apply_affine_transform\n"
-        "from helpers.data import image_folders as images\n"
+        "from helpers.data.image_augment import Augment, apply_affine, random_affine\n"
         "rng = np.random.default_rng(0)\n"
         "img = gaussian_filter(rng.uniform(0, 255, (32, 40, 3)), (2, 2, 0)).astype(np.uint8)\n"
         "ref = apply_affine_transform(img.astype(np.float32), theta=20, tx=3, ty=-4, shear=10, zx=1.1, zy=0.9,\n"
@@ -88,9 +90,9 @@ def test_augmentation_matches_keras_image_data_generator():
         "                4: np.array([10.0])}.get(self.k, np.array([[1.1], [0.9]]))\n"
         "    def random(self, n):\n"
         "        return np.array([1.0])\n"
-        "aug = images.Augment(rotation_range=30, width_shift_range=.1, height_shift_range=.1, shear_range=15,\n"
+        "aug = Augment(rotation_range=30, width_shift_range=.1, height_shift_range=.1, shear_range=15,\n"
         "                     zoom_range=.2)\n"
-        "ours = images.apply_affine(img[None], images.random_affine(Fixed(), 1, 32, 40, aug))[0]\n"
+        "ours = apply_affine(img[None], random_affine(Fixed(), 1, 32, 40, aug))[0]\n"
         "print('MAXDIFF', np.abs(ours.astype(np.float32) - ref).max())\n")
     assert float(out.split("MAXDIFF", 1)[1]) <= 1.0  # uint8 rounding
 
@@ -98,26 +100,26 @@ def test_augmentation_matches_keras_image_data_generator():
 def test_augmentation_identity_flip_and_rescale():
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (6, 16, 20, 3), dtype=np.uint8)
-    assert np.array_equal(images.apply_affine(x, images.random_affine(rng, 6, 16, 20, images.Augment())), x)
-    out = images.apply_affine(x, images.random_affine(rng, 6, 16, 20, images.Augment(horizontal_flip=True)))
+    assert np.array_equal(apply_affine(x, random_affine(rng, 6, 16, 20, Augment())), x)
+    out = apply_affine(x, random_affine(rng, 6, 16, 20, Augment(horizontal_flip=True)))
     flipped = [np.array_equal(o, xi[:, ::-1]) for o, xi in zip(out, x)]
     assert all(f or np.array_equal(o, xi) for f, o, xi in zip(flipped, out, x)) and any(flipped)
-    b = images.prepare_batch(x, None, None)
+    b = prepare_batch(x, None, None)
     assert b.dtype == np.float32 and np.allclose(b * 255, x)
-    a = images.prepare_batch(x, np.random.default_rng(1), catsdogs.AUGMENT)
+    a = prepare_batch(x, np.random.default_rng(1), catsdogs.AUGMENT)
     assert a.shape == x.shape and 0 <= a.min() and a.max() <= 1 and not np.allclose(a * 255, x)
 
 
 def test_directory_layout_is_found(tmp_path):
     root = write_archive(tmp_path / "cats-and-dogs")
-    train, val = images.split_dirs(root)
+    train, val = split_dirs(root)
     assert train == root / "training_set" / "training_set" and val == root / "test_set" / "test_set"
-    paths, labels, classes = images.scan_classes(train)
+    paths, labels, classes = scan_classes(train)
     assert classes == ["cats", "dogs"] and len(paths) == 24 and labels.tolist() == [0] * 12 + [1] * 12
-    x = images.load_images(paths[:5], (64, 64))
+    x = load_images(paths[:5], (64, 64))
     assert x.shape == (5, 64, 64, 3) and x.dtype == np.uint8
     # the class folders given directly
-    assert images.split_dirs(train) == (train, None)
+    assert split_dirs(train) == (train, None)
 
 
 def test_real_without_data_dir_is_a_clear_error():
@@ -127,10 +129,10 @@ def test_real_without_data_dir_is_a_clear_error():
 
 
 def test_synthetic_pool_is_bounded_and_learnable():
-    x, y = images.synthetic_pool(5000, (256, 256, 3), 4, seed=0, max_bytes=64 * 2**20)
+    x, y = synthetic_pool(5000, (256, 256, 3), 4, seed=0, max_bytes=64 * 2**20)
     assert x.dtype == np.uint8 and len(x) == 64 * 2**20 // (256 * 256 * 3) and set(y.tolist()) <= {0, 1, 2, 3}
-    xs, ys = images.synthetic_pool(400, (32, 32, 3), 2, seed=1)
-    xv, yv = images.synthetic_pool(200, (32, 32, 3), 2, seed=2)
+    xs, ys = synthetic_pool(400, (32, 32, 3), 2, seed=1)
+    xv, yv = synthetic_pool(200, (32, 32, 3), 2, seed=2)
     means = np.stack([xs[ys == k].reshape(-1, 3072).mean(0) for k in range(2)])
     d = ((xv.reshape(-1, 1, 3072).astype(np.float32) - means[None]) ** 2).sum(-1)
     assert (d.argmin(1) == yv).mean() > 0.8

@@ -1,6 +1,6 @@
 """The image generator as a ``keras.utils.PyDataset`` (imports Keras: import after forcing the device).
 
-    ds = image_dataset(helpers.data.image_folders.image_plan(params, ...))  -> helpers.data.loaders.Dataset
+    ds = image_dataset(helpers.data.image_plan.image_plan(params, ...))  -> helpers.data.loaders.Dataset
 
 One batch = pick the samples of this step, decode and resize them (files, with PIL) or take them
 from the in-memory uint8 pool (synthetic), rescale to [0, 1], augment (numpy). ``fit`` runs it on
@@ -15,7 +15,7 @@ the device trained; Keras 3 starts no thread and no queue for ``workers=1``
 its ``workers=1`` already overlapped input and training, ours does not; ``workers=2`` is the nearest to
 Keras 2's ``workers=1`` (a pool with a queue), though two threads build batches, not one. Synthetic images
 skip reading and JPEG decoding, which seed 004 names as its bottleneck. Nothing here touches the
-device or hooks a callback: the timed loop is Keras' own. The pipeline (``helpers.data.image_folders``) never
+device or hooks a callback: the timed loop is Keras' own. The pipeline (``helpers.data.image_plan``) never
 imports this module: the dependency goes one way, generator -> pipeline.
 """
 
@@ -26,7 +26,9 @@ import math
 import keras
 import numpy as np
 
-from helpers.data.image_folders import Augment, ImagePlan, load_images, prepare_batch
+from helpers.data.image_augment import Augment, prepare_batch
+from helpers.data.image_folders import load_images
+from helpers.data.image_plan import ImagePlan
 from helpers.data.loaders import Dataset
 
 

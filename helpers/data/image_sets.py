@@ -3,7 +3,7 @@
     load_mnist(n_train, n_val, source="auto", seed=0, flat=False, dtype="float32")   -> helpers.data.loaders.Dataset
     load_imagenet_shaped(n_train, n_val, source="auto", seed=0, image_size=224, n_classes=1000, dtype="float32")
 
-The input path (issue 16): ``input_dtype`` (``INPUT_DTYPE``, a knob of every image workload) is
+The input path: ``input_dtype`` (``INPUT_DTYPE``, a knob of every image workload) is
 ``float32`` (images in [0, 1], 4 bytes a pixel copied to the device every step: what the suite always
 fed) or ``uint8`` (the pixels as stored, one byte each, normalised inside the model by
 ``input_layers``: a ``Rescaling(1/255)`` as the model's first op, so the network and its parameter
@@ -30,7 +30,8 @@ _SOURCES = ("auto", "real", "synthetic")
 INPUT_DTYPES = ("float32", "uint8")
 INPUT_DTYPE = Param("input_dtype", str, "what the model is fed: float32 in [0, 1] (4 bytes a pixel through the "
                     "host every step) or uint8 (1 byte, rescaled by the model's first layer; same network)",
-                    choices=INPUT_DTYPES)
+                    choices=INPUT_DTYPES,
+        note="float32 in [0, 1], or uint8 rescaled inside the model (same network)")
 RESCALE_LAYER = "rescale_uint8"  # the name of the model's first layer with uint8 inputs
 
 

@@ -3,7 +3,7 @@
     fp = fingerprint()      # {'host': ..., 'cpu_model': ..., 'cpu_family': 6, 'boot_id': '3f2a...', ...}
 
 Light by design (no framework import): versions come from package metadata, the CPU from ``/proc/cpuinfo``,
-the GPU from NVML. What tells hosts and leases apart (issue 14): the CPU's vendor, family, model and stepping
+the GPU from NVML. What tells hosts and leases apart: the CPU's vendor, family, model and stepping
 and the flags that matter (``cpu_flags``), ``boot_id`` (a hash of the kernel's boot id: one per boot, so one
 per cloud lease), the GPUs' clocks, power limit and persistence mode (``gpu_state``) and the run's host
 ``calibration`` (``helpers.measure.calibration``). None of these enters a point id (``helpers.measure.machine``).

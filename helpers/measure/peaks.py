@@ -1,11 +1,14 @@
-"""The device's peak arithmetic and the record's limit fields: achieved TFLOP/s and MFU (issue 15).
+"""The device's peak arithmetic and the record's limit fields: achieved TFLOP/s and MFU.
 
     peak(device_used, gpu_name, precision, calibration, threads)   # (FLOP/s or None, source or reason)
     limit_fields(flops_per_sample, samples_per_s, ...)             # the record's limit fields
 
-GPUs: dense datasheet figures per precision, each with its source (``params/peaks.yaml``); CPUs: the host
-calibration's measured float32 matmul (``helpers.measure.calibration``), stated as such. FLOPs per sample come from
-``helpers.measure.flops``.
+Peaks: GPUs from ``params/peaks.yaml`` (datasheet dense figures, each with its URL), keyed by the name
+NVML reports and the precision; CPUs from the host calibration the runner measured (``helpers.measure.calibration``:
+numpy float32 matmul GFLOP/s on all threads, or one thread x the threads a point used), stated as a
+measured matmul peak, not a datasheet one. An unknown device gives ``mfu`` None and ``mfu_reason``. FLOPs per
+sample come from ``helpers.measure.flops_analytic`` (a point's own count) or ``helpers.measure.flops_table`` (the
+committed one, for records that predate the count).
 """
 
 from __future__ import annotations

@@ -12,27 +12,13 @@ Sample keys (``Sampler.samples``, ``timeline()``; ``summary()`` gives ``<key>_me
   ``gpu_pct`` is NVML's busy time, not work done; ``power_w`` is NVML's power reading (averaged
   over about a second by the driver on recent GPUs), kept for the timeline.
 
-The GPUs used: ``CUDA_VISIBLE_DEVICES`` (indices or ``GPU-`` UUIDs, as CUDA reads them; unset = all)
-mapped to NVML indices, of which a one-device point uses the first (the frameworks' default device).
-CUDA's index order equals NVML's when ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` or the GPUs are alike.
-
-Energy (``energy_figures``): the board's energy counter (``nvmlDeviceGetTotalEnergyConsumption``, mJ)
-read by the epoch timer at synchronised epoch bounds and differenced; idle power measured apart before
-training (``measure_idle``). The counter moves in steps (about every 0.1 s on an H100: an epoch of 27 ms
-read 0 J in most epochs and a whole step in a few), so the figure per epoch is the steady window's energy
-over its epochs (a mean, unbiased whatever the step), never a median of epochs, and a window shorter than
-``ENERGY_MIN_WINDOW_S`` gives no figure (``energy_reason`` says why). Where the counter is unsupported
-(GPUs before Volta) the record falls back to mean sampled power x epoch time and says so
-(``energy_method``).
-
-NVML memory includes what a framework *reserved* (JAX preallocates 75% of the card), so peak
-memory in the record also comes from the framework's own counters (``framework_peak_memory``).
+The GPUs used: ``helpers.measure.nvml.visible_gpu_indices``; the energy figures made of the counter
+readings: ``helpers.measure.energy``; the framework's own peak memory: ``helpers.measure.framework_memory``.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import threading
@@ -40,59 +26,8 @@ import time
 
 import psutil
 
-COUNTER = "nvml_energy_counter"
-MEAN_POWER = "mean_power"
-# The shortest steady window (training seconds) the energy counter is read over: the counter moves in steps of
-# about 0.1 s of power (seen on an H100), so one step is at most 10% of a 1-s window and the two ends' steps
-# (the only error left when the epochs' parts are summed) at most 5% of a 2-s one, the default window.
-ENERGY_MIN_WINDOW_S = 1.0
-
-
-def _nvml():
-    try:
-        import pynvml  # from nvidia-ml-py
-
-        pynvml.nvmlInit()
-        return pynvml
-    except Exception:
-        return None
-
-
-def visible_gpu_indices(nv, environ=None) -> list[int]:
-    """NVML indices of the GPUs that ``CUDA_VISIBLE_DEVICES`` lets CUDA see, in CUDA's order.
-
-    Like CUDA, an entry that matches no GPU (or is empty) hides it and every entry after it.
-    """
-    env = os.environ if environ is None else environ
-    n = nv.nvmlDeviceGetCount()
-    spec = env.get("CUDA_VISIBLE_DEVICES")
-    if spec is None:
-        return list(range(n))
-    uuids = None
-    out: list[int] = []
-    for token in (t.strip() for t in spec.split(",")):
-        if token.isdigit() or (token.startswith("-") and token[1:].isdigit()):
-            idx = int(token)
-            if not 0 <= idx < n:
-                break
-        elif token:
-            if uuids is None:
-                uuids = []
-                for i in range(n):
-                    u = nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(i))
-                    uuids.append(u.decode() if isinstance(u, bytes) else str(u))
-            tok = token if token.startswith("GPU-") else "GPU-" + token
-            match = [i for i, u in enumerate(uuids) if u.startswith(tok)]  # CUDA accepts a unique prefix
-            if len(match) != 1:
-                break
-            idx = match[0]
-        else:
-            break
-        if idx in out:
-            break
-        out.append(idx)
-    return out
-
+from helpers.measure.energy import COUNTER, MEAN_POWER
+from helpers.measure.nvml import load_nvml, visible_gpu_indices
 
 IDLE_ENV = "CGB_GPU_IDLE"  # the runner's once-per-run idle power of every GPU (JSON), read by the points
 
@@ -130,7 +65,7 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = None
         self._proc = psutil.Process()
-        self._nvml = _nvml()
+        self._nvml = load_nvml()
         self.gpu_indices: list[int] = []
         if self._nvml is not None:
             try:
@@ -291,83 +226,3 @@ class Sampler:
         """The samples, thinned to at most ``max_points`` (for utilisation-over-time charts)."""
         step = max(1, -(-len(self.samples) // max_points))
         return [{k: round(v, 3) for k, v in s.items()} for s in self.samples[::step]]
-
-
-def energy_figures(marks: list[dict], train_s: list[float], idle_power_w: float | None = None,
-                   mean_power_w: float | None = None, min_window_s: float | None = None) -> dict:
-    """Record keys for the energy of the training part of each epoch (the first epoch apart).
-
-    ``marks``: the energy counter (mJ) per epoch at ``begin``, ``test_begin``, ``test_end``, ``end``
-    (``EpochClock.marks``); ``train_s``: the training part of each epoch in seconds. An epoch's
-    training energy is its counter difference less its validation's; the figure per epoch is their sum
-    over the steady epochs divided by their number (the counter's steps make single short epochs read 0
-    or a whole step: a median of them is biased, their mean is not). A steady window shorter than
-    ``min_window_s`` (default ``ENERGY_MIN_WINDOW_S``) gives no figure and says why. Without usable marks,
-    and given ``mean_power_w`` (mean sampled power over the steady epochs), the fallback is mean power x
-    time.
-    """
-    steady_t = train_s[1:]
-    window = math.fsum(steady_t)
-    min_window_s = ENERGY_MIN_WINDOW_S if min_window_s is None else min_window_s
-    out: dict = {}
-    if idle_power_w is not None:
-        out["idle_power_w"] = idle_power_w
-    usable = (len(marks) == len(train_s) >= 2
-              and all(m.get("begin") is not None and m.get("end") is not None for m in marks))
-    if (usable or mean_power_w is not None) and steady_t and window < min_window_s:
-        out["energy_window_s"] = window
-        out["energy_reason"] = (f"no energy figure: the steady window ({window:.3f} s of training) is shorter than "
-                                f"{min_window_s:g} s; the board's energy counter moves in steps of about 0.1 s, "
-                                f"so it would be off by more than 10% (raise min_steady_s)")
-        return out
-    if usable:
-        total = [(m["end"] - m["begin"]) / 1000.0 for m in marks]
-        val = [((m["test_end"] - m["test_begin"]) / 1000.0
-                if m.get("test_begin") is not None and m.get("test_end") is not None else 0.0) for m in marks]
-        train = [t - v for t, v in zip(total, val)]
-        k = len(train) - 1
-        out.update(energy_method=COUNTER, first_epoch_energy_j=train[0], energy_j_epochs=train[1:],
-                   energy_with_val_j_epochs=total[1:], energy_window_s=window,
-                   energy_j_per_epoch=math.fsum(train[1:]) / k)
-        if idle_power_w is not None:
-            above = [e - idle_power_w * t for e, t in zip(train[1:], steady_t)]
-            out["energy_above_idle_j_epochs"] = above
-            out["energy_above_idle_j_per_epoch"] = math.fsum(above) / k
-    elif mean_power_w is not None and steady_t:
-        med = statistics.median(steady_t)
-        out.update(energy_method=MEAN_POWER, energy_j_per_epoch=mean_power_w * med, energy_window_s=window,
-                   energy_j_epochs=[mean_power_w * t for t in steady_t])
-        if idle_power_w is not None:
-            out["energy_above_idle_j_per_epoch"] = (mean_power_w - idle_power_w) * med
-    return out
-
-
-def framework_peak_memory(backend: str, device_used: str) -> dict:
-    """Peak memory as the framework counts it: device bytes on GPU, process peak RSS on CPU."""
-    out: dict = {}
-    try:
-        import resource
-
-        out["process_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    except Exception:
-        pass
-    if device_used != "gpu":
-        return out
-    try:
-        if backend == "torch":
-            import torch
-
-            out["gpu_peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
-        elif backend == "jax":
-            import jax
-
-            stats = jax.devices()[0].memory_stats() or {}
-            if "peak_bytes_in_use" in stats:
-                out["gpu_peak_mb"] = stats["peak_bytes_in_use"] / 2**20
-        elif backend == "tensorflow":
-            import tensorflow as tf
-
-            out["gpu_peak_mb"] = tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
-    except Exception as exc:  # counters missing on some builds: say so
-        out["gpu_peak_error"] = str(exc)[:200]
-    return out

@@ -171,7 +171,8 @@ class EpochClock:
     def done(self, agree=None) -> bool:
         """Whether training may stop now: ``min_epochs`` epochs and a steady window of ``min_steady_s``
         (or the ``deadline`` would be passed by one more epoch). Sets ``stopped_by``. ``agree(done) -> bool``
-        (several processes of one point: ``distribution.agree_stop``) makes it the processes' common answer."""
+        (several processes of one point: ``helpers.point.process_group.agree_stop``) makes it the processes'
+        common answer."""
         mine = self._done()
         if agree is None:
             return mine
@@ -196,9 +197,9 @@ def make_epoch_timer(printer=print, probe=None, min_epochs=2, min_steady_s=0.0, 
     """A Keras callback recording wall time per epoch, its validation part, and ``probe`` readings.
 
     ``agree``: with several processes of one point, ``agree(done) -> bool`` turns this process's decision to stop
-    into the processes' one (``distribution.agree_stop``: all stop once any is done). Each process times its own
-    epochs, so alone they would stop after different epochs, and the one that trains on waits in the step's
-    collective for ever (seen on two H200s: the point hung until the runner's timeout).
+    into the processes' one (``helpers.point.process_group.agree_stop``: all stop once any is done). Each process
+    times its own epochs, so alone they would stop after different epochs, and the one that trains on waits in the
+    step's collective for ever (seen on two H200s: the point hung until the runner's timeout).
 
     The returned callback has the ``EpochClock`` lists as attributes (``epoch_s``, ``val_s``,
     ``train_s``, ``bounds``, ``marks``, ``history``). Run ``fit`` with more epochs than ``min_epochs``:

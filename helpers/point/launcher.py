@@ -18,7 +18,7 @@ point computes the same, and two points of one job (a grid of several) do not me
 Under a launcher that starts one process per GPU on a host of several (mpirun -np 8 on 8 GPUs, no
 CUDA_VISIBLE_DEVICES per rank), process ``local_rank`` takes GPUs ``local_rank*gpus ..`` (``gpu_slice``).
 
-This module imports no framework; ``helpers.point.distribution`` calls it before JAX starts.
+This module imports no framework; ``helpers.point.process_group`` calls it before JAX starts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Where the training set lives, and what the host copy costs a step (issue 16, the input path).
+"""Where the training set lives, and what the host copy costs a step (the input path).
 
 ``data_placement: host`` (the default) is Keras' own path for arrays: every step slices a numpy batch on the
 host and copies it to the device (JAX: one batch ahead; torch: in the step). ``data_placement: device`` puts

@@ -1,4 +1,4 @@
-"""The ``profile`` knob (issue 32): a few steady-state steps under the framework's own profiler, after the timed
+"""The ``profile`` knob: a few steady-state steps under the framework's own profiler, after the timed
 window, and one step's breakdown read from the trace.
 
     fields = run(point, model, fit_args, fit_kwargs)    # in Point.fit, after the timed figures are collected
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from helpers.measure import trace_breakdown as tb
+from helpers.measure import trace_events as te
 
 WINDOW_S = 0.5  # seconds of profiled steps aimed at (a trace of a few MB at most)
 MIN_STEPS, MAX_STEPS = 3, 20
@@ -75,7 +76,7 @@ class _Profiler:
     def end(self):
         self.annotation.__exit__(None, None, None)
 
-    def stop(self) -> list[tb.Ev]:  # pragma: no cover - per backend
+    def stop(self) -> list[te.Ev]:  # pragma: no cover - per backend
         raise NotImplementedError
 
 
@@ -99,7 +100,7 @@ class _Jax(_Profiler):
             raise tb.TraceError("jax.profiler wrote no perfetto_trace.json.gz")
         for dup in self.folder.rglob("*.trace.json.gz"):  # the same trace again (TensorBoard reads the .xplane.pb)
             dup.unlink()
-        return tb.read_chrome(found[-1])
+        return te.read_chrome(found[-1])
 
 
 class _Torch(_Profiler):
@@ -126,7 +127,7 @@ class _Torch(_Profiler):
         with open(raw, "rb") as src, gzip.open(out, "wb") as dst:
             shutil.copyfileobj(src, dst)
         raw.unlink()  # no bare .json beside the records (the report reads every *.json as a record)
-        return tb.read_chrome(out)
+        return te.read_chrome(out)
 
 
 class _TensorFlow(_Profiler):
@@ -147,8 +148,8 @@ class _TensorFlow(_Profiler):
         found = sorted(self.folder.rglob("*.xplane.pb"))
         if not found:
             raise tb.TraceError("tf.profiler wrote no .xplane.pb")
-        events = tb.read_xplane(found[-1])
-        tb.write_chrome(events, found[-1].parent / "trace.json.gz")
+        events = te.read_xplane(found[-1])
+        te.write_chrome(events, found[-1].parent / "trace.json.gz")
         return events
 
 
@@ -204,7 +205,7 @@ def _folder_bytes(folder: Path) -> int:
 
 def run(point, model, fit_args: tuple, fit_kwargs: dict) -> dict:
     """Profile a few steps of ``point``'s model (after its timed window); the record's fields. Never raises."""
-    from helpers.record.store import record_name
+    from helpers.record.ids import record_name
 
     rec, p = point.record, point.params
     backend = p["backend"]
@@ -231,9 +232,9 @@ def run(point, model, fit_args: tuple, fit_kwargs: dict) -> dict:
 
 
 def _batch(point) -> int:
-    from helpers.point import distribution
+    from helpers.point.distribution_params import per_process_batch
 
-    return distribution.per_process_batch(point.params)
+    return per_process_batch(point.params)
 
 
 def _time_left(point, steps: int, step_s: float | None) -> bool:

@@ -4,7 +4,7 @@
     pairs = matched_pairs(summ)           # GPU against CPU of the same configuration, per sample
     sizes = source_epochs()               # samples in one epoch of each source's full dataset
 
-Two spreads, never confused (issue 14): a figure is the median over runs (records) of each run's
+Two spreads, never confused: a figure is the median over runs (records) of each run's
 samples/s, with the *between-run* interval (``between_runs``); the *within-run* epoch spread is kept apart
 and never shown as the figure's uncertainty. How figures are rounded and marked: fmt.sig_digits.
 
@@ -166,7 +166,7 @@ def summarise(df):
             cpu_model=g["cpu_model"].iloc[0], cpus=g["cpus"].iloc[0], machine_cpus=g["machine_cpus"].max(),
             gpus=g["gpus"].iloc[0], fixture=bool(g["fixture"].any()), epochs=g["epochs"].median(),
             schema_min=g["schema"].min(), n_earlier=n_earlier,
-            # the most other runners busy on the host when one of its runs started (issue 37): host-bound figures move
+            # the most other runners busy on the host when one of its runs started: host-bound figures move
             shared_host=g["concurrent_runners"].max() if "concurrent_runners" in g else None,
             point_ids=",".join(str(p) for p in g["point_id"].dropna().unique()[:5]))
         out.append(row)
@@ -187,7 +187,7 @@ def per_sample(s):
     s["source_samples"] = full.astype(float)
     s["source_epoch_s"] = s["source_samples"] / s["samples_per_s"]
     s["few_steps"] = s["steps_per_epoch"].map(lambda v: (not isnull(v)) and v < MIN_STEPS)
-    return mfu.add(s)  # achieved TFLOP/s and MFU (issue 15)
+    return mfu.add(s)  # achieved TFLOP/s and MFU
 
 
 def _knob_items(knobs) -> dict:

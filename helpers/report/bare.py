@@ -1,4 +1,4 @@
-"""Bare training loops beside the suite (issue 15): what plain JAX / PyTorch reach on the same machine.
+"""Bare training loops beside the suite: what plain JAX / PyTorch reach on the same machine.
 
 ``benchmarks/bare_jax.py`` and ``benchmarks/bare_torch.py`` (``--record FILE``) append one JSON line per run to
 a ``bare_loops.jsonl`` file: the result they print, the host and its GPU, when. Put the file in the run's

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.record.store import split_duplicates
+from helpers.record.reader import split_duplicates
 
 from . import aggregate, bare, costs, published, reference, table
 
@@ -51,7 +51,7 @@ class Context:
 def load_rows(folders):
     """``table.load_table``, where a record that cannot be tabulated (an error in ``table``'s row of it, which
     the record checks should have prevented) costs that record only: skipped, with the error's name."""
-    from helpers.record.store import read_records
+    from helpers.record.reader import read_records
 
     folders = [Path(f) for f in folders if Path(f).exists()]
     records, skipped = read_records(folders)

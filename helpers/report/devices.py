@@ -1,4 +1,4 @@
-"""Several GPUs in the report (issue 16): the scaling table, the published anchors beside it, the chart, findings.
+"""Several GPUs in the report: the scaling table, the published anchors beside it, the chart, findings.
 
     table = device_scaling(summ)              # per configuration on 1..N devices: samples/s, efficiency vs one
     anchors = published_devices(pub, wls)     # published figures with a GPU count (e.g. Lambda's 1x..8x H100)
@@ -7,7 +7,7 @@
 
 Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); its range comes
 from the runs (the slowest N-device run over N x the fastest one-device run, and the other way round). N devices
-are reached two ways, set side by side (issue 47): one process driving N GPUs (``gpus: N``) or N processes of one
+are reached two ways, set side by side: one process driving N GPUs (``gpus: N``) or N processes of one
 GPU each (``processes: N``, or ``hosts: N`` under a launcher); the table's ``way`` says which.
 """
 

@@ -19,10 +19,6 @@ def _cfg(r) -> str:
     return ", ".join(parts)
 
 
-def _sps(v) -> str:
-    return f"{v:,.0f}" if v >= 100 else rounded(v, 2)
-
-
 def speedup(pairs) -> tuple:
     sp = pairs["speedup"]
     hi, lo = pairs.loc[sp.idxmax()], pairs.loc[sp.idxmin()]

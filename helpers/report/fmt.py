@@ -25,7 +25,7 @@ WRAP_HEAD = 24  # column headers up to this many characters stay on one line; lo
 FOLD_AT = 200
 FOLD_HEAD = 90
 
-# Marks on a figure, in every table and chart that shows it (issue 14: never a precision the runs do not have)
+# Marks on a figure, in every table and chart that shows it (never a precision the runs do not have)
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
 SHORT = "‡"  # its steady-state window (median run) is under the run's min_steady_s (MIN_STEADY_S when unrecorded)
 MIN_STEADY_S = 2.0  # seconds: the window records without ``params.min_steady_s`` are held to

@@ -19,8 +19,8 @@ import os
 import stat
 from pathlib import Path
 
-from helpers.record import store as _record
-from helpers.record.store import read_records
+from helpers.record.ids import notebook_path
+from helpers.record.reader import read_records
 
 from .fmt import esc
 from .inert import CSP, inert_html
@@ -111,7 +111,7 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
     rows, jobs, pages = [], [], {}
     seen = set()
     for r in sorted(records, key=lambda r: (str(r.get("workload")), str(r.get("started_at")))):
-        nb = _record.notebook_path(r)
+        nb = notebook_path(r)
         cells = [esc(r.get(k)) for k in ("workload", "backend", "device", "status")]
         host = esc((r.get("fingerprint") or {}).get("host"))
         when = esc(r.get("started_at"))

@@ -1,11 +1,12 @@
-"""How far from the limit, per configuration (issue 15): FLOPs per sample, peak, achieved TFLOP/s and MFU.
+"""How far from the limit, per configuration: FLOPs per sample, peak, achieved TFLOP/s and MFU.
 
     row.update(**config(g))     # in aggregate.summarise: a configuration's runs -> its count and peak
     s = add(s)                  # in aggregate.per_sample: achieved TFLOP/s and MFU from its samples/s
 
 The tidy table carries each record's ``flops_per_sample`` (its own, else counted at report time from
 data/flops.csv: ``flops_source`` says which) and ``peak_flops`` of the devices it used (``peak_source``: the
-datasheet, the measured matmul peak, or why there is none); see ``helpers.measure.flops``.
+datasheet, the measured matmul peak, or why there is none); see ``helpers.measure.flops_analytic`` (the count) and
+``helpers.measure.flops_table`` (the committed counts).
 """
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ def _yours_other(summ, p):
     if c is None or c.empty:
         return None, "no run of this workload, device and variant"
     s = c.iloc[0]
-    if m in ("gpu_pct", "gpu_pct_max"):  # the second answer beside busy time: the arithmetic done (issue 15)
+    if m in ("gpu_pct", "gpu_pct_max"):  # the second answer beside busy time: the arithmetic done
         mfu = s.get("mfu")
         return (s["gpu_pct_max"] if m == "gpu_pct_max" else s["gpu_pct"],
                 f"peak {_pct(s['gpu_pct_max'])} beside mean {_pct(s['gpu_pct'])} (NVML busy time); MFU "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.record.store import read_records
+from helpers.record.reader import read_records
 
 from .. import params as _params
 
@@ -37,7 +37,7 @@ _COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers", "repeat", "m
 
 # Knobs added after records were written (params.LATER_DEFAULTS, with the value such a record ran at): a record
 # without a workload knob of them ran so, and is the same configuration as a new record at that value (e.g. the
-# published reference against today's CPU points, issue 17's pairing); the common ones of them are named in a
+# published reference against today's CPU points, the no-GPU pairing); the common ones of them are named in a
 # configuration only away from that value.
 LATER_COMMON = tuple(k for k in _params.LATER_DEFAULTS if k in _params.COMMON)
 
@@ -200,7 +200,7 @@ def _row(r: dict) -> dict:
         "idle_power_w": r.get("idle_power_w"),
         "energy_method": r.get("energy_method") or ("mean_power" if r.get("energy_j_per_epoch") else None),
         "final_loss": loss[-1], "final_accuracy": acc[-1],
-        # the input path (issue 16): one batch's copy from the host, measured after training on GPU points
+        # the input path: one batch's copy from the host, measured after training on GPU points
         "host_copy_s": r.get("host_copy_s_per_step"),
         "input_mb_per_step": r["input_bytes_per_step"] / 1e6 if r.get("input_bytes_per_step") else None,
         "keras": versions.get("keras"), "backend_version": bv, "python": fp.get("python"),
@@ -213,12 +213,12 @@ def _row(r: dict) -> dict:
         "cal_when": cal.get("when") if isinstance(cal.get("when"), str) else None,
         "cal_dispatch": _num(cal.get("dispatch_mcalls_per_s")), "cal_matmul": _num(cal.get("matmul_gflops_all")),
         "cal_matmul_1t": _num(cal.get("matmul_gflops_1thread")), "cal_threads": _num(cal.get("matmul_threads")),
-        # repeats (issue 14; older records: one run, no target window recorded)
+        # repeats (older records: one run, no target window recorded)
         "repeat": _num(_first(r.get("repeat"), params.get("repeat"))), "config_id": r.get("config_id"),
         "min_steady_s": _num(params.get("min_steady_s")),
-        # other runners busy on the same host when the point started (issue 37; None: not recorded)
+        # other runners busy on the same host when the point started (None: not recorded)
         "concurrent_runners": _num(r.get("concurrent_runners")),
-        # how far from the limit (issue 15): the record's count, else the committed one (helpers.measure.flops)
+        # how far from the limit: the record's count, else the committed one (helpers.measure.flops_table)
         **_limit(r, gpus[0] if gpus else None, cal, threads),
     }
 
@@ -226,11 +226,11 @@ def _row(r: dict) -> dict:
 def _limit(r: dict, gpu, cal: dict, threads) -> dict:
     """``flops_per_sample`` and ``flops_source`` (the record's, else counted at report time from data/flops.csv),
     ``peak_flops`` (of the devices the point used) and ``peak_source`` (its source, or why there is none)."""
-    from helpers.measure import flops, peaks
+    from helpers.measure import flops_table, peaks
 
     if r.get("status") != "ok":
         return {"flops_per_sample": None, "flops_source": None, "peak_flops": None, "peak_source": None}
-    fps, source = flops.for_record(r)
+    fps, source = flops_table.for_record(r)
     p = r.get("params") or {}
     pk, why = peaks.peak(r.get("device_used"), gpu, p.get("precision") or "float32", cal or None, threads or None,
                          gpus=int(_num(p.get("gpus")) or 1) * int(_num(p.get("hosts")) or 1))

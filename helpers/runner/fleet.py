@@ -1,4 +1,4 @@
-"""The runner's side of many runners over one outputs folder (issue 37): its shard, its locks, its claims.
+"""The runner's side of many runners over one outputs folder: its shard, its locks, its claims.
 
     fleet = Fleet(out_root, shard, grids)              # shard: shard.resolve(...) or None (the whole grid)
     refused = fleet.enter(order)                       # (exit status, lines) when it must not run; locks held
@@ -8,7 +8,7 @@
     fields = fleet.fields()                             # the record's shard, grid hash, GPUs, busy runners
     fleet.leave(complete)                              # True: the last one out (renders the merged report)
 
-A whole grid (no shard) holds the folder alone (``runner.acquire_lock``, exit 3 to a second runner); shards
+A whole grid (no shard) holds the folder alone (``outputs.acquire_lock``, ``Exit.BUSY`` to a second runner); shards
 share it. Either way each run is claimed before it starts and each point records ``concurrent_runners``: how
 many other runners on this host were running a point when it started.
 """
@@ -18,13 +18,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from helpers.exits import Exit
 from helpers.point import launcher as _launch
-from helpers.record.store import record_name
+from helpers.record.ids import record_name
 from helpers.runner import claims as _claims
 from helpers.runner import shard as _shard
+from helpers.runner import shard_folders as _shard_folders
+from helpers.runner.host_runners import HostRunners
+from helpers.runner.locks import me
 from helpers.runner.notebook import notebook_params
-
-EXIT_BAD, EXIT_BUSY = 2, 3
 
 
 class Fleet:
@@ -34,7 +36,7 @@ class Fleet:
         self.plan: _shard.Plan | None = None
         self.held: list = []
         self.folder: _claims.FolderLock | None = None
-        self.host: _claims.HostRunners | None = None
+        self.host: HostRunners | None = None
         self.run_dir: Path | None = None
         self.gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
 
@@ -65,7 +67,7 @@ class Fleet:
                 f"{fixed}); grid hash {self.gh}"]
 
     # -------------------------------------------------------------- the folder
-    def enter(self, order: list[dict]) -> tuple[int, list[str]] | None:
+    def enter(self, order: list[dict]) -> tuple[Exit, list[str]] | None:
         """Take the shared folder lock and this shard's lock, refuse a shard of another grid; None when this
         runner may go on, else (exit status, message lines): nothing was run, only lock files written."""
         self.gh = _shard.grid_hash(order)
@@ -74,16 +76,16 @@ class Fleet:
         self.out_root.mkdir(parents=True, exist_ok=True)
         self.folder = _claims.FolderLock(self.out_root)
         if not self.folder.shared():
-            return EXIT_BUSY, [f"{self.out_root} is in use by a whole-grid run ({self.folder.holder()}); shards "
+            return Exit.BUSY, [f"{self.out_root} is in use by a whole-grid run ({self.folder.holder()}); shards "
                                "share a folder only with shards. Wait for it, or set CGB_OUTPUTS to another folder."]
-        held, who = _claims.shard_lock(self.out_root, self.gh, self.shard, {**_claims.me(), "shard": str(self.shard)})
+        held, who = _claims.shard_lock(self.out_root, self.gh, self.shard, {**me(), "shard": str(self.shard)})
         if held is None:
-            return EXIT_BUSY, [f"shard {self.shard} of this grid (hash {self.gh}) is already being run by {who}; "
+            return Exit.BUSY, [f"shard {self.shard} of this grid (hash {self.gh}) is already being run by {who}; "
                                "two runners of one shard would take the same runs. Start another shard, or wait."]
         self.held.append(held)
-        bad = _claims.conflicts(self.out_root / "runs", self.gh, self.shard.count)
+        bad = _shard_folders.conflicts(self.out_root / "runs", self.gh, self.shard.count)
         if bad:
-            return EXIT_BAD, [f"{self.out_root} holds shards, not all finished, of a different grid than this one "
+            return Exit.BAD_GRID, [f"{self.out_root} holds shards, not all finished, of a different grid than this one "
                               f"(hash {self.gh}: {', '.join(self.grids)} split in {self.shard.count}); their runs "
                               "and this grid's would mix in one folder:", *bad,
                               "Finish them (run each missing shard of that grid), give this grid another "
@@ -92,23 +94,23 @@ class Fleet:
         return None
 
     def start(self, run_dir: Path, n_runs: int) -> None:
-        """Hold ``run_dir`` for this runner's life (``claims.set_aside_orphans`` leaves it alone); a shard writes
+        """Hold ``run_dir`` for this runner's life (``orphans.set_aside_orphans`` leaves it alone); a shard writes
         its ``shard.json`` there (the grid's hash, the shard, the GPUs it was given)."""
         self.run_dir = Path(run_dir)
         self.held.append(_claims.hold_alive(self.run_dir))
-        self.host = _claims.HostRunners()
+        self.host = HostRunners()
         if self.shard is None:
             return
-        _claims.write_shard_info(self.run_dir, {
+        _shard_folders.write_shard_info(self.run_dir, {
             "grid_hash": self.gh, "shard": str(self.shard), "index": self.shard.index, "count": self.shard.count,
-            "source": self.shard.source, "grids": self.grids, "runs": n_runs, **_claims.me(),
+            "source": self.shard.source, "grids": self.grids, "runs": n_runs, **me(),
             "cuda_visible_devices": self.gpus, "finished": False})
 
     # -------------------------------------------------------------- each run
     def claim(self, p: dict, statuses: tuple[str, ...] | None):
         """(the claim, '') to run ``p``; (None, why) when another runner holds it or finished it since this runner
         planned (``statuses``: the statuses that count as done; None with --rerun)."""
-        info = {**_claims.me(), "shard": str(self.shard) if self.shard else None}
+        info = {**me(), "shard": str(self.shard) if self.shard else None}
         # the processes of one mpirun/srun launch run the same point, each its own part: one claim per process
         held, who = _claims.try_claim(self.out_root, p["point_id"] + _launch.claim_suffix(), info)
         if held is None:
@@ -141,8 +143,8 @@ class Fleet:
         if self.shard is None:
             return True
         if complete and self.run_dir is not None:
-            _claims.mark_finished(self.run_dir)
-        done = _claims.finished_shards(self.out_root / "runs", self.gh, self.shard.count)
+            _shard_folders.mark_finished(self.run_dir)
+        done = _shard_folders.finished_shards(self.out_root / "runs", self.gh, self.shard.count)
         if done != set(range(self.shard.count)):
             return False
         return bool(self.folder and self.folder.alone())

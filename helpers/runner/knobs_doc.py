@@ -50,7 +50,7 @@ def _default(name: str) -> str:
 
 
 def render() -> str:
-    from helpers.runner.cli import DEFAULT_TIMEOUT_S
+    from helpers.runner.grid_run import DEFAULT_TIMEOUT_S
 
     names = _workloads.names()
     out = [

@@ -21,8 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from helpers.exits import Exit
 from helpers.paths import NOTEBOOKS, outputs_dir
-from helpers.runner.notebook import KERNEL_NAME, install_kernelspec
+from helpers.runner.engine import KERNEL_NAME, install_kernelspec
 
 # The notebooks' metadata names the kernelspec `python3` (Jupyter's default): the lab's kernel takes
 # that name, see install_lab_kernel.
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print(f"error: JupyterLab is not installed in {sys.executable}: ./run_all.sh --lab installs it in "
               ".venv; with --current-python, `pip install jupyterlab` as pinned in pyproject.toml", file=sys.stderr)
-        return 2
+        return Exit.BAD_GRID  # nothing run, as for a bad command line
     root = outputs_dir() / ".jupyter-lab"
     try:
         install_lab_kernel(root)
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         # for the lab is that telling (the server still listens on localhost only, with a token)
         ours.append("--allow-root")
     LabApp.launch_instance(argv=[*ours, *argv])
-    return 0
+    return Exit.OK
 
 
 if __name__ == "__main__":

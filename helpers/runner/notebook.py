@@ -1,137 +1,37 @@
-"""One grid point's execution: a kernel per point, the record and notebook kept consistent, resume's test.
+"""One grid point's execution: the record and notebook kept consistent, resume's test.
 
-    kernel = install_kernelspec(out_root / ".jupyter"); engine = register_engine()
     rec = run_point(engine, p, run_dir, kernel, timeout_s, log)     # CannotWrite: stop the run
     done = done_point_ids(out_root / "runs")                         # complete points only
 
+The kernel and the engine (``engine = register_engine()``) are ``engine.py``.
 A point is *complete* when its record has the runner's own fields (``wall_s``) and, when ok, its executed
 notebook is there and whole. The notebook is executed to a hidden temporary file and renamed once
 papermill has written it; the record is rewritten last. A record the notebook wrote before an interrupt
 or a write failure is set aside (a hidden ``.<name>.incomplete``): no reader and no resume sees it.
-Kernels start through ``kernel_launcher`` (thread variables cleared, an empty IPython profile).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import errno
-import json
 import os
-import signal
-import sys
 import threading
 import time
 from pathlib import Path
 
 from helpers import params as _params
 from helpers.measure.fingerprint import fingerprint
-from helpers.paths import NOTEBOOKS, PROJECT_ROOT, workload_notebook
-from helpers.record import store as _record
+from helpers.paths import NOTEBOOKS, workload_notebook
+from helpers.record import writer
+from helpers.record.ids import notebook_path, record_name
+from helpers.record.reader import read_json_file, read_records
+from helpers.record.schema import empty_record
+from helpers.runner.engine import kill_kernel
 from helpers.runner.kernel import inherited, kept
 from helpers.runner.kernel_watch import KernelWatch
+from helpers.runner.outputs import CannotWrite, cannot_write
 
-KERNEL_NAME = "cgb-python"
 MAX_NOTEBOOK_BYTES = 500 * 2**20
-# errno of a write that cannot succeed by trying again: a full disk or quota, a read-only or forbidden folder
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
 
-
-class CannotWrite(Exception):
-    """The outputs folder cannot be written (full disk, read-only, permissions): the run stops cleanly."""
-
-
-def cannot_write(exc) -> str | None:
-    """Why ``exc`` means nothing more can be written (an OSError of ``_WRITE_ERRNOS``, or a notebook that
-    failed on a full disk); None for any other error."""
-    if isinstance(exc, CannotWrite):
-        return str(exc)
-    if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS:
-        return f"{exc.strerror or os.strerror(exc.errno)}" + (f": {exc.filename}" if exc.filename else "")
-    evalue = str(getattr(exc, "evalue", "") or "")
-    for code in (errno.ENOSPC, errno.EDQUOT):
-        if f"[Errno {code}]" in evalue:
-            return f"{os.strerror(code)} (in the notebook: {evalue[:300]})"
-    return None
-
-
-# ------------------------------------------------------------------ kernel and engine
-
-def install_kernelspec(root: Path) -> str:
-    """A kernelspec running *this* Python (whatever kernels the user has installed)."""
-    kdir = root / "kernels" / KERNEL_NAME
-    kdir.mkdir(parents=True, exist_ok=True)
-    spec = {"argv": [sys.executable, "-m", "helpers.runner.kernel", "-f", "{connection_file}"],
-            "display_name": f"Python ({sys.executable})", "language": "python",
-            "metadata": {"debugger": False}}
-    (kdir / "kernel.json").write_text(json.dumps(spec, indent=1))
-    paths = [str(root)] + [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
-    # nbconvert's templates live in <prefix>/share/jupyter; with `pip install --target DIR` (images
-    # whose Python is used as it is) that prefix is DIR, which Jupyter does not search by itself
-    try:
-        import nbconvert
-
-        share = Path(nbconvert.__file__).resolve().parents[1] / "share" / "jupyter"
-        if share.is_dir():
-            paths.append(str(share))
-    except ImportError:
-        pass
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(paths)
-    # the kernel imports `helpers` from this checkout, installed or not
-    pp = [str(PROJECT_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(pp))
-    return KERNEL_NAME
-
-
-def _register_engine():
-    from papermill.clientwrap import PapermillNotebookClient
-    from papermill.engines import NBClientEngine, papermill_engines
-    from papermill.log import logger
-    from papermill.utils import merge_kwargs, remove_args
-
-    class WatchedEngine(NBClientEngine):
-        """papermill's nbclient engine, exposing the running client so a watchdog can kill it."""
-
-        current = None
-
-        @classmethod
-        def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
-                                     stderr_file=None, start_timeout=60, execution_timeout=None,
-                                     **kwargs):
-            kwargs = remove_args(["input_path"], **kwargs)
-            safe_kwargs = remove_args(["timeout", "startup_timeout"], **kwargs)
-            # the kernel is killed once the last cell has run (its record is written, its outputs are in):
-            # a graceful shutdown waited ~2 s per point for the framework's threads to wind down
-            safe_kwargs.setdefault("shutdown_kernel", "immediate")
-            final_kwargs = merge_kwargs(safe_kwargs, timeout=execution_timeout, startup_timeout=start_timeout,
-                                        kernel_name=kernel_name, log=logger, log_output=log_output,
-                                        stdout_file=stdout_file, stderr_file=stderr_file)
-            client = PapermillNotebookClient(nb_man, **final_kwargs)
-            cls.current = client  # kept after it returns: an interrupt handler may still need it
-            return client.execute()
-
-    papermill_engines.register("cgb", WatchedEngine)
-    return WatchedEngine
-
-
-def kill_kernel(engine) -> bool:
-    """Kill the running point's kernel and its children (its own process group)."""
-    client = getattr(engine, "current", None)
-    km = getattr(client, "km", None) if client is not None else None
-    prov = getattr(km, "provisioner", None) if km is not None else None
-    pid = getattr(prov, "pid", None) if prov is not None else None
-    if not pid:
-        return False
-    try:
-        os.killpg(os.getpgid(pid), signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return False
-    return True
-
-
-# ------------------------------------------------------------------ points
 
 def is_complete(rec: dict) -> bool:
     """Whether the runner finished this point: its own fields are in the record (``wall_s``: a record
@@ -141,35 +41,18 @@ def is_complete(rec: dict) -> bool:
         return False
     if rec.get("status") != "ok":
         return True
-    nb = _record.notebook_path(rec)
+    nb = notebook_path(rec)
     if nb is None:
         return False
-    obj, why = _record.read_json_file(nb, MAX_NOTEBOOK_BYTES)
+    obj, why = read_json_file(nb, MAX_NOTEBOOK_BYTES)
     return why is None and isinstance(obj, dict) and isinstance(obj.get("cells"), list)
 
 
 def done_point_ids(folder: Path, statuses: tuple[str, ...] = ("ok",)) -> set[str]:
     """Ids of the points with a complete record (``is_complete``) of one of ``statuses`` under ``folder``
     (resume skips them)."""
-    records, _ = _record.read_records([folder]) if folder.exists() else ([], [])
+    records, _ = read_records([folder]) if folder.exists() else ([], [])
     return {r["point_id"] for r in records if r.get("status") in statuses and is_complete(r)}
-
-
-def set_aside_interrupted(runs: Path) -> list[Path]:
-    """Set aside the records under ``runs/*/records`` that a notebook wrote but the runner never finished
-    (no ``wall_s``: the runner was killed between the two), so that the report does not count them
-    beside the run that resume makes of the same point."""
-    if not runs.exists():
-        return []
-    records, _ = _record.read_records([runs])
-    out = []
-    for r in records:
-        path = Path(r["_path"])
-        if r.get("wall_s") is None and path.parent.name == "records" and path.parent.parent.parent == runs:
-            aside = set_aside(path)
-            if aside is not None:
-                out.append(aside)
-    return out
 
 
 def set_aside(rec_path: Path) -> Path | None:
@@ -205,7 +88,7 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     pid = p["point_id"]
     params["point_id"] = pid
     params["output_dir"] = str(run_dir / "records")
-    stem = _record.record_name(params, pid)[:-5]
+    stem = record_name(params, pid)[:-5]
     nb_out = run_dir / "notebooks" / f"{stem}.ipynb"
     nb_tmp = nb_out.with_name(f".{nb_out.stem}.partial.ipynb")
     rec_path = run_dir / "records" / f"{stem}.json"
@@ -252,13 +135,13 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
             raise CannotWrite(cannot_write(error))
         if nb_tmp.exists():
             os.replace(nb_tmp, nb_out)  # papermill wrote it whole (also after a failed cell)
-        rec, why = _record.read_json_file(rec_path) if rec_path.exists() else (None, None)
+        rec, why = read_json_file(rec_path) if rec_path.exists() else (None, None)
         if why is not None or not isinstance(rec, dict):
             rec = None
         ename = getattr(error, "ename", type(error).__name__ if error else None)
         if rec is None or (error is not None and rec.get("status") == "ok"):
             # the notebook died before writing its record (or after): record the failure here
-            rec = _record.empty_record(params, pid)
+            rec = empty_record(params, pid)
             if timed_out.is_set():
                 reason = f"timed out after {timeout_s:g} s (kernel killed)"
             elif error is not None:
@@ -282,7 +165,7 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
         rec["wall_s"] = round(wall, 3)
         if rec.get("duration_s") is None:
             rec["duration_s"] = round(wall, 3)
-        _record.write_atomic(rec_path, rec)
+        writer.write_atomic(rec_path, rec)
         finished = True
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: no orphan kernel, no record that looks complete
         if not finished:
@@ -305,8 +188,8 @@ def skip_without_kernel(p: dict, run_dir: Path, reason: str) -> dict:
     """A ``skipped`` record for a point that cannot run here, written without starting a kernel."""
     params = notebook_params(p)
     params["output_dir"] = str(run_dir / "records")
-    rec = _record.empty_record(params, p["point_id"])
+    rec = empty_record(params, p["point_id"])
     rec.update(status="skipped", reason=reason, fingerprint=fingerprint(), wall_s=0.0, duration_s=0.0,
                started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-    _record.write_record(rec, run_dir / "records")
+    writer.write_record(rec, run_dir / "records")
     return rec

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from helpers import grid as _grid
 from helpers.params import LATER_DEFAULTS
-from helpers.record import store as _record
+from helpers.record.ids import point_id
+from helpers.record.reader import read_records
 from helpers.runner.notebook import is_complete, notebook_params
 
 GUARD_RUNS = 500  # more runs than this: refused without --yes
@@ -64,7 +65,7 @@ def complete_records(runs: Path) -> list[dict]:
     estimate read them once."""
     if not runs.is_dir():
         return []
-    records, _ = _record.read_records([runs])
+    records, _ = read_records([runs])
     return [r for r in records if is_complete(r)]
 
 
@@ -79,7 +80,7 @@ def of_this_machine(records: list[dict], mkey: str) -> list[dict]:
         fp, params = r.get("fingerprint") or {}, r.get("params")
         if fp.get("machine_key") == here or (
                 isinstance(params, dict)
-                and _record.point_id(notebook_params(params), mkey) in (r.get("config_id"), r.get("point_id"))):
+                and point_id(notebook_params(params), mkey) in (r.get("config_id"), r.get("point_id"))):
             out.append(r)
     return out
 

@@ -1,17 +1,17 @@
 """One point as N processes on this host, started by the runner itself (``processes: N``, ``hosts: 1``).
 
     rec = run(engine, p, run_dir, kernel, timeout_s, log, ...)   # the runner's call for every point
-    python -m helpers.runner.processes SPEC.json                     # one process other than 0 (started by run)
 
-The runner picks a free port on 127.0.0.1 and starts processes 1 .. N-1, each ``python -m helpers.runner.processes``
-executing the point's notebook in its own fresh kernel, with Keras' variables (``KERAS_DISTRIBUTION_*``, the
-coordinator 127.0.0.1:port, its id, N) and, on a GPU point, its own GPUs (``CUDA_VISIBLE_DEVICES``: process i
-takes the visible GPUs i*gpus .. i*gpus+gpus-1). Process 0 is the runner's usual kernel (``execute.run_point``):
-its record is the point's, merged from every process's through JAX's runtime (``distribution.merge``).
+The runner picks a free port on 127.0.0.1 and starts processes 1 .. N-1, each ``python -m
+helpers.runner.process_worker`` executing the point's notebook in its own fresh kernel, with Keras' variables
+(``KERAS_DISTRIBUTION_*``, the coordinator 127.0.0.1:port, its id, N) and, on a GPU point, its own GPUs
+(``CUDA_VISIBLE_DEVICES``: process i takes the visible GPUs i*gpus .. i*gpus+gpus-1). Process 0 is the runner's
+usual kernel (``notebook.run_point``): its record is the point's, merged from every process's through JAX's
+runtime (``process_records.merge``).
 
 A watchdog follows the processes: when one ends badly (failed, skipped, killed) before process 0 is done, the
 others are stopped at once (not left waiting in a collective until a timeout), and the point's record says
-which process ended first and why, with no figure (``distribution.strip_figures``). Each process's notebook,
+which process ended first and why, with no figure (``process_outcome.outcome``). Each process's notebook,
 log and record stay in the run folder (``notebooks/.processes``, ``launch/``, ``records/.processes``).
 """
 
@@ -26,16 +26,16 @@ import threading
 import time
 from pathlib import Path
 
-from helpers.paths import NOTEBOOKS, PROJECT_ROOT, workload_notebook
+from helpers.paths import PROJECT_ROOT, workload_notebook
 from helpers.point import launcher as _launch
-from helpers.record import store as _record
+from helpers.record import writer
+from helpers.record.ids import record_name
+from helpers.runner.process_outcome import exit_text, outcome
 
 POLL_S = 0.2
 GRACE_S = 5.0  # a process asked to stop (SIGTERM: its kernel killed) gets this long before SIGKILL
 AFTER_S = 60.0  # process 0 done: the others finish their part (the record's gather) within this
 PEER_S = 15.0  # process 0 failed: the others get this long to end and say why (one killed: the cause)
-KILLED = "its kernel was killed"
-EXIT_SKIPPED = 3
 
 
 def processes_of(p: dict) -> int:
@@ -64,9 +64,10 @@ def gpu_slices(p: dict, environ=None) -> tuple[list[str | None], str | None]:
 
 def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, price_profile: str | None = None,
         record_fields: dict | None = None) -> dict:
-    """The runner's call for one point: ``execute.run_point`` as it is for one process; for ``processes`` > 1,
+    """The runner's call for one point: ``notebook.run_point`` as it is for one process; for ``processes`` > 1,
     every process started, followed and stopped here, and the point's record (process 0's, merged) returned."""
-    from helpers.runner.notebook import kill_kernel, notebook_params, run_point, skip_without_kernel
+    from helpers.runner.engine import kill_kernel
+    from helpers.runner.notebook import notebook_params, run_point, skip_without_kernel
 
     n = processes_of(p)
     if n <= 1:
@@ -74,11 +75,11 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
     slices, why = gpu_slices(p)
     if why:
         rec = {**skip_without_kernel(p, run_dir, why), **(record_fields or {})}
-        _record.write_record(rec, run_dir / "records")
+        writer.write_record(rec, run_dir / "records")
         return rec
     params = notebook_params(p)
     params.update(point_id=p["point_id"], output_dir=str(run_dir / "records"))
-    stem = _record.record_name(params, p["point_id"])[:-5]
+    stem = record_name(params, p["point_id"])[:-5]
     folder = run_dir / "launch"
     folder.mkdir(parents=True, exist_ok=True)
     port = _launch.free_port()
@@ -101,9 +102,9 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
         env = {**os.environ, **env_of(i), "CGB_POINT_DEADLINE": str(deadline),
                "CGB_KERNEL_STDERR": str(folder / f"{stem}-p{i}.kernel.log")}
         out = open(folder / f"{stem}-p{i}.log", "w")  # noqa: SIM115 - closed below
-        workers[i] = (subprocess.Popen([sys.executable, "-m", "helpers.runner.processes", str(folder / f"{stem}-p{i}"
-                                        ".spec.json")], cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True), out, spec)
+        workers[i] = (subprocess.Popen([sys.executable, "-m", "helpers.runner.process_worker",
+                                        str(folder / f"{stem}-p{i}.spec.json")], cwd=PROJECT_ROOT, env=env, stdout=out,
+                                       stderr=subprocess.STDOUT, start_new_session=True), out, spec)
     ended: dict[int, tuple[float, int]] = {}  # process -> (time, exit code)
     stopped: set[int] = set()  # the processes stopped here (their exit is ours, not a cause)
     first_bad: list[int] = []
@@ -116,7 +117,7 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
                     ended[i] = (time.time(), proc.returncode)
                     if proc.returncode != 0 and not first_bad:
                         first_bad.append(i)
-                        log(f"  process {i} of {n} ended ({_exit_text(proc.returncode)}): stopping the others")
+                        log(f"  process {i} of {n} ended ({exit_text(proc.returncode)}): stopping the others")
                         for j in workers:
                             if j != i and j not in ended:
                                 stopped.add(j)
@@ -155,74 +156,7 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
             if i not in ended:
                 ended[i] = (time.time(), w[0].wait())
             w[1].close()
-    return _outcome(rec, n, workers, ended, first_bad, t_end, slices, stopped)
-
-
-def _outcome(rec: dict, n: int, workers: dict, ended: dict, first_bad: list, t_end: float, slices,
-             stopped: set) -> dict:
-    """Process 0's record as the point's, with every process's part; failed (no figure) where one did not finish."""
-    from helpers.point.distribution import strip_figures
-
-    parts = [{"process_id": 0, "cuda_visible_devices": slices[0], "exit": None, "status": rec.get("status")}]
-    here = Path(rec["_path"]).parent
-    for i, (_proc, _, spec) in workers.items():
-        st = _read(spec["status"])
-        log_file = Path(spec["status"]).with_name(Path(spec["status"]).name.replace(".status.json", ".log"))
-        parts.append({"process_id": i, "cuda_visible_devices": slices[i], "exit": ended[i][1],
-                      "status": ("stopped" if i in stopped else st.get("status")
-                                 or ("killed" if ended[i][1] < 0 else "failed")),
-                      "reason": st.get("reason"), "notebook": os.path.relpath(spec["executed"], here),
-                      "log": os.path.relpath(log_file, here)})
-    rec["launch_processes"] = parts  # each process the runner started: its GPUs, exit, notebook and log
-    bad = [q for q in parts[1:] if q["exit"] != 0]
-    if rec.get("status") == "ok" and not bad:
-        return _rewrite(rec)
-    # the cause: a process whose kernel was killed (the others then fail on a closed connection), else the first
-    # process that ended badly before process 0 was done, else process 0
-    killed = [q for q in parts[1:] if q["exit"] and q["status"] != "stopped"
-              and (q["exit"] < 0 or KILLED in (q.get("reason") or ""))]
-    early = [parts[first_bad[0]]] if first_bad and ended[first_bad[0]][0] <= t_end + POLL_S else []
-    if killed or early:
-        q = (killed or early)[0]
-        what = {"killed": f"was killed ({_exit_text(q['exit'])})", "skipped": "was skipped"}.get(
-            q["status"], f"failed ({_exit_text(q['exit'])})")
-        cause = f"process {q['process_id']} of {n} {what}: {q.get('reason') or 'no reason written (see its log)'}"
-        status = "skipped" if q["status"] == "skipped" else "failed"
-    elif rec.get("status") != "ok":
-        cause, status = f"process 0 of {n}: {rec.get('reason')}", rec.get("status") or "failed"
-    else:
-        q = bad[0]
-        cause = (f"process {q['process_id']} of {n} did not end its part after process 0 wrote the record "
-                 f"({_exit_text(q['exit'])}): {q.get('reason') or 'see its log'}")
-        status = "failed"
-    rec.update(status=status, reason=(cause + "; the other processes were stopped, and the point has no figure (it "
-                                      "needs every process's)")[:2000])
-    strip_figures(rec)
-    return _rewrite(rec)
-
-
-def _rewrite(rec: dict) -> dict:
-    path = rec["_path"]
-    _record.write_atomic(Path(path), {k: v for k, v in rec.items() if k != "_path"})
-    return rec
-
-
-def _read(path) -> dict:
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _exit_text(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit status {code}" + (" (point skipped)" if code == EXIT_SKIPPED else "")
+    return outcome(rec, n, workers, ended, first_bad, t_end + POLL_S, slices, stopped)
 
 
 def _stop(worker) -> None:
@@ -245,62 +179,3 @@ def _stop(worker) -> None:
         os.killpg(os.getpgid(kpid), signal.SIGKILL)
     except (OSError, ValueError):
         pass
-
-
-# ------------------------------------------------------------------ one process other than 0
-
-
-def worker(spec_path: str) -> int:
-    """Execute the point's notebook in a fresh kernel as one process of the point (its id and coordinator in the
-    environment), write its outcome (``status``), exit 0 ok, EXIT_SKIPPED skipped, 1 failed."""
-    import papermill as pm
-
-    from helpers.runner.notebook import _register_engine, kill_kernel
-
-    spec = json.loads(Path(spec_path).read_text())
-    engine = _register_engine()
-    out = Path(spec["executed"])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    os.environ["CGB_EXECUTED_NOTEBOOK"] = str(out)
-
-    def on_term(signum, frame):
-        kill_kernel(engine)
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_term)
-    stop = threading.Event()
-    kernel_proc = []  # the kernel's Popen (its exit status read after a failure)
-
-    def pidfile():  # the kernel's pid, for the runner to stop it even if this process is killed
-        while not stop.is_set():
-            prov = getattr(getattr(getattr(engine, "current", None), "km", None), "provisioner", None)
-            pid = getattr(prov, "pid", None)
-            if pid:
-                kernel_proc.append(getattr(prov, "process", None))
-                Path(spec["pidfile"]).write_text(str(pid))
-                return
-            stop.wait(0.2)
-
-    threading.Thread(target=pidfile, daemon=True).start()
-    status, reason, code = "ok", None, 0
-    try:
-        pm.execute_notebook(spec["notebook"], str(out), parameters=spec["params"], engine_name="cgb",
-                            kernel_name=spec["kernel"], progress_bar=False, cwd=str(NOTEBOOKS), start_timeout=120,
-                            execution_timeout=spec.get("timeout_s"))
-    except Exception as exc:
-        ename = getattr(exc, "ename", type(exc).__name__)
-        evalue = getattr(exc, "evalue", str(exc))
-        status, code = ("skipped", EXIT_SKIPPED) if ename == "PointSkipped" else ("failed", 1)
-        reason = f"{ename}: {evalue}"[:2000]
-        kproc = kernel_proc[0] if kernel_proc else None
-        rc = kproc.poll() if kproc is not None else None
-        if rc is not None and rc < 0:  # its kernel was killed (out of memory, a signal): say which signal
-            reason = f"{KILLED} ({_exit_text(rc)}) during the run ({reason})"
-    finally:
-        stop.set()
-    _record.write_atomic(Path(spec["status"]), {"status": status, "reason": reason})
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(worker(sys.argv[1]))

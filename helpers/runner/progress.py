@@ -86,8 +86,8 @@ class LiveEpochs:
 
 
 def streaming_engine(base):
-    """``base`` (papermill's engine of ``execute``) registered again as ``cgb`` with a ``sink``: while it is
-    set, the kernel's stdout is fed to it (papermill's ``stdout_file``) as it arrives."""
+    """``base`` (papermill's engine, ``engine.register_engine``) registered again as ``cgb`` with a ``sink``: while
+    it is set, the kernel's stdout is fed to it (papermill's ``stdout_file``) as it arrives."""
     from papermill.engines import papermill_engines
 
     class StreamingEngine(base):

@@ -134,11 +134,11 @@ def grid_hash(order: list[dict]) -> str:
 
 def prior_s(run: dict) -> float:
     """A run's cost without any record: a kernel's start plus its epochs' training FLOPs at an assumed rate."""
-    from helpers.measure import flops
+    from helpers.measure import flops_table
 
     dev = run.get("device", "cpu")
     try:
-        c = flops.lookup(run["workload"], notebook_params(run))
+        c = flops_table.lookup(run["workload"], notebook_params(run))
     except (KeyError, TypeError, ValueError):
         c = None
     if c is None:

@@ -29,7 +29,8 @@ Knobs beyond the common ones: ``variant``, ``data_dir`` (the public archive's la
 from __future__ import annotations
 
 from helpers.data import image_sets as _img
-from helpers.data.image_folders import Augment, image_plan
+from helpers.data.image_augment import Augment
+from helpers.data.image_plan import image_plan
 
 from ..params import Param
 from .registry import Workload, register
@@ -125,6 +126,20 @@ def _describe(model, params: dict) -> dict:
 
 register(Workload(
     name="catsdogs",
+    notes={
+        "batch_size": "images per step (the source: 32, tuned to 64)",
+        "epochs": "(the source: 25)",
+        "n_train": "images per epoch (None: 8,000, the archive's training set)",
+        "n_val": "validation images evaluated each epoch, from test_set when present (0: none)",
+        "data_source": "auto: the folder in data_dir when given, else synthetic; or real / synthetic",
+        "variant": "original, improved, highres (128x128) or deep (32 convolutions)",
+        "data_dir": "folder with training_set/cats and training_set/dogs, or the class folders (empty: synthetic)",
+        "augment": "shear, zoom and horizontal flip per image, in the generator (the tutorial's)",
+        "workers": "generator workers (1: batches built in the training loop; more: a prefetching thread pool)",
+        "use_multiprocessing": "True: the workers are processes instead of threads",
+        "max_queue_size": "batches the workers prepare ahead",
+        "image_size": "image side in pixels (0: the variant's, 64; highres 128; smaller changes the model)",
+    },
     source="004_0e48492da3711cae.txt",
     summary="Keras cats-vs-dogs CNN through flow_from_directory (64x64, shear/zoom/flip, batches of 32) "
             "and its improved, 128x128 and 30+-conv variants: V100 vs dual Xeon 4110 vs a VM; images/s "

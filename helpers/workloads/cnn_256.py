@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 
 from helpers.data import image_sets as _img
-from helpers.data.image_folders import Augment, image_plan
+from helpers.data.image_augment import Augment
+from helpers.data.image_plan import image_plan
 
 from ..params import Param
 from .registry import Workload, register
@@ -165,6 +166,19 @@ def _describe(model, params: dict) -> dict:
 
 register(Workload(
     name="cnn_256",
+    notes={
+        "batch_size": "images per step (the source: 64, so 153 steps of ~10k images)",
+        "epochs": "(the source: 10)",
+        "n_train": "images per epoch (None: 9,792, the source's 153 steps of 64)",
+        "n_val": "validation images evaluated each epoch (0: none)",
+        "data_source": "auto: the folder in data_dir when given, else synthetic; or real / synthetic",
+        "data_dir": "folder of 4 class sub-folders of images (empty: synthetic images)",
+        "augment": "rotation, shift, shear, zoom and flip per image, in the generator",
+        "workers": "generator workers (1: batches built in the training loop; more: a prefetching thread pool)",
+        "use_multiprocessing": "True: the workers are processes instead of threads",
+        "max_queue_size": "batches the workers prepare ahead",
+        "image_size": "image side in pixels (0: the source's 256; smaller changes the model)",
+    },
     source="001_a7322e5556cd27ca.txt",
     summary="TF2/Keras: a 58,091,396-parameter CNN (BatchNorm, Dropout) on ~10k 256x256 images of 4 "
             "classes through an augmenting generator, batches of 64 (153 steps/epoch), 10 epochs: "

@@ -52,6 +52,12 @@ def _cifar10_loader(params: dict) -> _data.Dataset:
 
 register(Workload(
     name="cnn_cifar10",
+    notes={
+        "batch_size": "images per step (the source: 1000)",
+        "n_train": "training images (None: all 50,000, as in the source)",
+        "n_val": "validation images evaluated each epoch (0: none, as in the source)",
+        "data_source": "auto: real CIFAR-10 if cached or reachable, else synthetic; or real / synthetic",
+    },
     source="000_5189e7207d77ed5a.txt",
     summary="Flux.jl's small CNN on CIFAR-10, batches of 1000, Momentum(0.01): "
             "GTX 1080 0.83 s/epoch vs i7-7500U 82.5 s/epoch (50,000 images)",

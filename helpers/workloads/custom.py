@@ -240,6 +240,17 @@ def _describe(model, params: dict) -> dict:
 
 register(Workload(
     name="custom",
+    notes={
+        "n_train": "training samples (None: every row of data_path; synthetic: 2048)",
+        "data_source": "auto: the .npz in data_path when given, else synthetic; or real / synthetic",
+        "precision": "(a mixed policy rebuilds the model)",
+        "model_path": "required: your .keras file from model.save(\"my.keras\"); relative: cwd, $PWD, project root",
+        "data_path": "an .npz with arrays x and y (empty: synthetic data of the model's shapes)",
+        "loss": "empty: the saved compile config's; or sparse_categorical_crossentropy, binary_crossentropy, mse ...",
+        "optimizer": "empty: the saved compile config's; or adam, adamw, sgd, rmsprop ... (Keras' defaults)",
+        "learning_rate": "None: the optimizer's own (saved, or Keras' default)",
+        "import_modules": "modules registering the model's custom layers, comma-separated (empty: none)",
+    },
     source="",
     summary="your own model: a .keras file saved by Keras 3, trained on data of its shapes (synthetic) or an .npz",
     defaults={"batch_size": 32, "epochs": 3, "n_train": 2048, "n_val": 0, "data_path": "", "loss": "",

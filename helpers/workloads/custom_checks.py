@@ -56,7 +56,7 @@ def _modules(value) -> list[str]:
 
 EXTRA = {p.name: p for p in (
     _ModelPath("model_path", str, "your model: a .keras file saved by Keras 3 (required; relative: the current "
-               "directory, $PWD, then the project root)"),
+               "directory, $PWD, then the project root)", example=""),
     _DataPath("data_path", str, "an .npz with arrays x and y ('' = synthetic data of the model's shapes)"),
     Param("loss", str, "loss ('' = the saved compile config's)", choices=LOSSES, nullable=True),
     Param("optimizer", str, "optimizer with Keras' defaults ('' = the saved compile config's)", choices=OPTIMIZERS,

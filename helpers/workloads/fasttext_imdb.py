@@ -139,6 +139,16 @@ def _fasttext(params: dict):
 
 register(Workload(
     name="fasttext_imdb",
+    notes={
+        "batch_size": "reviews per step (the source: 32)",
+        "epochs": "(the source: 5)",
+        "n_train": "training reviews (None: all 25,000, as in the source)",
+        "n_val": "test reviews evaluated each epoch (the source: all 25,000; 0: none)",
+        "data_source": "auto: real IMDb if cached or reachable, else synthetic; or real / synthetic",
+        "maxlen": "tokens per review after padding, the last ones kept (the source: 400)",
+        "ngram_range": "n-gram features: 1 none, 2 bigrams (the source), 3 trigrams",
+        "seed": "(data subset, synthetic data, weights)",
+    },
     source=SOURCE,
     summary="Keras' imdb_fasttext example with bigrams (20,000 words, maxlen 400, embedding 50, Adam, "
             "batch 32, 5 epochs, validation on the 25,000 test reviews): TensorFlow 1.4 ~57 s/epoch on a K80, "

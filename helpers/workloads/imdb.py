@@ -13,5 +13,6 @@ def adam_bce(params: dict) -> dict:
 
 IMDB_KNOBS = {
     "max_features": Param("max_features", int, "vocabulary: the most frequent words kept (source: 20000)",
-                          minimum=4),
+                          minimum=4,
+        note="most frequent words kept (the source: 20000)"),
 }

@@ -169,4 +169,5 @@ def describe_lstm(model, params: dict) -> dict:
 
 
 _LSTM_KNOB = Param("lstm_impl", str, "LSTM kernel: auto (cuDNN on GPU), generic (no cuDNN), cudnn (GPU only)",
-                   choices=LSTM_IMPLS)
+                   choices=LSTM_IMPLS,
+        note="LSTM kernel: auto (cuDNN on a GPU), generic (never cuDNN) or cudnn (GPU only)")

@@ -78,6 +78,16 @@ def _rmsprop_cce(params: dict) -> dict:
 
 register(Workload(
     name="lstm_textgen",
+    notes={
+        "batch_size": "windows per step (the source: 128)",
+        "epochs": "(the source: 10)",
+        "n_train": "training windows, a random subset (None: all 200,285, as in the source)",
+        "n_val": "validation windows evaluated each epoch (the source: none)",
+        "data_source": "auto: real Nietzsche if cached or reachable, else synthetic; or real / synthetic",
+        "maxlen": "characters per window (the source: 40)",
+        "step": "characters between window starts (the source: 3)",
+        "seed": "(data subset, synthetic data, weights)",
+    },
     source=SOURCE,
     summary="Keras' lstm_text_generation example on Nietzsche (LSTM(128), 57 characters, maxlen 40, step 3, "
             "200,285 windows, RMSprop(0.01), batch 128, 10 epochs): TensorFlow K80 ~25 s/epoch (CuDNNLSTM), "

@@ -97,6 +97,13 @@ def _mnist_loader(flat: bool):
 
 register(Workload(
     name="mlp_mnist",
+    notes={
+        "batch_size": "images per step (the source: 128)",
+        "epochs": "(the source: 20)",
+        "n_train": "training images (None: all 60,000, as in the source)",
+        "n_val": "validation images evaluated each epoch (the source: the 10,000 test images)",
+        "data_source": "auto: real MNIST if cached or reachable, else synthetic; or real / synthetic",
+    },
     source=SOURCE,
     summary="Keras' mnist_mlp.py (Dense 512-512-10, Dropout 0.2, RMSprop, batch 128, 20 epochs on 60,000 "
             "images): K80/P100 GPUs vs 8-64 preemptible vCPUs, time and cost relative to a K80 + "
@@ -112,6 +119,13 @@ register(Workload(
 
 register(Workload(
     name="cnn_mnist",
+    notes={
+        "batch_size": "images per step (the source: 128)",
+        "epochs": "(the source: 12)",
+        "n_train": "training images (None: all 60,000, as in the source)",
+        "n_val": "validation images evaluated each epoch (the source: the 10,000 test images)",
+        "data_source": "auto: real MNIST if cached or reachable, else synthetic; or real / synthetic",
+    },
     source=SOURCE,
     summary="Keras' mnist_cnn.py (Conv 32-64, MaxPool, Dense 128, Adadelta, batch 128, 12 epochs on 60,000 "
             "images): the P100 twice as fast as the K80, GPUs more than twice as fast as any CPU "

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from helpers import params as _params
 from helpers.data import loaders as _data
 
 
@@ -29,6 +30,9 @@ class Workload:
     extra_params: dict = field(default_factory=dict)  # workload-only knobs: name -> helpers.params.Param
     # after training: facts for the record that only the model/backend can tell (e.g. LSTM kernel)
     describe: Callable[[object, dict], dict] | None = None
+    # a knob's comment in this workload's notebook where it says more than the knob's own ``Param.note``: a note
+    # starting with "(" is added after the knob's own, any other replaces it
+    notes: dict = field(default_factory=dict)
 
 
 REGISTRY: dict[str, Workload] = {}
@@ -50,6 +54,23 @@ def get(name: str) -> Workload:
         return REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown workload {name!r}; known: {', '.join(names())}") from None
+
+
+def knobs(name: str) -> dict:
+    """Every knob of workload ``name``: the common ones (``helpers.params.COMMON``), then its own."""
+    return {**_params.COMMON, **get(name).extra_params}
+
+
+def defaults(name: str) -> dict:
+    """Workload ``name``'s values where a grid gives none: the common defaults, overridden by its own."""
+    return {**_params.COMMON_DEFAULTS, **get(name).defaults}
+
+
+def note(name: str, knob: str) -> str:
+    """The comment of ``knob`` in workload ``name``'s parameters cell."""
+    p, own = knobs(name)[knob], get(name).notes.get(knob)
+    base = p.note or p.help
+    return own if own and not own.startswith("(") else f"{base} {own}" if own else base
 
 
 def build_model(name: str, params: dict):

@@ -54,6 +54,13 @@ def _resnet50_loader(params: dict) -> _data.Dataset:
 
 register(Workload(
     name="resnet50",
+    notes={
+        "batch_size": "images per step (the anchor: 64)",
+        "n_train": "training images per epoch (synthetic; 0.6 MB each at 224 x 224)",
+        "n_val": "validation images evaluated each epoch (0: none)",
+        "image_size": "image height and width in pixels (the anchor: 224; smaller for smoke tests, at least 32)",
+        "data_source": "auto or synthetic: ImageNet is never downloaded (real is an error)",
+    },
     source="none: published anchor (no seed trains ResNet-50)",
     summary="ResNet-50 from scratch, 1000 classes, 224 x 224, SGD momentum 0.9, batch 64; published "
             "anchor about 2,790 images/s on one H100 SXM with PyTorch AMP",

@@ -104,6 +104,15 @@ def _vgg_loader(params: dict) -> _data.Dataset:
 
 register(Workload(
     name="vgg_cifar10",
+    notes={
+        "batch_size": "images per step (the source: 32; seed 004: 128 to 512)",
+        "epochs": "(the source: 20)",
+        "n_train": "training images (None: all 50,000, as in the source)",
+        "n_val": "validation images evaluated each epoch (the source: the 10,000 test images)",
+        "augment": "real-time augmentation: random 10% shifts and horizontal flips, in the model (the source: on)",
+        "augment_impl": "shift layer: \"matmul\" (two batched matmuls, fast) or \"keras\" (RandomTranslation)",
+        "data_source": "auto: real CIFAR-10 if cached or reachable, else synthetic; or real / synthetic",
+    },
     source="002_51261036f2f3f066.txt",
     summary="Keras' cifar10_cnn.py (4 conv + Dense 512, RMSprop 1e-4, batch 32, 20 epochs, shift/flip "
             "augmentation): K80/P100 vs preemptible vCPUs, GPUs more than twice as fast, time and cost "

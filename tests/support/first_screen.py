@@ -4,7 +4,7 @@ text, at most 25 screens) and records whose numbers are known (``known_record``)
 
 from __future__ import annotations
 
-from helpers.record.store import write_atomic  # noqa: F401
+from helpers.record.writer import write_atomic  # noqa: F401
 
 WIDTH, HEIGHT = 1400, 900
 MAX_SCREENS = 25

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 
 XSS = "<script>window.__xss=1</script>"
 

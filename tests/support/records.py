@@ -7,7 +7,7 @@ from markupsafe import Markup
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.record.store import write_atomic
+from helpers.record.writer import write_atomic
 from helpers.report import sections
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"

@@ -8,12 +8,13 @@ import json
 import time
 from pathlib import Path
 
-from helpers.record import store as record
+from helpers.record.reader import read_records
+from helpers.record.schema import SCHEMA
 from helpers.runner import notebook
 
 
 def good_record(i: int = 0, **kw) -> dict:
-    rec = {"schema": record.SCHEMA, "point_id": f"p{i}", "workload": "cnn_cifar10", "backend": "jax", "device": "cpu",
+    rec = {"schema": SCHEMA, "point_id": f"p{i}", "workload": "cnn_cifar10", "backend": "jax", "device": "cpu",
            "device_used": "cpu", "status": "ok", "reason": None,
            "params": {"threads": 0, "precision": "float32", "batch_size": 100, "n_train": 1000},
            "data_source": "synthetic", "n_train": 1000, "batch_size": 100, "epochs": 4, "first_epoch_s": 2.0,
@@ -35,7 +36,7 @@ def write(folder: Path, name: str, obj) -> Path:
 
 
 def complete_ok_records(outputs: Path) -> list[dict]:
-    recs, _ = record.read_records([outputs / "runs"])
+    recs, _ = read_records([outputs / "runs"])
     return [r for r in recs if notebook.is_complete(r) and r["status"] == "ok"]
 
 

@@ -1,4 +1,4 @@
-"""Where one steady step's time goes (issue 32): the profiler's breakdown per workload × backend × device, beside MFU,
+"""Where one steady step's time goes: the profiler's breakdown per workload × backend × device, beside MFU,
 and per workload the dominant cost with the knob that addresses it."""
 
 from __future__ import annotations

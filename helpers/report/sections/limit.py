@@ -1,5 +1,5 @@
 """How far from the limit: FLOPs per sample, achieved TFLOP/s and MFU per configuration, the tuning ladder, a
-roofline-style chart (issue 15)."""
+roofline-style chart."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from helpers.measure.sampler import COUNTER
-from helpers.record.store import SCHEMA
+from helpers.measure.energy import COUNTER
+from helpers.record.schema import SCHEMA
 
 from .. import findings as said
 from ..fmt import ONE_RUN, SHORT, shown_path

@@ -11,7 +11,7 @@ NAV = "Provenance"  # its name in the one-line contents
 LEAD = ("The machines (hardware and software fingerprints) and their leases (one per boot, with the host "
         "calibration measured at the start of each run), library versions, the points that failed or were "
         "skipped with their reasons, and the record files behind every figure.")
-NOT_RECORDED = "not recorded"  # older records lack the lease and host keys (fingerprint before issue 14)
+NOT_RECORDED = "not recorded"  # older records lack the lease and host keys (fingerprints older than those keys)
 DIFFER = 0.10  # leases of one machine whose calibration medians differ by more than this are pointed out
 
 

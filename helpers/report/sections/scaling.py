@@ -1,6 +1,6 @@
 """Throughput against batch size, CPU threads, augmentation, input-pipeline workers and the number of GPUs.
 
-The GPU part (issue 16): samples/s of a configuration on N devices (``gpus`` x ``hosts``, from the records'
+The GPU part: samples/s of a configuration on N devices (``gpus`` x ``hosts``, from the records'
 knobs) against the same configuration on one, the scaling efficiency (samples/s at N / (N x samples/s at 1)),
 float32 and uint8 inputs side by side, the data on the host or on the device, energy and cost per epoch against
 N, and published multi-GPU figures beside where ``data/published_figures.csv`` has them (a GPU count in the row's
@@ -137,7 +137,7 @@ def _money(v) -> str:
 
 
 def input_path(summ):
-    """Where the time goes on the GPU (issue 16): per configuration whose copy from the host was measured, bytes a
+    """Where the time goes on the GPU: per configuration whose copy from the host was measured, bytes a
     step, the step, one batch's copy and its share of the step, and samples/s; a row with the data on the device
     beside its host twin (same configuration otherwise) gets the gain. None when nothing was measured."""
     if summ.empty or "host_copy_s" not in summ.columns or not summ["host_copy_s"].notna().any():

@@ -15,7 +15,7 @@ LEAD = ("As seed 001 tabulates it: total time of the median run, seconds per epo
         "of the GPU's arithmetic was used) beside MFU (the arithmetic done over the device's peak), mean CPU "
         "utilisation and peak GPU memory (the framework's own peak counter where it has one: JAX preallocates "
         "most of the card, so NVML's figure alone misleads).")
-# Seed 001's and seed 003's question, "how much of the GPU did it use?", has two answers (issue 15).
+# Seed 001's and seed 003's question, "how much of the GPU did it use?", has two answers.
 WHY_THEY_DIFFER = ("Two answers to \"how much of the GPU did it use\": NVML's GPU % counts the time any kernel ran, "
                    "however few of the card's units it kept busy, so a small model that launches one small kernel "
                    "after another reads near 100%; MFU (model FLOPs utilisation: FLOPs per sample x samples/s over "

@@ -1,11 +1,10 @@
-"""FLOPs of one training step per sample, achieved TFLOP/s and model FLOPs utilisation (MFU).
+"""FLOPs of one training step per sample, counted analytically by walking a built model's layers.
 
     c = analytic(model)                       # built keras.Model (compiled: its optimiser is counted)
     c.forward, c.train(batch_size)            # FLOPs per sample: forward pass; training step
-    xla_train_step(model, x, y)               # JAX only: XLA's own count of the compiled train step
-    lookup("cnn_cifar10", params)             # the committed count (data/flops.csv), no Keras import
 
-The device's peak and MFU: ``helpers.measure.peaks``.
+XLA's own count of the compiled step: ``helpers.measure.flops_xla``; the committed counts (data/flops.csv) the
+report reads: ``helpers.measure.flops_table``; the device's peak and MFU: ``helpers.measure.peaks``.
 
 Convention (the analytical count, counted once per model by walking its built layers):
 
@@ -27,35 +26,13 @@ Convention (the analytical count, counted once per model by walking its built la
   concatenation, InputLayer) is 0. Data augmentation layers (Random*, the suite's RandomShift) are 0 with a
   note: they are not model FLOPs. Any other layer is counted as 0 and named in ``notes``.
 
-The cross-check (``xla_train_step``, JAX): XLA's cost analysis of the jitted ``train_step`` (forward,
-backward, update, loss and metrics), divided by the batch size. It differs from the convention in known
-ways: XLA does not compute the gradient of the model's input (the first weighted layer's backward is 1 x
-its forward: ``Count.input_grad``), it leaves out a 'same' convolution's products with the zero padding (the
-convention counts them, as the published ResNet-50 figure does: XLA's count of it is lower), and it counts
-every elementwise op (loss, metrics, random numbers, optimiser) at its own rate. ``Count.exact(batch_size)``
-is the convention less that input gradient: the figure to compare with XLA. XLA counts a loop's body once
-(a JAX scan): ``xla_train_step`` unrolls recurrent layers first.
-
-Peaks: GPUs from ``params/peaks.yaml`` (datasheet dense figures, each with its URL), keyed by the name
-NVML reports and the precision; CPUs from the host calibration the runner measured (``helpers.measure.calibration``:
-numpy float32 matmul GFLOP/s on all threads, or one thread x the threads a point used), stated as a
-measured matmul peak, not a datasheet one. An unknown device gives ``mfu`` None and ``mfu_reason``.
-
-A point counts its model at the end (``helpers.point.session``); records that predate the count get it in the report
-from ``data/flops.csv`` (``for_record``; ``flops_source`` says so), which ``benchmarks/flops.py --table`` writes.
+A point counts its model at the end (``helpers.point.record_figures.limit_figures``).
 """
 
 from __future__ import annotations
 
-import csv
-import functools
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
-
-from helpers import params as _params
-from helpers.paths import PROJECT_ROOT
 
 FLOPS_PER_MAC = 2
 BACKWARD_FACTOR = 2  # backward = 2 x forward
@@ -71,14 +48,6 @@ DATA_MOVEMENT = {"InputLayer", "Flatten", "Reshape", "Permute", "RepeatVector", 
                  "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D", "Concatenate", "Identity",
                  "UpSampling1D", "UpSampling2D", "UpSampling3D", "SpatialDropout1D", "ActivityRegularization"}
 AUGMENTATION_PREFIX = ("Random",)  # RandomFlip, RandomRotation, the suite's RandomShift, ...
-
-TABLE = PROJECT_ROOT / "data" / "flops.csv"  # committed counts, written by benchmarks/flops.py
-# parameters that do not shape the model (so they are not part of the table's model key): every common knob (a
-# common knob added later is left out by itself), the runner's keys, and the workloads' knobs of the data, the
-# input pipeline and the optimiser
-NOT_MODEL = frozenset(_params.COMMON) | frozenset(_params.RUNNER_KEYS) | frozenset({
-    "workers", "use_multiprocessing", "max_queue_size", "data_dir", "augment", "augment_impl", "lstm_impl",
-    "input_dtype", "repeat", "learning_rate", "import_modules"})
 
 
 @dataclass
@@ -276,113 +245,3 @@ def analytic(model, optimizer=None) -> Count:
 
     walk(model)
     return c
-
-
-# ------------------------------------------------------------------ XLA's count (JAX backend)
-
-
-def _rnn_layers(model):
-    out = []
-    for layer in model._flatten_layers(include_self=False, recursive=True):
-        if hasattr(layer, "unroll") and hasattr(layer, "cell"):
-            out.append(layer)
-    return out
-
-
-def xla_train_step(model, x, y, stage: str = "auto", unroll: bool = True) -> dict:
-    """XLA's cost analysis of the compiled model's stateless ``train_step`` on a batch shaped like ``x``/``y``
-    (JAX backend only; arrays or anything with ``shape`` and ``dtype``). Returns ``flops`` (the step),
-    ``per_sample``, ``transcendentals``, ``stage`` ('compiled': the optimised HLO; 'lowered': before XLA's
-    passes, faster; 'auto': compiled, but lowered for a model with recurrent layers, whose unrolled step takes
-    minutes to compile on a CPU). Recurrent layers are unrolled first (``unroll``): XLA counts a loop's body once."""
-    import jax
-    import keras
-
-    if keras.backend.backend() != "jax":
-        raise RuntimeError(f"XLA cost analysis needs the JAX backend, not {keras.backend.backend()}")
-    rnn = _rnn_layers(model) if unroll else []
-    if stage == "auto":
-        stage = "lowered" if rnn else "compiled"
-    saved = [layer.unroll for layer in rnn]
-    try:
-        for layer in rnn:
-            layer.unroll = True
-        model._symbolic_build(data_batch=(x, y, None))  # builds optimiser and metrics, as fit does
-        state = model._get_jax_state(trainable_variables=True, non_trainable_variables=True,
-                                     optimizer_variables=True, metrics_variables=True)
-
-        def spec(a):
-            return jax.ShapeDtypeStruct(tuple(a.shape), a.dtype)
-
-        lowered = jax.jit(model.train_step).lower(jax.tree.map(spec, state), (spec(x), spec(y), None))
-        ca = lowered.compile().cost_analysis() if stage == "compiled" else lowered.cost_analysis()
-    finally:
-        for layer, u in zip(rnn, saved):
-            layer.unroll = u
-    ca = ca[0] if isinstance(ca, (list, tuple)) else ca
-    batch = int(x.shape[0])
-    flops = float(ca.get("flops", 0.0))
-    return {"flops": flops, "per_sample": flops / batch, "transcendentals": float(ca.get("transcendentals", 0.0)),
-            "batch_size": batch, "stage": stage}
-
-
-# ------------------------------------------------------------------ the committed table (report time)
-
-
-def model_key(params: dict) -> str:
-    """The parameters that shape a workload's model, as canonical JSON (the table's key)."""
-    return json.dumps({k: params[k] for k in sorted(params) if k not in NOT_MODEL}, sort_keys=True, default=str)
-
-
-@functools.lru_cache(maxsize=4)
-def _table(path: str) -> dict:
-    p = Path(path)
-    if not p.is_file():
-        return {}
-    with p.open(newline="") as f:
-        return {(r["workload"], r["model_key"]): r for r in csv.DictReader(f)}
-
-
-def lookup(workload: str, params: dict, path: Path | None = None) -> Count | None:
-    """The committed analytical count of ``workload`` with ``params`` (``data/flops.csv``), None if absent."""
-    r = _table(str(path or TABLE)).get((workload, model_key(params)))
-    if r is None:
-        return None
-    return Count(forward=float(r["forward_flops"]), input_grad=float(r["input_grad_flops"]),
-                 trainable_params=int(r["trainable_params"]), update_per_param=float(r["update_per_param"]),
-                 optimizer=r["optimizer"], notes=[n for n in r.get("notes", "").split(" | ") if n])
-
-
-REPORT_SOURCE = "counted at report time (analytic, data/flops.csv)"
-
-
-def for_record(r: dict) -> tuple[float | None, str]:
-    """(FLOPs per training sample, where it comes from) of a record: its own ``flops_per_sample`` when it has
-    one, else the committed analytical count of its workload and model parameters at its batch size (records
-    that predate the count), else (None, why)."""
-    own = r.get("flops_per_sample")
-    if isinstance(own, (int, float)) and not isinstance(own, bool) and own > 0:
-        return float(own), str(r.get("flops_source") or "the record's own count")
-    name, p = r.get("workload"), r.get("params") or {}
-    try:
-        from helpers import params as _params
-        from helpers import workloads as _workloads
-
-        full = {**_params.COMMON_DEFAULTS, **_workloads.get(name).defaults, **p}
-    except KeyError:
-        return None, f"unknown workload {name!r}"
-    c = lookup(name, full)
-    batch = p.get("batch_size") or r.get("batch_size")
-    if c is None or not batch:
-        return None, "no count for this model in data/flops.csv (python benchmarks/flops.py --table adds it)"
-    return c.train(int(batch)), REPORT_SOURCE
-
-
-TABLE_FIELDS = ["workload", "model_key", "forward_flops", "input_grad_flops", "trainable_params", "update_per_param",
-                "optimizer", "notes"]
-
-
-def table_row(workload: str, params: dict, c: Count) -> dict:
-    return {"workload": workload, "model_key": model_key(params), "forward_flops": repr(c.forward),
-            "input_grad_flops": repr(c.input_grad), "trainable_params": c.trainable_params,
-            "update_per_param": repr(c.update_per_param), "optimizer": c.optimizer, "notes": " | ".join(c.notes)}

@@ -1,0 +1,86 @@
+"""The committed analytical counts (``data/flops.csv``), read at report time without importing Keras.
+
+    lookup("cnn_cifar10", params)             # the committed count (a flops_analytic.Count), or None
+    for_record(record)                        # (FLOPs per training sample, where it comes from)
+
+A point counts its model at the end (``helpers.point.record_figures.limit_figures``); records that predate the count
+get it in the report from ``data/flops.csv`` (``for_record``; ``flops_source`` says so), which
+``benchmarks/flops.py --table`` writes.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+from pathlib import Path
+
+from helpers import params as _params
+from helpers.measure.flops_analytic import Count
+from helpers.paths import PROJECT_ROOT
+
+TABLE = PROJECT_ROOT / "data" / "flops.csv"  # committed counts, written by benchmarks/flops.py
+# parameters that do not shape the model (so they are not part of the table's model key): every common knob (a
+# common knob added later is left out by itself), the runner's keys, and the workloads' knobs of the data, the
+# input pipeline and the optimiser
+NOT_MODEL = frozenset(_params.COMMON) | frozenset(_params.RUNNER_KEYS) | frozenset({
+    "workers", "use_multiprocessing", "max_queue_size", "data_dir", "augment", "augment_impl", "lstm_impl",
+    "input_dtype", "repeat", "learning_rate", "import_modules"})
+
+
+def model_key(params: dict) -> str:
+    """The parameters that shape a workload's model, as canonical JSON (the table's key)."""
+    return json.dumps({k: params[k] for k in sorted(params) if k not in NOT_MODEL}, sort_keys=True, default=str)
+
+
+@functools.lru_cache(maxsize=4)
+def _table(path: str) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        return {}
+    with p.open(newline="") as f:
+        return {(r["workload"], r["model_key"]): r for r in csv.DictReader(f)}
+
+
+def lookup(workload: str, params: dict, path: Path | None = None) -> Count | None:
+    """The committed analytical count of ``workload`` with ``params`` (``data/flops.csv``), None if absent."""
+    r = _table(str(path or TABLE)).get((workload, model_key(params)))
+    if r is None:
+        return None
+    return Count(forward=float(r["forward_flops"]), input_grad=float(r["input_grad_flops"]),
+                 trainable_params=int(r["trainable_params"]), update_per_param=float(r["update_per_param"]),
+                 optimizer=r["optimizer"], notes=[n for n in r.get("notes", "").split(" | ") if n])
+
+
+REPORT_SOURCE = "counted at report time (analytic, data/flops.csv)"
+
+
+def for_record(r: dict) -> tuple[float | None, str]:
+    """(FLOPs per training sample, where it comes from) of a record: its own ``flops_per_sample`` when it has
+    one, else the committed analytical count of its workload and model parameters at its batch size (records
+    that predate the count), else (None, why)."""
+    own = r.get("flops_per_sample")
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and own > 0:
+        return float(own), str(r.get("flops_source") or "the record's own count")
+    name, p = r.get("workload"), r.get("params") or {}
+    try:
+        from helpers import workloads as _workloads
+
+        full = {**_workloads.defaults(name), **p}
+    except KeyError:
+        return None, f"unknown workload {name!r}"
+    c = lookup(name, full)
+    batch = p.get("batch_size") or r.get("batch_size")
+    if c is None or not batch:
+        return None, "no count for this model in data/flops.csv (python benchmarks/flops.py --table adds it)"
+    return c.train(int(batch)), REPORT_SOURCE
+
+
+TABLE_FIELDS = ["workload", "model_key", "forward_flops", "input_grad_flops", "trainable_params", "update_per_param",
+                "optimizer", "notes"]
+
+
+def table_row(workload: str, params: dict, c: Count) -> dict:
+    return {"workload": workload, "model_key": model_key(params), "forward_flops": repr(c.forward),
+            "input_grad_flops": repr(c.input_grad), "trainable_params": c.trainable_params,
+            "update_per_param": repr(c.update_per_param), "optimizer": c.optimizer, "notes": " | ".join(c.notes)}

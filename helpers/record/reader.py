@@ -1,0 +1,168 @@
+"""Reading records back: every usable record under some folders, and the files skipped with why.
+
+    records, skipped = read_records([folder, ...])
+    files, duplicates = split_duplicates(skipped)
+
+Records merged from elsewhere are data from anyone: a file that is not a regular file, too large, not JSON, not a
+record (``helpers.record.schema.why_not_record``) costs that file only. Copies of one run are told apart from
+different runs by ``run_key``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+from helpers.record.schema import why_not_record
+
+# a record is a few kB (the largest published: 68 kB, its GPU timeline capped at 400 samples); parsing costs ~30x
+# the file in memory, so the cap bounds what one file can cost before any check has seen it
+MAX_RECORD_BYTES = 2 * 2**20
+DUPLICATE = "duplicate of "  # how ``read_records`` names a dropped copy of a run it already read
+CONFLICT = "conflicting copies of one run, none used"  # same run, different content (read_records)
+OUTSIDE = "a symlink to outside the folders given, not read"
+
+
+def read_json_file(path: Path, limit: int = MAX_RECORD_BYTES):
+    """``(object, None)`` from a JSON file, or ``(None, why)``. Regular files only (a symlink is followed
+    only to one): a FIFO would block forever and ``/dev/zero`` never ends; at most ``limit`` bytes."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or type(exc).__name__}"
+    if not stat.S_ISREG(st.st_mode):
+        return None, "not a regular file (a FIFO, a device or a folder)"
+    if st.st_size > limit:
+        return None, f"larger than {limit // 2**20} MB"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or type(exc).__name__}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat and open
+            return None, "not a regular file (a FIFO, a device or a folder)"
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or type(exc).__name__}"
+    finally:
+        os.close(fd)
+    if size > limit:
+        return None, f"larger than {limit // 2**20} MB"
+    try:
+        return json.loads(b"".join(chunks)), None
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 5,000 digits
+        return None, f"not valid JSON ({type(exc).__name__})"
+
+
+def run_key(rec: dict) -> str:
+    """What tells one run of a point from another (not its figures): a record read twice (a copied folder)
+    has the same key. Records that name no start time fall back on their figures to tell runs apart."""
+    fp = rec.get("fingerprint") or {}
+    key = [rec.get("point_id"), rec.get("started_at"), fp.get("host"), fp.get("time"), fp.get("boot_id"),
+           (rec.get("params") or {}).get("repeat")]
+    if rec.get("started_at") is None and fp.get("time") is None:
+        key += [rec.get("status"), rec.get("first_epoch_s"), rec.get("epoch_s"), rec.get("duration_s")]
+    return json.dumps(key, sort_keys=True, default=str)
+
+
+_NOT_CONTENT = ("_path", "notebook")  # where a copy lies, and its notebook relative to it
+
+
+def _content(rec: dict) -> str:
+    """A digest of what a record says (not where it lies): two copies of one run must say the same."""
+    blob = json.dumps({k: v for k, v in rec.items() if k not in _NOT_CONTENT}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _differing(a: dict, b: dict) -> set:
+    return {k for k in a.keys() | b.keys() if k not in _NOT_CONTENT and a.get(k) != b.get(k)}
+
+
+def _checked(obj) -> str | None:
+    """``why_not_record``, where an unexpected error while checking costs this record only."""
+    try:
+        return why_not_record(obj)
+    except Exception as exc:  # noqa: BLE001 - whatever a crafted record trips, it is that record's problem
+        return f"could not be checked ({type(exc).__name__})"
+
+
+def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
+    """Every record (a schema in ``READABLE_SCHEMAS``) under ``folders``; also the files skipped and why.
+
+    A file is skipped, with its reason, when it is not a regular file, is a symlink to outside the folders
+    given, is larger than ``MAX_RECORD_BYTES``, is not JSON, is not a record, or has a field the report cannot
+    use (``record_check.problem``; an error while checking costs that file only). A second copy of a run
+    already read (same ``run_key`` and the same content: a copied folder) is dropped and listed with the
+    reason ``'duplicate of <first file>'`` (``DUPLICATE``). Copies of one run that say different things (a
+    figure edited in one) are all left out and listed as conflicting (``CONFLICT``): which one is true is
+    not for the reader to guess. Files and folders whose name starts with a dot are not read.
+    """
+    records, skipped = [], []
+    seen, runs, conflicted = set(), {}, {}
+    folders = [Path(f) for f in folders]
+    roots = []
+    for folder in folders:
+        try:
+            roots.append(folder.resolve())
+        except (OSError, RuntimeError):
+            continue
+    for folder in folders:
+        for path in sorted(folder.rglob("*.json")):
+            rel = path.relative_to(folder).parts
+            if any(part.startswith(".") for part in rel):
+                continue
+            try:
+                real = path.resolve()
+            except (OSError, RuntimeError):  # a symlink loop
+                skipped.append((str(path), "unreadable: a symlink loop"))
+                continue
+            if not any(real.is_relative_to(root) for root in roots):
+                skipped.append((str(path), OUTSIDE))
+                continue
+            if real in seen:
+                continue
+            seen.add(real)
+            obj, why = read_json_file(path)
+            if why is None:
+                why = _checked(obj)
+            if why is not None:
+                skipped.append((str(path), why))
+                continue
+            key, content = run_key(obj), _content(obj)
+            if key in runs:
+                first, first_content, first_obj = runs[key]
+                if content == first_content:
+                    skipped.append((str(path), f"{DUPLICATE}{first}"))
+                else:
+                    conflicted.setdefault(key, [(first, first_obj)]).append((str(path), obj))
+                continue
+            runs[key] = (str(path), content, obj)
+            obj["_path"] = str(path)
+            records.append(obj)
+    if conflicted:
+        out = set()
+        for copies in conflicted.values():
+            fields = sorted(set().union(*(_differing(copies[0][1], o) for _, o in copies[1:])))
+            why = f"{CONFLICT} (they differ in {', '.join(fields[:6])}{', ...' if len(fields) > 6 else ''})"
+            for p, o in copies:
+                skipped.append((p, why))
+                out.add(id(o))
+        records = [r for r in records if id(r) not in out]
+    return records, skipped
+
+
+def split_duplicates(skipped) -> tuple[list, list]:
+    """``read_records``' skipped list as (files skipped, copies of runs already read)."""
+    dup = [s for s in skipped if str(s[1]).startswith(DUPLICATE)]
+    return [s for s in skipped if not str(s[1]).startswith(DUPLICATE)], dup

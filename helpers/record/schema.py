@@ -1,0 +1,78 @@
+"""The record's keys and schema: what a record holds, an empty one, and whether an object read back is one.
+
+Keys (DESIGN.md): schema, point_id, workload, backend, device, device_used, status, reason, params,
+data_source, n_train, batch_size, epochs, first_epoch_s, epoch_s, median_epoch_s, step_s,
+samples_per_s, history, utilisation, energy_j_per_epoch, fingerprint, started_at, duration_s,
+notebook. More keys may be added; renaming one, or changing its meaning, needs a new ``SCHEMA``.
+
+Schema 2 changed meanings: ``epoch_s``/``first_epoch_s``/``samples_per_s`` are the training
+part of an epoch with every clock read after a device sync (schema 1 on async backends, JAX and GPU
+TF/torch, let training run inside the validation window when ``n_val`` > 0); ``energy_j_per_epoch`` is
+the GPU energy counter differenced at synchronised epoch bounds on the GPUs the point used (schema 1:
+mean 1-s averaged power x median epoch, summed over every GPU NVML saw); ``utilisation`` is over the
+GPUs used only and adds ``proc_cpu_pct``; ``threads_in_effect`` replaces ``threads_used``; the
+fingerprint is taken before the CPU affinity is narrowed (``cpu_available`` added). New keys:
+``epoch_with_val_s``, ``median_epoch_with_val_s``, ``timing``, ``energy_method``, ``energy_j_epochs``,
+``energy_with_val_j_epochs``, ``first_epoch_energy_j``, ``energy_above_idle_j_per_epoch``,
+``energy_above_idle_j_epochs``, ``idle_power_w``, ``idle_window_s``, ``idle_method``,
+``gpu_indices_used``. ``helpers.record.reader.read_records`` reads every schema in ``READABLE_SCHEMAS``.
+
+Schema 3: ``energy_j_per_epoch`` (and ``energy_above_idle_j_per_epoch``) is the steady window's counter energy
+over its epochs, a mean (schema 2: the median epoch's, which the counter's 0.1-s steps biased: an H100 epoch of
+27 ms read 0 J); a steady window under ``energy.ENERGY_MIN_WINDOW_S`` has none and says why
+(``energy_reason``). ``mfu`` / ``peak_tflops`` of a float32 point on a GPU with TF32 tensor cores are against
+the TF32 peak (schema 2: plain FP32, which a JAX ResNet-50 on an H100 read as 99%). New key: ``energy_window_s``.
+
+Ids and file names: ``helpers.record.ids``; the atomic writer: ``helpers.record.writer``; reading a folder
+of records back: ``helpers.record.reader``.
+"""
+
+from __future__ import annotations
+
+from helpers.record.check import problem as _problem
+
+SCHEMA = 3
+READABLE_SCHEMAS = (1, 2, 3)  # older records stay readable; ``schema`` says which meanings they carry
+STATUSES = ("ok", "failed", "skipped")
+REQUIRED_KEYS = ("schema", "point_id", "workload", "backend", "device", "device_used", "status",
+                 "reason", "params", "data_source", "n_train", "batch_size", "epochs",
+                 "first_epoch_s", "epoch_s", "median_epoch_s", "step_s", "samples_per_s", "history",
+                 "utilisation", "energy_j_per_epoch", "fingerprint", "started_at", "duration_s",
+                 "notebook")
+
+
+def empty_record(params: dict, pid: str) -> dict:
+    rec = {k: None for k in REQUIRED_KEYS}
+    rec.update(schema=SCHEMA, point_id=pid, workload=params.get("workload"),
+               backend=params.get("backend"), device=params.get("device"), params=dict(params),
+               n_train=params.get("n_train"), batch_size=params.get("batch_size"),
+               epochs=params.get("epochs"), epoch_s=[], history={}, utilisation={})
+    return rec
+
+
+def is_record(obj) -> bool:
+    return (isinstance(obj, dict) and obj.get("schema") in READABLE_SCHEMAS
+            and all(k in obj for k in ("point_id", "workload", "backend", "device", "status")))
+
+
+def why_not_record(obj) -> str | None:
+    """Why ``obj`` (parsed JSON) is not a usable record; None if it is one."""
+    if not isinstance(obj, dict):
+        return "not a record (not a JSON object)"
+    if "schema" not in obj:
+        return "missing key 'schema'" if "point_id" in obj else "not a record"
+    schema = obj["schema"]
+    if isinstance(schema, bool) or not isinstance(schema, int):
+        return "'schema' is not an integer"
+    for key in ("point_id", "workload", "backend", "device", "status"):
+        if key not in obj:
+            return f"missing key '{key}'"
+    if not is_record(obj):
+        return (f"record schema {schema}: newer than this suite reads (up to {SCHEMA})" if schema > SCHEMA
+                else f"record schema {schema}: not readable (this suite reads {', '.join(map(str, READABLE_SCHEMAS))})")
+    why = _problem(obj)
+    if why:
+        return why
+    if obj["status"] not in STATUSES:
+        return f"'status' is not one of {', '.join(STATUSES)}"
+    return None

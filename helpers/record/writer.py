@@ -1,0 +1,78 @@
+"""Writing a record: JSON-safe values, written atomically (temp file, fsync, rename) with the process's file mode.
+
+    write_record(record, folder)   # checks the keys and status, names the file (``ids.record_name``)
+    write_atomic(path, data)       # any JSON file the suite writes beside its records
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from helpers.record.ids import record_name
+from helpers.record.schema import REQUIRED_KEYS, STATUSES
+
+
+def _clean(obj):
+    """JSON-safe: numpy scalars to Python, NaN/inf to None."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        try:
+            obj = obj.item()
+        except Exception:
+            return str(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def umask() -> int:
+    """This process's umask, read without changing it (``/proc``), else by setting and restoring it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: Path, data: dict) -> Path:
+    """Write JSON to ``path`` atomically (temp file in the same folder, fsync, rename), with the mode any
+    file of this process gets (0666 less the umask: ``mkstemp`` alone would make it 0600, unreadable to
+    the others sharing a results folder)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~umask())
+        with os.fdopen(fd, "w") as f:
+            json.dump(_clean(data), f, indent=1, sort_keys=True, allow_nan=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def write_record(record: dict, folder: Path) -> Path:
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise KeyError(f"record lacks keys {missing}")
+    if record["status"] not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, not {record['status']!r}")
+    return write_atomic(Path(folder) / record_name(record["params"], record["point_id"]), record)

@@ -1,0 +1,68 @@
+"""The outputs folder: one run at a time (a lock), and what stops a run when nothing more can be written there.
+
+    lock = acquire_lock(out_root)        # None: another run holds it (Exit.BUSY)
+    why = cannot_write(exc)              # a full disk, a read-only folder ...: the run stops cleanly (CannotWrite)
+    cannot_write_message(out_root, why)  # what to do about it
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import os
+import sys
+from pathlib import Path
+
+from helpers.point import launcher as _launch
+
+# errno of a write that cannot succeed by trying again: a full disk or quota, a read-only or forbidden folder
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
+
+
+class CannotWrite(Exception):
+    """The outputs folder cannot be written (full disk, read-only, permissions): the run stops cleanly."""
+
+
+def cannot_write(exc) -> str | None:
+    """Why ``exc`` means nothing more can be written (an OSError of ``_WRITE_ERRNOS``, or a notebook that
+    failed on a full disk); None for any other error."""
+    if isinstance(exc, CannotWrite):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS:
+        return f"{exc.strerror or os.strerror(exc.errno)}" + (f": {exc.filename}" if exc.filename else "")
+    evalue = str(getattr(exc, "evalue", "") or "")
+    for code in (errno.ENOSPC, errno.EDQUOT):
+        if f"[Errno {code}]" in evalue:
+            return f"{os.strerror(code)} (in the notebook: {evalue[:300]})"
+    return None
+
+
+def cannot_write_message(out_root: Path, why: str) -> str:
+    return (f"cannot write under {out_root}: {why}. Free space or make the folder writable (or set CGB_OUTPUTS "
+            "to another folder), then run again: the points done so far are kept and not run again.")
+
+
+def acquire_lock(out_root: Path):
+    """An exclusive lock on ``out_root`` for this process (released by the OS when it dies).
+
+    Two grids at once on one machine would also spoil each other's timings, so the second waits
+    for nothing: it says who holds the lock and exits with ``Exit.BUSY``.
+    """
+    import fcntl
+
+    path = out_root / _launch.lock_name()  # the processes of one mpirun/srun launch are one run
+    f = open(path, "a+")  # noqa: SIM115 - held for the life of the process
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        print(f"error: {out_root} is in use by a run in progress ({holder}); timings of two grids at once "
+              "would spoil each other. Wait for it, or set CGB_OUTPUTS to another folder.", file=sys.stderr)
+        f.close()
+        return None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()} since {dt.datetime.now().isoformat(timespec='seconds')}\n")
+    f.flush()
+    return f

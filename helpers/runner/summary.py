@@ -1,0 +1,69 @@
+"""The report at the end of a run (or ``--report-only``): summary.ipynb executed in a fresh kernel over the record
+folders, rendered to ``report.html``, with the index page beside it.
+
+    html = render_report(folders, run_dir, kernel, out_root / "report.html", parameters)
+    status = report_after_run(args, out_root, run_dir, kernel, engine, log)   # None: rendered; else the exit status
+
+A failed report names the kernel's error, keeps the previous page as ``report.previous.html`` and leaves a page
+saying it failed (``report.failed``); the records stay complete.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from helpers.exits import Exit
+from helpers.paths import NOTEBOOKS
+from helpers.runner.engine import kill_kernel
+from helpers.runner.outputs import cannot_write, cannot_write_message
+
+
+def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Path,
+                  parameters: dict | None = None) -> Path:
+    """Execute summary.ipynb over ``folders`` in a fresh kernel, render it to ``out_html``; write the index
+    page (``index.html`` beside it) linking the report and every executed workload notebook as HTML."""
+    import papermill as pm
+
+    from helpers.report import render_html, render_index
+
+    executed = run_dir / "summary.ipynb"
+    os.environ["CGB_KERNEL_STDERR"] = str(run_dir / "summary.stderr.log")  # the kernel's own chatter: a file
+    # results.csv and configurations.csv beside the report (the notebook writes them from its context)
+    params = {**(parameters or {}), "inputs": [str(f) for f in folders], "csv_dir": str(Path(out_html).parent)}
+    pm.execute_notebook(str(NOTEBOOKS / "summary.ipynb"), str(executed), parameters=params, engine_name="cgb",
+                        kernel_name=kernel, progress_bar=False, cwd=str(NOTEBOOKS))
+    out = render_html(executed, out_html)
+    render_index(folders, Path(out_html).parent / "index.html", report_html=out)
+    return out
+
+
+def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, log) -> Exit | None:
+    """Render the report over ``--inputs`` (default: ``out_root``) as the runner's command line (``args``) asks;
+    None when it was written, else the run's exit status (interrupted, cannot write, failed), logged."""
+    t0 = time.perf_counter()
+    try:
+        inputs = [Path(f).resolve() for f in args.inputs] if args.inputs else [out_root]
+        html = render_report(inputs, run_dir, kernel, out_root / "report.html",
+                             parameters={**({"prices_file": str(args.prices.resolve())} if args.prices else {}),
+                                         **({"price_set": args.price_set} if args.price_set else {}),
+                                         "use_reference": not args.no_reference})
+        log(f"report: {html} ({time.perf_counter() - t0:.1f}s)")
+    except KeyboardInterrupt:
+        kill_kernel(engine)
+        log("interrupted while rendering the report: the records are complete; render it again with "
+            "--report-only")
+        return Exit.INTERRUPTED
+    except Exception as exc:
+        if cannot_write(exc):
+            log(f"report not written: {cannot_write_message(out_root, cannot_write(exc))}")
+            return Exit.CANNOT_WRITE
+        from helpers.report.failed import failure_text, mark_failed
+
+        why = failure_text(exc, run_dir / "summary.ipynb")
+        log(f"report failed: {why}")
+        if mark_failed(out_root / "report.html", why):  # an older report must not look current
+            log(f"report.html now says so; the last good one: {out_root / 'report.previous.html'}")
+        return Exit.FAILED
+    return None

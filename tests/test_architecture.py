@@ -1,0 +1,70 @@
+"""The shape of helpers/ (docs/architecture.md): a few modules at the top beside one subpackage a concern, no module
+a newcomer cannot read in one sitting, and a map whose every path exists. The layers: tests/test_imports.py."""
+
+from __future__ import annotations
+
+import re
+
+from helpers.paths import PROJECT_ROOT
+
+HELPERS = PROJECT_ROOT / "helpers"
+MAX_TOP_MODULES = 8
+MAX_LINES = 300
+ARCHITECTURE = PROJECT_ROOT / "docs" / "architecture.md"
+
+
+def test_helpers_top_holds_few_modules_beside_its_subpackages():
+    top = sorted(p.name for p in HELPERS.glob("*.py"))
+    packages = sorted(p.name for p in HELPERS.iterdir() if (p / "__init__.py").is_file())
+    assert len(top) <= MAX_TOP_MODULES, f"{len(top)} modules at the top of helpers/: {top}"
+    assert {"runner", "point", "measure", "data", "record", "report", "workloads"} <= set(packages)
+    strays = sorted(p.name for p in HELPERS.iterdir() if p.is_dir() and p.name != "__pycache__"
+                    and not (p / "__init__.py").is_file())
+    assert not strays, f"folders of helpers/ that are not packages: {strays}"
+
+
+def test_no_module_of_helpers_is_longer_than_a_sitting():
+    long = {str(p.relative_to(PROJECT_ROOT)): n for p in sorted(HELPERS.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by what they do): {long}"
+
+
+def _named_paths(text: str) -> set[str]:
+    """Every ``helpers/...`` path and ``helpers.x.y`` module the page names (in code spans, tables, prose)."""
+    paths = set(re.findall(r"\bhelpers/[\w/]*\w(?:\.py)?/?", text))
+    modules = {m.replace(".", "/") for m in re.findall(r"\bhelpers(?:\.[a-z_]\w*)+", text)}
+    return paths | modules
+
+
+def _exists(path: str) -> bool:
+    p = PROJECT_ROOT / path.rstrip("/")
+    if p.exists() or p.with_suffix(".py").exists():
+        return True
+    # helpers.x.y.name: a name defined in module helpers/x/y.py, or one that package helpers/x/y offers
+    parent, _, name = path.rstrip("/").rpartition("/")
+    for mod in (PROJECT_ROOT / f"{parent}.py", PROJECT_ROOT / parent / "__init__.py"):
+        if mod.is_file() and re.search(rf"^(?:def|class)\s+{name}\b|^{name}\s*[:=]|^from \S+ import .*\b{name}\b",
+                                       mod.read_text(), re.M):
+            return True
+    return False
+
+
+def test_architecture_page_names_only_what_exists_and_every_folder():
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    named = _named_paths(text)
+    assert len(named) >= 30, "the page should walk through the folders and the flow of one point"
+    missing = sorted(p for p in named if not _exists(p))
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+    for pkg in sorted(p for p in HELPERS.iterdir() if (p / "__init__.py").is_file()):
+        assert f"helpers/{pkg.name}/" in text, f"docs/architecture.md does not say what helpers/{pkg.name}/ owns"
+    for mod in sorted(HELPERS.glob("*.py")):
+        if mod.name != "__init__.py":
+            assert f"helpers/{mod.name}" in text, f"docs/architecture.md does not say what helpers/{mod.name} is"
+
+
+def test_the_path_check_fails_on_a_path_that_is_not_there():
+    assert _exists("helpers/runner/cli.py") and _exists("helpers/runner/cli") and _exists("helpers/paths/outputs_dir")
+    assert _exists("helpers/report/build_context")  # offered by the package helpers/report/
+    assert not _exists("helpers/runner/nothing.py") and not _exists("helpers/paths/no_such_name")
+    assert _named_paths("see `helpers.point.session.begin` and helpers/report/") == {
+        "helpers/point/session/begin", "helpers/report/"}
