@@ -68,3 +68,21 @@ def test_the_path_check_fails_on_a_path_that_is_not_there():
     assert not _exists("helpers/runner/nothing.py") and not _exists("helpers/paths/no_such_name")
     assert _named_paths("see `helpers.point.session.begin` and helpers/report/") == {
         "helpers/point/session/begin", "helpers/report/"}
+
+
+def test_mfu_has_one_formula():
+    """MFU is computed in one place (helpers.measure.peaks.mfu), for the record and the report alike: any other
+    module that sets an ``mfu`` from figures calls it (or sets None, or reads the record's)."""
+    setters = re.compile(r"""(?:\["mfu"\]\s*=|(?<![=!<>])\bmfu\s*=)(?!=)\s*(?P<rhs>.+)""")
+    allowed = re.compile(r"^(?:peaks\.mfu\(|mfu\(|None\b|_known\(|s\.get\(|\"\"|_pct\()")
+    found = []
+    for path in sorted(HELPERS.rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = setters.search(line)
+            if m and not allowed.match(m.group("rhs").strip()):
+                found.append(f"{path.relative_to(PROJECT_ROOT)}:{n}: {line.strip()}")
+    assert not found, "an MFU computed outside helpers.measure.peaks.mfu:\n" + "\n".join(found)
+    from helpers.measure import peaks
+
+    assert peaks.mfu(2.0, 10.0, 40.0) == 0.5 and peaks.limit_fields(2e9, 10.0, "gpu", "NVIDIA H100 80GB HBM3")[
+        "mfu"] == peaks.mfu(2e9, 10.0, peaks.peak("gpu", "NVIDIA H100 80GB HBM3")[0])

@@ -88,6 +88,16 @@ def peak(device_used, gpu_name=None, precision="float32", calibration=None, thre
     return None, f"device {device_used!r}: no peak"
 
 
+def achieved_flops(flops_per_sample, samples_per_s):
+    """FLOP/s done: FLOPs per training sample x samples/s (numbers or pandas columns alike)."""
+    return flops_per_sample * samples_per_s
+
+
+def mfu(flops_per_sample, samples_per_s, peak_flops):
+    """Model FLOPs utilisation, the one formula the record and the report use: FLOP/s done / the devices' peak."""
+    return achieved_flops(flops_per_sample, samples_per_s) / peak_flops
+
+
 def limit_fields(flops_per_sample, samples_per_s, device_used, gpu_name=None, precision="float32",
                  calibration=None, threads=None, gpus: int = 1) -> dict:
     """``flops_per_sample``, ``achieved_tflops``, ``peak_tflops``, ``peak_source``, ``mfu`` and ``mfu_reason``
@@ -97,11 +107,10 @@ def limit_fields(flops_per_sample, samples_per_s, device_used, gpu_name=None, pr
     if not flops_per_sample or not samples_per_s:
         out["mfu_reason"] = "no FLOPs count" if not flops_per_sample else "no samples/s"
         return out
-    achieved = flops_per_sample * samples_per_s
-    out["achieved_tflops"] = achieved / 1e12
+    out["achieved_tflops"] = achieved_flops(flops_per_sample, samples_per_s) / 1e12
     pk, why = peak(device_used, gpu_name, precision, calibration, threads, gpus)
     if pk is None:
         out["mfu_reason"] = why
         return out
-    out.update(peak_tflops=pk / 1e12, peak_source=why, mfu=achieved / pk)
+    out.update(peak_tflops=pk / 1e12, peak_source=why, mfu=mfu(flops_per_sample, samples_per_s, pk))
     return out

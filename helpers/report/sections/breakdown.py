@@ -3,6 +3,8 @@ and per workload the dominant cost with the knob that addresses it."""
 
 from __future__ import annotations
 
+from helpers.measure import peaks
+
 from ..aggregate import labels
 from ..charts import grid
 from ..fmt import isnull, rounded
@@ -53,7 +55,7 @@ def rows(ctx):
     sub["matmul_share"] = [_matmul_share(with_b[p].get("kernel_families_ms")) for p in sub["path"]]
     sub["trace"] = [(with_b[p].get("trace") or {}).get("path") or (with_b[p].get("trace") or {}).get("reason")
                     for p in sub["path"]]
-    sub["mfu"] = sub["flops_per_sample"] * sub["samples_per_s"] / sub["peak_flops"]
+    sub["mfu"] = peaks.mfu(sub["flops_per_sample"], sub["samples_per_s"], sub["peak_flops"])
     return sub, without
 
 
