@@ -16,10 +16,6 @@ def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("CGB_OUTPUTS", str(tmp_path / "outputs"))
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
     monkeypatch.setenv("CGB_OFFLINE", "1")
-    # what a point run in this process (runner.main called by a test) exports for its kernel: a later test's point
-    # would read a stale deadline ("the point's deadline is too near") or another test's notebook
-    for k in ("CGB_POINT_DEADLINE", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR"):
-        monkeypatch.delenv(k, raising=False)
     yield
 
 
@@ -131,8 +127,7 @@ def reference_ctx():
 
 # ---------------------------------------------------------------- runner.main in this process, papermill faked
 
-RUNNER_ENV = ("JUPYTER_PATH", "PYTHONPATH", "CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR", "CGB_KERNEL_IPYTHONDIR",
-              "CGB_POINT_DEADLINE")
+RUNNER_ENV = ("JUPYTER_PATH", "PYTHONPATH", "CGB_KERNEL_IPYTHONDIR")
 GRID2 = "points:\n  - workload: cnn_cifar10\n    backend: jax\n    device: cpu\n    seed: [1, 2]\n"
 
 
@@ -157,16 +152,17 @@ def fake_papermill(monkeypatch, tmp_path):
     for k in RUNNER_ENV:
         monkeypatch.setenv(k, os.environ.get(k, ""))
     old = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
-    state = {"calls": [], "behaviour": "ok"}
+    state = {"calls": [], "kernel_env": [], "behaviour": "ok"}
     write_atomic = writer.write_atomic  # a test may fake writer.write_atomic: the notebook's own write is this one
 
     def fake_execute(input_path, output_path, parameters=None, **kw):
         state["calls"].append(dict(parameters))
+        state["kernel_env"].append(dict(kw.get("kernel_env") or {}))
         n = len(state["calls"])
         rec = empty_record(parameters, parameters["point_id"])  # what the notebook's finish() writes
         rec.update(status="ok", started_at=f"2026-01-01T00:00:{n:02d}", fingerprint={"host": "h"},
                    first_epoch_s=2.0, epoch_s=[1.0], median_epoch_s=1.0, samples_per_s=100.0,
-                   notebook=os.environ.get("CGB_EXECUTED_NOTEBOOK", ""))
+                   notebook=str((kw.get("kernel_env") or {}).get("CGB_EXECUTED_NOTEBOOK", "")))
         write_atomic(Path(parameters["output_dir"]) / record_name(parameters, parameters["point_id"]), rec)
         text = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]))
         how = state["behaviour"]

@@ -305,6 +305,27 @@ def test_runner_writes_complete_points_and_lists_cleared_variables(in_process_ru
     assert len(state["calls"]) == 2 and capsys.readouterr().out.count("not run again") == 2
 
 
+def test_a_points_facts_reach_its_kernel_only_never_the_runners_environment(in_process_runner):
+    """Where a point's notebook and kernel log go and its deadline travel to its kernel as the kernel's own
+    environment (the engine's ``kernel_env``): each point gets its own, and the runner's environment holds none."""
+    import time
+
+    state, gridfile, outputs = in_process_runner
+    facts = ("CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR", "CGB_POINT_DEADLINE")
+    assert not any(k in os.environ for k in facts)
+    assert runner.main([str(gridfile), "--no-report"]) == 0
+    assert not any(k in os.environ for k in facts)
+    envs = state["kernel_env"]
+    assert len(envs) == 2 and all(set(facts) <= set(e) for e in envs)
+    notebooks = [e["CGB_EXECUTED_NOTEBOOK"] for e in envs]
+    assert len(set(notebooks)) == 2 and all(n.endswith(".ipynb") and "/notebooks/" in n for n in notebooks)
+    assert all(e["CGB_KERNEL_STDERR"] == e["CGB_EXECUTED_NOTEBOOK"][:-6] + ".stderr.log" for e in envs)
+    assert all(time.time() < float(e["CGB_POINT_DEADLINE"]) < time.time() + 3600 for e in envs)
+    # each record names its own executed notebook (relative to the record)
+    assert sorted(Path(r["notebook"]).name for r in complete_ok_records(outputs)) == sorted(
+        Path(n).name for n in notebooks)
+
+
 @pytest.mark.parametrize("where", ["notebook", "record", "kernel"])
 def test_full_disk_stops_cleanly_with_status_4_and_consistent_records(in_process_runner, monkeypatch, capsys, where):
     state, gridfile, outputs = in_process_runner

@@ -46,6 +46,11 @@ def install_kernelspec(root: Path) -> str:
     return KERNEL_NAME
 
 
+def kernel_env(facts: dict) -> dict:
+    """The environment a point's kernel starts with: this process's, plus ``facts`` (name -> text)."""
+    return {**os.environ, **facts}
+
+
 def register_engine():
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, papermill_engines
@@ -53,7 +58,10 @@ def register_engine():
     from papermill.utils import merge_kwargs, remove_args
 
     class WatchedEngine(NBClientEngine):
-        """papermill's nbclient engine, exposing the running client so a watchdog can kill it."""
+        """papermill's nbclient engine, exposing the running client so a watchdog can kill it. ``kernel_env``
+        (``pm.execute_notebook(..., kernel_env=...)``): the facts of one point for its kernel (where its notebook
+        and stderr go, its deadline), added to this process's environment for that kernel only (see
+        ``kernel_env``): the runner's own environment is never changed."""
 
         current = None
 
@@ -61,6 +69,7 @@ def register_engine():
         def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
                                      stderr_file=None, start_timeout=60, execution_timeout=None,
                                      **kwargs):
+            env = kwargs.pop("kernel_env", None)
             kwargs = remove_args(["input_path"], **kwargs)
             safe_kwargs = remove_args(["timeout", "startup_timeout"], **kwargs)
             # the kernel is killed once the last cell has run (its record is written, its outputs are in):
@@ -71,7 +80,7 @@ def register_engine():
                                         stdout_file=stdout_file, stderr_file=stderr_file)
             client = PapermillNotebookClient(nb_man, **final_kwargs)
             cls.current = client  # kept after it returns: an interrupt handler may still need it
-            return client.execute()
+            return client.execute(**({"env": kernel_env(env)} if env else {}))
 
     papermill_engines.register("cgb", WatchedEngine)
     return WatchedEngine

@@ -92,10 +92,9 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     nb_out = run_dir / "notebooks" / f"{stem}.ipynb"
     nb_tmp = nb_out.with_name(f".{nb_out.stem}.partial.ipynb")
     rec_path = run_dir / "records" / f"{stem}.json"
-    os.environ["CGB_EXECUTED_NOTEBOOK"] = str(nb_out)
-    os.environ["CGB_KERNEL_STDERR"] = str(nb_out.with_suffix(".stderr.log"))
-    # no timing window (min_steady_s) extends past this: the timeout less a margin for the record and plots
-    os.environ["CGB_POINT_DEADLINE"] = str(time.time() + timeout_s - min(60.0, 0.2 * timeout_s))
+    facts = {"CGB_EXECUTED_NOTEBOOK": str(nb_out), "CGB_KERNEL_STDERR": str(nb_out.with_suffix(".stderr.log")),
+             # no timing window (min_steady_s) extends past this: the timeout less a margin for the record and plots
+             "CGB_POINT_DEADLINE": str(time.time() + timeout_s - min(60.0, 0.2 * timeout_s))}
     cleared, env_kept = inherited(), kept()  # what the kernel launcher removes / keeps
     timed_out = threading.Event()
 
@@ -123,7 +122,7 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
         try:
             pm.execute_notebook(str(workload_notebook(p["workload"])), str(nb_tmp), parameters=params,
                                 engine_name="cgb", kernel_name=kernel, progress_bar=False,
-                                cwd=str(NOTEBOOKS), start_timeout=120)
+                                cwd=str(NOTEBOOKS), start_timeout=120, kernel_env=facts)
         except Exception as exc:  # PapermillExecutionError, DeadKernelError, timeouts, a full disk ...
             error = exc
         finally:

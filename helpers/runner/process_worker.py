@@ -10,7 +10,6 @@ killed), and exits ``Exit.OK``, ``process_outcome.EXIT_SKIPPED`` or ``Exit.FAILE
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 import threading
@@ -33,7 +32,6 @@ def worker(spec_path: str) -> int:
     engine = register_engine()
     out = Path(spec["executed"])
     out.parent.mkdir(parents=True, exist_ok=True)
-    os.environ["CGB_EXECUTED_NOTEBOOK"] = str(out)
 
     def on_term(signum, frame):
         kill_kernel(engine)
@@ -58,7 +56,7 @@ def worker(spec_path: str) -> int:
     try:
         pm.execute_notebook(spec["notebook"], str(out), parameters=spec["params"], engine_name="cgb",
                             kernel_name=spec["kernel"], progress_bar=False, cwd=str(NOTEBOOKS), start_timeout=120,
-                            execution_timeout=spec.get("timeout_s"))
+                            execution_timeout=spec.get("timeout_s"), kernel_env={"CGB_EXECUTED_NOTEBOOK": str(out)})
     except Exception as exc:
         ename = getattr(exc, "ename", type(exc).__name__)
         evalue = getattr(exc, "evalue", str(exc))

@@ -10,7 +10,6 @@ saying it failed (``report.failed``); the records stay complete.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -29,11 +28,11 @@ def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Pat
     from helpers.report import render_html, render_index
 
     executed = run_dir / "summary.ipynb"
-    os.environ["CGB_KERNEL_STDERR"] = str(run_dir / "summary.stderr.log")  # the kernel's own chatter: a file
     # results.csv and configurations.csv beside the report (the notebook writes them from its context)
     params = {**(parameters or {}), "inputs": [str(f) for f in folders], "csv_dir": str(Path(out_html).parent)}
     pm.execute_notebook(str(NOTEBOOKS / "summary.ipynb"), str(executed), parameters=params, engine_name="cgb",
-                        kernel_name=kernel, progress_bar=False, cwd=str(NOTEBOOKS))
+                        kernel_name=kernel, progress_bar=False, cwd=str(NOTEBOOKS),
+                        kernel_env={"CGB_KERNEL_STDERR": str(run_dir / "summary.stderr.log")})  # its chatter: a file
     out = render_html(executed, out_html)
     render_index(folders, Path(out_html).parent / "index.html", report_html=out)
     return out
