@@ -12,8 +12,7 @@
 # Outputs: outputs/runs/<time>/ (records, executed notebooks, run.log) and outputs/report.html.
 # Outputs go to $CGB_OUTPUTS instead when set (nothing is then written in the project: a read-only
 # checkout can run, and --validate-only writes nothing at all).
-# Exit status: 0 ok, 1 a point failed (skips are not failures), 2 a bad grid (nothing run), 3 another run
-# holds the outputs folder, 4 the outputs folder cannot be written (read-only, full disk), 130 interrupted.
+# Exit status: the table of docs/running.md#exit-status, or --help (one definition: helpers/exits.py).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 if [[ "${1:-}" == "--current-python" ]]; then

@@ -145,26 +145,23 @@ def _current(df):
 
 
 def markdown(df) -> str:
-    """The README table: GPU cells of the current protocol beside their CPU twins (see the module docstring)."""
-    ok = _current(df)
-    key = ["workload", "backend", "batch_size", "precision"]
-    side = {}
-    for k, g in ok.groupby(key + ["device"], dropna=False, sort=False):
-        sps = list(run_figures(g))
-        side[k] = (statistics.median(sps), min(sps), max(sps), len(sps), g["boot_id"].dropna().nunique())
+    """The README table: GPU cells of the current protocol beside their CPU twins (see the module docstring), each
+    figure written as the report writes it (``fmt.sps_shown``, ``fmt.speedup_shown``: one string per figure)."""
+    from helpers.report.aggregate import matched_pairs, summarise
+    from helpers.report.fmt import digits, rounded, speedup_shown, sps_shown
+
+    pairs = matched_pairs(summarise(_current(df)))
     lines = ["| workload (batch) | backend | CPU samples/s, median (runs / leases) "
              "| GPU samples/s, median (runs / leases) | GPU min–max over its runs | speedup |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for k in dict.fromkeys(tuple(k[:4]) for k in side):
-        c, g = side.get((*k, "cpu")), side.get((*k, "gpu"))
-        if not (c and g):
-            continue
-        prec = "" if k[3] == "float32" else f", {k[3]}"
-        sp = g[0] / c[0]
-        width = 100 * (g[2] - g[1]) / g[0]
-        lines.append(f"| {k[0]} ({k[2]:g}{prec}) | {k[1]} | {num(c[0])} ({c[3]} / {c[4]}) "
-                     f"| {num(g[0])} ({g[3]} / {g[4]}) | {num(g[1])}–{num(g[2])} ({width:.0f}%) "
-                     f"| {f'{sp:.2g}' if sp < 100 else f'{sp:.0f}'}× |")
+    for p in pairs.to_dict("records") if len(pairs) else []:
+        prec = "" if p["precision"] == "float32" else f", {p['precision']}"
+        lo, hi, med = p["runs_sps_min_gpu"], p["runs_sps_max_gpu"], p["samples_per_s_gpu"]
+        g = digits(p, "_gpu")
+        lines.append(f"| {p['workload']} ({p['batch_size']:g}{prec}) | {p['backend']} "
+                     f"| {sps_shown(p, '_cpu')} ({p['n_runs_cpu']:g} / {p['n_leases_cpu']:g}) "
+                     f"| {sps_shown(p, '_gpu')} ({p['n_runs_gpu']:g} / {p['n_leases_gpu']:g}) "
+                     f"| {rounded(lo, g)}–{rounded(hi, g)} ({100 * (hi - lo) / med:.0f}%) | {speedup_shown(p)} |")
     return "\n".join(lines)
 
 

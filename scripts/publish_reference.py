@@ -125,9 +125,9 @@ def main(argv=None) -> int:
             print(f"error: the report failed (exit {proc.returncode})", file=sys.stderr)
             return proc.returncode
         # the report links the index and the CSVs of its runs and configurations, the index the report
-        for name in ("report.html", "index.html", "results.csv", "configurations.csv"):
+        for name in ("report.html", "index.html", "results.csv", "configurations.csv", "verdict.csv"):
             (args.to / name).write_bytes((Path(tmp) / name).read_bytes())
-    print(f"report -> {args.to / 'report.html'} (and index.html, results.csv, configurations.csv)")
+    print(f"report -> {args.to / 'report.html'} (and index.html, results.csv, configurations.csv, verdict.csv)")
     return Exit.OK
 
 

@@ -19,6 +19,34 @@ def _isolated(tmp_path, monkeypatch):
     yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _host_calibrated_once():
+    """The host calibration measured once a session and handed down (``calibration.reusable``): the ~40 runners the
+    tests start reuse it instead of taking 1.5 s each to measure it again."""
+    from helpers.measure import calibration
+
+    if calibration.reusable() is None:
+        calibration.export(calibration.measure())
+    yield
+
+
+@pytest.fixture
+def charts_not_drawn(monkeypatch):
+    """Sections built with every chart made but not drawn to pixels (``charts.figure_html`` closes the figure and
+    returns an empty image): for tests of what the sections say. Drawing is the test of the reports rendered for
+    real (test_report's H100 report in Chromium, test_notebooks' shared run)."""
+    import matplotlib.pyplot as plt
+
+    from helpers.report import charts
+
+    def not_drawn(fig, alt=""):
+        charts.readable(fig)
+        plt.close(fig)
+        return f'<img class="cgb-fig" alt="{alt}">'
+
+    monkeypatch.setattr(charts, "figure_html", not_drawn)
+
+
 @pytest.fixture(scope="session")
 def kernel(tmp_path_factory):
     """A kernelspec for this Python (what the runner uses)."""
@@ -234,3 +262,14 @@ def tiny_notebooks(tmp_path_factory):
     from support import tiny
 
     return tiny.make(tmp_path_factory.mktemp("tiny"))
+
+
+def pytest_runtest_logreport(report):
+    """With CGB_TEST_TIMELINE=<file>: each test phase's worker, start and stop appended as a JSON line (how the
+    suite's time falls on the two workers: ``python tests/support/timeline.py <file>``)."""
+    path = os.environ.get("CGB_TEST_TIMELINE")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if path and worker and hasattr(report, "start"):
+        with open(path, "a") as f:
+            f.write(json.dumps({"worker": worker, "test": report.nodeid, "when": report.when,
+                                "start": report.start, "stop": report.stop}) + "\n")

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -164,7 +165,7 @@ def test_grid_validation_refuses_bad_files_naming_the_key(saved, tmp_path, monke
     for block, needles in cases:
         with pytest.raises(grid.GridError) as err:
             grid.expand(_grid(tmp_path, block))
-        assert "g.yaml: points[1]" in str(err.value), str(err.value)
+        assert re.search(r"g\.yaml:\d+: points\[1\]", str(err.value)), str(err.value)  # file:line (issue 44)
         for n in needles:
             assert n in str(err.value), (n, str(err.value))
     # a relative path: the current directory first, then $PWD, then the project root

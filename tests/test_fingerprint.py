@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.measure import calibration, machine
+from helpers.measure import boot, calibration, machine
 from helpers.measure import fingerprint as F
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
@@ -87,7 +87,7 @@ def test_this_machines_cpu_is_recorded_and_the_machine_key_is_unchanged(monkeypa
     before = machine.machine_key()
     machine.machine_key.cache_clear()
     calibration.export({"dispatch_mcalls_per_s": 1.0, "when": "x"})
-    monkeypatch.setattr(F, "boot_id", lambda path=F.BOOT_ID: "0123456789ab")
+    monkeypatch.setattr(F, "boot_id", lambda path=boot.BOOT_ID: "0123456789ab")
     try:
         assert machine.machine_key() == before
         assert "0123456789ab" not in before and not (fp["boot_id"] and fp["boot_id"] in before)
@@ -104,15 +104,15 @@ def test_boot_id_is_a_short_hash_never_the_raw_id_and_stable_within_a_boot(tmp_p
     raw = "5c4c1f7e-9a0b-4c1d-8e2f-3a4b5c6d7e8f"
     f = tmp_path / "boot_id"
     f.write_text(raw + "\n")
-    h = F.boot_id(f)
+    h = boot.boot_id(f)
     assert h == hashlib.sha256(raw.encode()).hexdigest()[:12] and raw not in h and len(h) == 12
-    assert F.boot_id(tmp_path / "absent") is None
+    assert boot.boot_id(tmp_path / "absent") is None
     f.write_text("another-boot\n")
-    assert F.boot_id(f) != h
-    if Path(F.BOOT_ID).is_file():
-        real = Path(F.BOOT_ID).read_text().strip()
+    assert boot.boot_id(f) != h
+    if Path(boot.BOOT_ID).is_file():
+        real = Path(boot.BOOT_ID).read_text().strip()
         fp = F.fingerprint()
-        assert fp["boot_id"] == F.boot_id() and len(fp["boot_id"]) == 12
+        assert fp["boot_id"] == boot.boot_id() and len(fp["boot_id"]) == 12
         assert real not in json.dumps(fp)
 
 
@@ -374,3 +374,20 @@ def test_gpu_state_is_shown_per_gpu_and_identical_gpus_once():
                                     "SM max 1980 MHz · mem max 2619 MHz · 700 W limit")
     assert table._gpu_clocks_now(fp, "sm_clock_mhz") == 1755 and table._gpu_clocks_now({}, "sm_clock_mhz") is None
     assert table._gpu_state({}) is None and table._gpu_state({"gpu_state": []}) == "no GPU"
+
+
+def test_a_calibration_of_this_boot_from_within_the_hour_is_reused_and_no_other(monkeypatch):
+    import datetime as dt
+
+    now = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
+    mine = {"dispatch_mcalls_per_s": 9.0, "when": "2026-11-26T11:30:00+00:00", "boot_id": boot.boot_id()}
+    assert mine["boot_id"]  # this host has a boot id (Linux)
+    for cal, reused in [(mine, True), ({**mine, "when": "2026-11-26T10:59:00+00:00"}, False),  # over an hour old
+                        ({**mine, "when": "2026-11-26T12:01:00+00:00"}, False),  # from the future: not trusted
+                        ({**mine, "boot_id": "another boot"}, False), ({**mine, "boot_id": None}, False),
+                        ({**mine, "when": "not a time"}, False)]:
+        monkeypatch.setenv(calibration.ENV, json.dumps(cal))
+        assert (calibration.reusable(now) == cal) is reused, cal
+    monkeypatch.delenv(calibration.ENV)
+    assert calibration.reusable(now) is None
+    assert calibration.measure()["boot_id"] == mine["boot_id"]  # a measured one carries its boot

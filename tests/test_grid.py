@@ -116,7 +116,8 @@ def test_bad_repeats_are_refused_naming_file_block_key_and_allowed(tmp_path, pla
         grid.sizes([path])  # refused before anything is counted, expanded or run
     msg = str(err.value)
     assert str(path) in msg and "key 'repeats'" in msg and "allowed: an integer >= 1" in msg, msg
-    assert msg.startswith(f"{path}: " + {"top": "", "defaults": "defaults: ", "block": "points[1]: "}[place]
+    line = {"top": 1, "defaults": 1, "block": 5}[place]  # file:line of the key (issue 44)
+    assert msg.startswith(f"{path}:{line}: " + {"top": "", "defaults": "defaults: ", "block": "points[1]: "}[place]
                           + "key 'repeats'"), msg
     with pytest.raises(grid.GridError, match="'repeats'"):
         grid.expand(path)
@@ -169,7 +170,7 @@ def test_blocks_are_counted_before_they_are_expanded(tmp_path, monkeypatch):
     def no_product(*a):
         raise AssertionError("expanded")
 
-    monkeypatch.setattr(grid.itertools, "product", no_product)
+    monkeypatch.setattr(grid.points.itertools, "product", no_product)
     big, small = grid.sizes([path])
     assert big.runs == 20 ** 4 * 2 and big.lists == {"batch_size": 20, "n_train": 20, "seed": 20, "n_val": 20}
     assert small.runs == 2 and small.lists == {"backend": 2}

@@ -7,7 +7,7 @@ import pytest
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import headline, reference
+from helpers.report import best, reference
 from helpers.report.sections import verdict
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
@@ -52,8 +52,8 @@ def test_a_cpu_only_report_gets_the_reference_gpu_at_the_same_configurations(tmp
     assert jax["speedup"] == pytest.approx(ref_sps / 4000.0)  # per sample, medians over runs
     assert reference.speedup_label(jax).startswith("your CPU → reference H100 ")
     assert any("bundled reference" in t for t, _, _ in ctx.notes)
-    tab = verdict.glance_table(headline.per_workload(headline.best_pairs(pairs))).set_index("workload")
-    assert tab.loc["cnn_cifar10", "configuration (GPU side)"].startswith("H100 ref · ")
+    tab = verdict.glance_table(best.best_over_best(ctx.costed)).set_index("workload")
+    assert "→ JAX on the reference H100" in tab.loc["cnn_cifar10", "sides compared: CPU → GPU"]
     html = "".join(str(p) for p in verdict.build(ctx).parts) if hasattr(verdict.build(ctx), "parts") else ""
     assert "another machine" in html or html == ""
 

@@ -115,7 +115,7 @@ def test_second_run_at_once_is_refused_clearly(tmp_path):
     grid.write_text(GRID3)
     res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
                          env=env_for(outputs), capture_output=True, text=True, timeout=120)
-    assert res.returncode == 3
+    assert res.returncode == 5  # Exit.BUSY
     assert "in use by a run in progress" in res.stderr and f"pid {os.getpid()}" in res.stderr
     assert not (outputs / "runs").exists()
     held.close()

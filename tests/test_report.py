@@ -158,7 +158,7 @@ def test_report_modules_stay_small_and_each_section_has_its_own_module():
 
 
 def test_every_section_keeps_the_contract_on_the_h100_reference_and_no_chart_mixes_amounts_of_work(
-        reference_ctx, monkeypatch):
+        reference_ctx, monkeypatch, charts_not_drawn):
     """Every section over the published reference keeps the contract and is present (the sections are built once
     here: building them is most of this test's time); every bar chart of the report draws a per-sample figure (or
     a fixed cost), never seconds per epoch: the reference's CPU points trained on fewer samples than its GPU

@@ -26,7 +26,7 @@ def ctx(tmp_path):
 
 
 def test_both_csvs_read_back_with_the_right_dtypes(ctx, tmp_path):
-    res_path, conf_path = csvs.write_csvs(ctx, tmp_path / "out")
+    res_path, conf_path, _ = csvs.write_csvs(ctx, tmp_path / "out")
     res, conf = pd.read_csv(res_path), pd.read_csv(conf_path)
     assert len(res) == 3 and len(conf) == 3
     for col in ("samples_per_s", "first_epoch_s", "median_epoch_s", "batch_size", "cpu_busy_pct"):
@@ -46,7 +46,7 @@ def test_both_csvs_read_back_with_the_right_dtypes(ctx, tmp_path):
 
 def test_no_records_still_write_headers(tmp_path):
     ctx = report.build_context([tmp_path / "none"], use_reference=False)
-    res_path, conf_path = csvs.write_csvs(ctx, tmp_path / "out")
+    res_path, conf_path, _ = csvs.write_csvs(ctx, tmp_path / "out")
     assert len(pd.read_csv(conf_path)) == 0 and "samples_per_s_median" in pd.read_csv(conf_path).columns
     assert res_path.is_file()
 

@@ -12,7 +12,7 @@ from support.first_screen import CPU, GPU, HEIGHT, MAX_SCREENS, WIDTH, _rec, ass
 
 from helpers import report
 from helpers.record.writer import write_atomic
-from helpers.report import findings, headline, sections
+from helpers.report import best, findings, headline, sections
 from helpers.report.reference import all_pairs
 
 
@@ -29,16 +29,18 @@ def known(tmp_path):
 
 def test_the_verdict_says_what_the_known_records_say(known):
     pairs = headline.best_pairs(all_pairs(known.costed))
-    rows = headline.per_workload(pairs)
+    rows = best.best_over_best(known.costed)
     assert sorted(rows["workload"]) == ["cnn_cifar10", "mlp_mnist"]
     comp = headline.compared(known.df)
     assert headline.compared_text(comp) == (
         "Compared: the 2-core AMD EPYC 7B13 against the NVIDIA H100 80GB HBM3 of the same machine.")
     said = headline.sentences(rows, comp, pairs)
-    assert said[0] == ("On the 2-core AMD EPYC 7B13, every one of the 2 workloads trains 5.6× to 330× faster on the "
-                       "H100 (per sample, each workload's fastest GPU configuration against the same on the CPU).")
-    assert said[1].startswith("The smallest gain is cnn_cifar10 on jax (5.6×, batch 100)")
-    assert said[1].endswith("the largest is mlp_mnist on jax (330×).")
+    assert said[0] == ("On the 2-core AMD EPYC 7B13, every one of the 2 workloads trains 5.60× to 330× faster on "
+                       "the H100 (per sample, each workload's fastest GPU configuration against its fastest CPU "
+                       "configuration, any backend, at the same batch size and precision).")
+    assert said[1].startswith("The smallest gain is cnn_cifar10, JAX on 2 CPU cores → JAX on the H100 (5.60×, "
+                              "batch 100)")
+    assert said[1].endswith("the largest is mlp_mnist, JAX on 2 CPU cores → JAX on the H100 (330×).")
     # a source epoch: 50,000 CIFAR-10 and 60,000 MNIST samples (data/source_epochs.csv); mlp_mnist saves the most:
     # 60,000 / 10 = 6,000 s = 1.7 h on the CPU, 60,000 / 3,300 = 18 s on the GPU
     assert said[2] == ("The most time saved is on mlp_mnist: one epoch of its source's dataset (60,000 samples) takes "
@@ -49,36 +51,37 @@ def test_the_verdict_says_what_the_known_records_say(known):
 
 def test_the_verdict_names_a_backend_that_loses_and_this_machine(known):
     pairs = headline.best_pairs(all_pairs(known.costed))
-    rows = headline.per_workload(pairs)
+    rows = best.best_over_best(known.costed)
     slow = pairs.iloc[:1].copy()
-    slow["backend"], slow["speedup"] = "torch", 0.72
+    slow["backend"], slow["speedup"], slow["digits"] = "torch", 0.72, 2
     import pandas as pd
 
     comp = headline.compared(known.df, here=("gpu-box", CPU, 2))
     said = headline.sentences(rows, comp, pd.concat([pairs, slow], ignore_index=True))
     assert said[0].startswith("On this 2-core AMD EPYC 7B13, every one of the 2 workloads")
-    assert said[0].endswith("but cnn_cifar10 on torch is slower on the GPU (0.72×).")
+    assert said[0].endswith("but like for like, cnn_cifar10 on torch is slower on the GPU (0.72×).")
     assert "of this machine" in headline.compared_text(comp)
     half = rows.copy()
     half.loc[half["workload"] == "cnn_cifar10", "speedup"] = 0.5
     said = headline.sentences(half, comp)
     assert said[0].startswith("On this 2-core AMD EPYC 7B13, 1 of the 2 workloads train faster on the H100 (up to "
-                              "330×); cnn_cifar10 does not (0.50×)")
+                              "330×); cnn_cifar10 does not (0.500×)")
 
 
 def test_the_verdict_section_shows_chart_sentences_and_a_short_table(known):
     s = sections.build(sections.get("verdict"), known)
     page = s._repr_html_()
     assert s.present and "cgb-fig" in page and page.count("<li>") >= 3
-    rows = headline.per_workload(headline.best_pairs(all_pairs(known.costed)))
+    rows = best.best_over_best(known.costed)
     tab = sections.get("verdict").glance_table(rows)
     assert len(tab.columns) <= 7 and len(tab) == 2
     assert list(tab["GPU ÷ CPU"]) == ["330× †", "5.60× †"]  # one run: 3 significant digits (fmt.sig_digits)
-    assert list(tab["configuration (GPU side)"]) == ["H100 · jax · b128", "H100 · jax · b100"]
+    assert list(tab["sides compared: CPU → GPU"]) == ["JAX on 2 CPU cores → JAX on the H100 · b128",
+                                                      "JAX on 2 CPU cores → JAX on the H100 · b100"]
     assert list(tab["CPU s / source epoch"]) == ["1.7 h", "8.3 min"]
 
 
-def test_every_present_section_opens_with_what_it_found(known):
+def test_every_present_section_opens_with_what_it_found(known, charts_not_drawn):
     for mod in sections.modules():
         s = sections.build(mod, known)
         if s.present:
@@ -90,10 +93,10 @@ def test_findings_from_known_numbers(known):
     m = all_pairs(known.summary)
     tmpl, *vals = findings.speedup(m)
     text = tmpl.format(*vals)
-    assert text.startswith("2 matched pair(s): the GPU trains 5.6× to 330× faster")
+    assert text.startswith("2 matched pair(s): the GPU trains 5.60× to 330× faster")
     assert "the largest gain is mlp_mnist on jax (batch 128), the smallest cnn_cifar10 on jax" in text
     tmpl, *vals = findings.throughput(known.summary)
-    assert tmpl.format(*vals).startswith("4 configuration(s) of 2 workload(s), from 10 to 3,300 samples/s; each "
+    assert tmpl.format(*vals).startswith("4 configuration(s) of 2 workload(s), from 10.0 to 3,300 samples/s; each "
                                          "workload's fastest configuration is on the GPU for 2 of them.")
 
 

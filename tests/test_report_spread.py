@@ -224,6 +224,25 @@ def test_the_h100_reference_is_marked_and_rounded(reference_ctx):
 # ------------------------------------------------------------------ benchmarks/reference_spread.py
 
 
+def test_the_h100_readme_table_is_the_scripts_output_in_the_reports_strings(reference_ctx):
+    """reference/h100/README.md's table is what `reference_spread.py --markdown` prints, and each of its samples/s and
+    speedup figures is the string the report shows (one value per figure: 280,000 and 290×, never 275,995 or 293×)."""
+    res = subprocess.run([sys.executable, "benchmarks/reference_spread.py", "reference/h100/records", "--markdown"],
+                         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    table = res.stdout.strip()
+    assert table in (PROJECT_ROOT / "reference" / "h100" / "README.md").read_text(encoding="utf-8")
+    pairs = aggregate.matched_pairs(reference_ctx.summary).to_dict("records")
+    rows = table.splitlines()[2:]
+    assert len(rows) == len(pairs) == 20
+    for p in pairs:
+        row = next(r for r in rows if r.startswith(f"| {p['workload']} ({p['batch_size']:g}) | {p['backend']} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[2].split(" (")[0] == fmt.sps_shown(p, "_cpu") and cells[3].split(" (")[0] == fmt.sps_shown(
+            p, "_gpu") and cells[5] == fmt.speedup_shown(p), (row, p["speedup"])
+    assert "275,995" not in table and "293×" not in table
+
+
 def test_reference_spread_prints_runs_per_lease_and_lease_to_lease(tmp_path):
     a, b = "a" * 16, "b" * 16
     recs = (_runs([1000, 1100], boot=[a, a])  # lease a: 1000 and 1100 (median 1050, 9.5%)
@@ -295,4 +314,4 @@ def test_reference_spread_prints_the_held_out_lease_coverage_and_the_published_t
                         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert md.returncode == 0, md.stderr
     rows = [ln for ln in md.stdout.splitlines() if ln.startswith("| cnn_cifar10")]
-    assert rows == ["| cnn_cifar10 (100) | jax | 11 (3 / 2) | 1,050 (6 / 3) | 900–1,600 (67%) | 95× |"]
+    assert rows == ["| cnn_cifar10 (100) | jax | 11 (3 / 2) | 1,100 (6 / 3) | 900–1,600 (67%) | 95× |"]  # report digits

@@ -208,7 +208,7 @@ def test_two_runners_of_one_shard(shard_runner, tmp_path, capsys):
     g = grid_file(tmp_path)
     held, _ = claims.shard_lock(outputs, _shard.grid_hash(runs_of(g)), _shard.Shard(0, 2, "t"),
                                 {**me(), "shard": "0/2"})
-    assert runner.main([str(g), "--shard", "0/2"]) == 3
+    assert runner.main([str(g), "--shard", "0/2"]) == 5  # Exit.BUSY
     err = capsys.readouterr().err
     assert "shard 0/2 of this grid" in err and f"pid {os.getpid()}" in err and "nothing was run" in err
     assert not calls and not (outputs / "runs").exists()
@@ -239,10 +239,10 @@ def test_a_whole_grid_and_shards_refuse_each_other(shard_runner, tmp_path, capsy
     outputs.mkdir(parents=True)
     folder = claims.FolderLock(outputs)
     assert folder.shared()  # a shard is in
-    assert runner.main([g]) == 3 and "in use by a run in progress" in capsys.readouterr().err
+    assert runner.main([g]) == 5 and "in use by a run in progress" in capsys.readouterr().err
     folder.close()
     lock = acquire_lock(outputs)  # a whole grid is in
-    assert runner.main([g, "--shard", "0/1"]) == 3 and "in use by a whole-grid run" in capsys.readouterr().err
+    assert runner.main([g, "--shard", "0/1"]) == 5 and "in use by a whole-grid run" in capsys.readouterr().err
     lock.close()
     assert not calls
 

@@ -2,6 +2,7 @@
 
     cal = measure()          # {'dispatch_mcalls_per_s': 14.2, 'matmul_gflops_all': 180.0, ...}, ~1-3 s
     export(cal)              # os.environ["CGB_CALIBRATION"] = JSON: the kernels of this run inherit it
+    reusable()               # the exported one when this boot measured it within the hour (a parent run's), or None
     from_env()               # in a kernel: the dict (None when unset or not valid JSON)
     python -m helpers.measure.calibration   # measure and print it
 
@@ -21,12 +22,15 @@ import os
 import platform
 import time
 
+from helpers.measure.boot import boot_id
+
 ENV = "CGB_CALIBRATION"
 DISPATCH_CALLS = 2_000_000  # calls of a one-line function per repetition (fixed: the figure compares hosts)
 MATMUL_N = 1024  # square float32 matrices: 2 * N**3 floating-point operations per product
 MATMUL_N_ALL = 2048  # all threads get a larger product (a 1024 product is too short for many cores)
 REPEATS = 3  # each figure is the best of this many repetitions
 MATMUL_REPEATS = 5
+REUSE_S = 3600  # a calibration of this boot younger than this, handed down in the environment, is reused
 BUDGET_S = 3.0  # a matmul figure stops repeating once its own share of this is spent (after 2 tries)
 
 
@@ -121,7 +125,22 @@ def measure() -> dict:
         "python": platform.python_version(), "numpy": np.__version__,
         "seconds": round(time.perf_counter() - t0, 3),
         "when": when,
+        "boot_id": boot_id(),
     }
+
+
+def reusable(now: dt.datetime | None = None) -> dict | None:
+    """The calibration in the environment (``ENV``) when this boot of this host measured it at most ``REUSE_S``
+    ago (a parent run, shards started together, a test session), else None: measuring again would only disturb
+    the runs beside it."""
+    cal = from_env()
+    if not cal or not cal.get("boot_id") or cal["boot_id"] != boot_id():
+        return None
+    try:
+        age = ((now or dt.datetime.now(dt.UTC)) - dt.datetime.fromisoformat(str(cal.get("when")))).total_seconds()
+    except (TypeError, ValueError):
+        return None
+    return cal if 0 <= age <= REUSE_S else None
 
 
 def export(d: dict | None) -> None:

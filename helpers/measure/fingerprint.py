@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import hashlib
 import importlib.metadata as md
 import os
 import platform
@@ -24,12 +23,12 @@ from pathlib import Path
 import psutil
 
 from helpers.measure import calibration
+from helpers.measure.boot import boot_id
 from helpers.paths import PROJECT_ROOT
 
 PACKAGES = ("keras", "tensorflow", "tensorflow-cpu", "jax", "jaxlib", "torch", "numpy", "papermill",
             "nvidia-ml-py")
 CPUINFO = "/proc/cpuinfo"
-BOOT_ID = "/proc/sys/kernel/random/boot_id"
 # The CPU flags that change what a CPU measures (vector width, bfloat16, AMX tiles): which are present.
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
 # /proc/cpuinfo field -> fingerprint key, on x86 and (second) on ARM
@@ -103,16 +102,6 @@ def cpu_fields() -> dict:
 
 def cpu_model() -> str:
     return first_field(cpuinfo_text(), ("model name",)) or platform.processor() or platform.machine()
-
-
-def boot_id(path: str | Path = BOOT_ID) -> str | None:
-    """A short hash (sha256, 12 hex) of the kernel's boot id: one per boot, so one per cloud lease. The
-    raw id is never recorded."""
-    try:
-        raw = Path(path).read_text().strip()
-    except OSError:
-        return None
-    return hashlib.sha256(raw.encode()).hexdigest()[:12] if raw else None
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,6 +12,8 @@ import importlib.util
 import os
 import sys
 
+from helpers.point import nvidia_libs as _nvidia
+
 # The module that must be importable for each Keras backend.
 BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 
@@ -64,6 +66,12 @@ def force(backend: str, device: str, threads: int = 0, environ: dict | None = No
             env.pop("CUDA_VISIBLE_DEVICES")  # an inherited CPU setting must not hide the GPU
         put("JAX_PLATFORMS", "cuda")  # fails loudly at first use when JAX has no usable GPU
         put("TF_FORCE_GPU_ALLOW_GROWTH", "true")  # TF: measure memory used, not grabbed
+        if backend == "tensorflow" and environ is None and "tensorflow" not in sys.modules:
+            # pip's CUDA libraries beside tensorflow (a venv or a --target install), loaded before TF looks
+            loaded = _nvidia.preload()
+            if loaded["dirs"]:
+                put("CGB_NVIDIA_LIBS", f"{len(loaded['loaded'])} loaded from {os.pathsep.join(loaded['dirs'])}"
+                    + (f"; failed: {', '.join(loaded['failed'])}" if loaded["failed"] else ""))
     else:
         raise DeviceError(f"device must be 'cpu' or 'gpu', not {device!r}")
 
@@ -204,9 +212,13 @@ def verify(backend: str, device: str) -> dict:
         used, detail = tensor_placement(backend)
     except Exception as exc:  # e.g. JAX_PLATFORMS=cuda on a machine without a CUDA JAX
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return {"device_used": None, "detail": "", "skip_reason": f"{device} not usable by {backend}: {first}"}
+        why = _nvidia.tf_no_gpu_reason() if (backend, device) == ("tensorflow", "gpu") else None
+        return {"device_used": None, "detail": "",
+                "skip_reason": f"{device} not usable by {backend}: {first}" + (f"; {why}" if why else "")}
     reason = None
     if used != device:
         reason = (f"requested {device} but {backend} placed tensors on {used} ({detail})"
                   + ("; no usable GPU" if device == "gpu" else ""))
+        why = _nvidia.tf_no_gpu_reason() if (backend, device) == ("tensorflow", "gpu") else None
+        reason += f"; {why}" if why else ""
     return {"device_used": used, "detail": detail, "skip_reason": reason}

@@ -59,7 +59,7 @@ class Point:
         self.workload = _workloads.get(params["workload"])
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.t_start = time.perf_counter()
-        self.point_id = params.get("point_id") or point_id(params, machine_key())
+        self.point_id = params.get("point_id") or point_id(params, machine_key(), _workloads.contents(params))
         self.folder = self._folder(params.get("output_dir", ""))
         self.record = empty_record(self.params, self.point_id)
         self.record.update(started_at=self.started_at, source=self.workload.source,

@@ -147,6 +147,28 @@ def _params_problem(params: dict) -> str | None:
     return None
 
 
+def _contradiction(obj: dict) -> str | None:
+    """A record that ran says where (``device_used``) and on what (``fingerprint.gpu_names``): an ok record whose
+    claimed ``device`` is not the one it used, or a GPU record whose machine's GPU query answered (a driver
+    version) and listed no GPU, contradicts itself (a figure divided by 100 under a GPU label is then "the
+    fastest of all"). A machine whose query did not answer (no NVML: no names, no driver) says nothing either
+    way: its GPU records are kept."""
+    if obj.get("status") != "ok":
+        return None  # a skipped or failed point used no device (a GPU point on a machine without one is skipped)
+    device, used = obj.get("device"), obj.get("device_used")
+    if used is not None and device != used:
+        return f"'device' is {_label(device)} but 'device_used' is {_label(used)}: the record contradicts itself"
+    if "gpu" in (device, used):
+        fp = obj.get("fingerprint")
+        if isinstance(fp, dict) and not fp.get("gpu_names") and (fp.get("gpu_driver") or fp.get("cuda_driver")):
+            return "'device' is gpu but 'fingerprint.gpu_names' names no GPU: the record contradicts itself"
+    return None
+
+
+def _label(v) -> str:
+    return v if isinstance(v, str) and v in _params.DEVICES else _what(v)
+
+
 def problem(obj: dict) -> str | None:
     """Why the record ``obj`` (a dict that ``record.is_record`` accepts) cannot be used; None if it can."""
     why = out_of_bounds(obj, MAX_DEPTH)
@@ -180,6 +202,9 @@ def problem(obj: dict) -> str | None:
         sub = obj.get(key) or {}
         if any(isinstance(v, (dict, list)) for k, v in sub.items() if k in ("augment", "workers", "n")):
             return f"'{key}' holds a list or mapping where a value was expected"
+    why = _contradiction(obj)
+    if why:
+        return why
     for s in obj.get("utilisation_timeline") or []:
         if not isinstance(s, dict) or not all(v is None or _is_num(v) for v in s.values()):
             return "'utilisation_timeline' holds an item that is not a mapping of numbers"

@@ -1,6 +1,7 @@
 """A grid point's id, its record's file name, and where a record's executed notebook lies.
 
     pid = point_id(params, machine_key)     # same parameters on the same machine -> same id
+    pid = point_id(params, mkey, contents)  # ... and files of the same content (workloads.contents: knob -> sha256)
     record_name(params, pid)                # <workload>-<backend>-<device>-<id>.json
 """
 
@@ -17,11 +18,16 @@ from helpers.params import LATER_DEFAULTS
 _ID_EXCLUDED = ("output_dir", "point_id")
 
 
-def point_id(params: dict, machine_key: str) -> str:
-    """Stable id of a grid point: same parameters on the same machine -> same id."""
+def point_id(params: dict, machine_key: str, contents: dict | None = None) -> str:
+    """Stable id of a grid point: same parameters on the same machine -> same id. ``contents``: the sha256 of each
+    file a knob names (a custom model, its data): a file saved again with another network is another point. The
+    ids of points that read no file are those of before."""
     core = {k: v for k, v in sorted(params.items())
             if k not in _ID_EXCLUDED and not (k in LATER_DEFAULTS and v == LATER_DEFAULTS[k])}
-    blob = json.dumps({"params": core, "machine": machine_key}, sort_keys=True, default=str)
+    point = {"params": core, "machine": machine_key}
+    if contents:
+        point["contents"] = dict(sorted(contents.items()))
+    blob = json.dumps(point, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 

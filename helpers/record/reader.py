@@ -29,6 +29,20 @@ OUTSIDE = "a symlink to outside the folders given, not read"
 def read_json_file(path: Path, limit: int = MAX_RECORD_BYTES):
     """``(object, None)`` from a JSON file, or ``(None, why)``. Regular files only (a symlink is followed
     only to one): a FIFO would block forever and ``/dev/zero`` never ends; at most ``limit`` bytes."""
+    data, why = read_bytes(path, limit)
+    if why is not None:
+        return None, why
+    try:
+        return json.loads(data), None
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 5,000 digits
+        return None, f"not valid JSON ({type(exc).__name__})"
+
+
+def read_bytes(path: Path, limit: int = MAX_RECORD_BYTES):
+    """``(bytes, None)`` of a file, or ``(None, why)``: the bounds of ``read_json_file`` (a regular file, a
+    symlink followed only to one, at most ``limit`` bytes, never a blocking open) for any file merged."""
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -57,12 +71,7 @@ def read_json_file(path: Path, limit: int = MAX_RECORD_BYTES):
         os.close(fd)
     if size > limit:
         return None, f"larger than {limit // 2**20} MB"
-    try:
-        return json.loads(b"".join(chunks)), None
-    except RecursionError:
-        return None, "nested too deeply"
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 5,000 digits
-        return None, f"not valid JSON ({type(exc).__name__})"
+    return b"".join(chunks), None
 
 
 def run_key(rec: dict) -> str:

@@ -279,6 +279,15 @@ def matched_pairs(summ):
     m = cpu.merge(gpu, on=PAIR_KEYS, suffixes=("_cpu", "_gpu"))
     if m.empty:
         return m
+    return add_speedup(m).sort_values(["workload", "machine", "backend", "batch_size"]).reset_index(drop=True)
+
+
+def add_speedup(m):
+    """GPU ÷ CPU of rows with ``_cpu``/``_gpu`` columns (a matched pair, a verdict row), in place: ``speedup``
+    (samples/s, medians over runs), its between-run interval ``speedup_lo``/``_hi``/``interval`` from both sides'
+    runs (``ratio_interval``), ``n_runs`` (the fewer), ``short_window`` (either side's) and ``digits``: the
+    interval's (``fmt.sig_digits``), else its less precise side's. Every rendering of the speedup uses ``digits``
+    (``fmt.speedup_shown``)."""
     m["speedup"] = m["samples_per_s_gpu"] / m["samples_per_s_cpu"]
     iv = [ratio_interval(g, c) for g, c in zip(m["run_sps_gpu"], m["run_sps_cpu"])]
     m["speedup_lo"], m["speedup_hi"], m["interval"] = ([v[i] for v in iv] for i in range(3))
@@ -287,4 +296,4 @@ def matched_pairs(summ):
     m["digits"] = [fmt.sig_digits(r["speedup"], r["speedup_lo"], r["speedup_hi"], r["n_runs"], r["short_window"])
                    if r["interval"] != "none" else min(fmt.digits(r, "_cpu"), fmt.digits(r, "_gpu"))
                    for r in m.to_dict("records")]
-    return m.sort_values(["workload", "machine", "backend", "batch_size"]).reset_index(drop=True)
+    return m

@@ -36,56 +36,140 @@ def append(path: str | Path, result: dict, gpu: str | None = None) -> Path:
     return path
 
 
-def lines(folders):
-    """Every non-blank line of the ``bare_loops.jsonl`` files under ``folders`` (a folder is searched, a file is
-    taken as it is; a file reached twice counts once), as (file, line number, the JSON object or None when the
-    line is not one, why not)."""
-    seen = set()
+MAX_BYTES = 8 * 2**20  # a line is ~400 bytes: 20,000 runs; the file is read whole, so it is capped like a record
+MAX_LINES = 20_000
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not a number")
+
+
+def _parse(text: str):
+    """One line as JSON, or raise ValueError: no NaN or Infinity, no integer past +-2**53 (``float`` of it
+    overflows), nothing beyond a record's bounds (``helpers.record.limits``)."""
+    from helpers.record.limits import out_of_bounds
+
+    try:
+        obj = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError: its message names a position, never the text
+        raise ValueError(f"not JSON ({str(exc).split(':', 1)[0][:80]})") from None
+    why = out_of_bounds(obj)
+    if why:
+        raise ValueError(why)
+    return obj
+
+
+def files(folders) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The ``bare_loops.jsonl`` files under ``folders`` (a folder is searched, a file is taken as it is; a file
+    reached twice counts once) that lie inside them; and those that do not ((file, why): a symlink to outside
+    the folders given, a loop)."""
+    from helpers.record.reader import OUTSIDE
+
+    out, bad, seen = [], [], set()
+    folders = [Path(f) for f in folders]
+    roots = []
+    for f in folders:
+        try:
+            roots.append(f.resolve())
+        except (OSError, RuntimeError):
+            continue
     for folder in folders:
-        folder = Path(folder)
-        files = [folder] if folder.is_file() else sorted(folder.rglob(FILE)) if folder.is_dir() else []
-        for f in files:
-            if f.name != FILE or f.resolve() in seen:
+        found = [folder] if folder.name == FILE and not folder.is_dir() else (
+            sorted(folder.rglob(FILE)) if folder.is_dir() else [])
+        for f in found:
+            if f.name != FILE:
                 continue
-            seen.add(f.resolve())
-            for i, text in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-                if not text.strip():
-                    continue
-                try:
-                    obj = json.loads(text)
-                except ValueError as exc:
-                    yield f, i, None, str(exc)
-                    continue
-                if isinstance(obj, dict):
-                    yield f, i, obj, None
-                else:
-                    yield f, i, None, f"a {type(obj).__name__}, not an object"
+            try:
+                real = f.resolve()
+            except (OSError, RuntimeError):
+                bad.append((str(f), "unreadable: a symlink loop"))
+                continue
+            if real in seen:
+                continue
+            if not any(real == r or real.is_relative_to(r) for r in roots):
+                bad.append((str(f), OUTSIDE))
+                continue
+            seen.add(real)
+            out.append(f)
+    return out, bad
 
 
-def read(folders) -> tuple[object, list]:
+def lines(folders, unreadable: list | None = None):
+    """Every non-blank line of the ``bare_loops.jsonl`` files under ``folders``, as (file, line number, the JSON
+    object or None when the line is not one, why not). Each file goes through the record reader's bounds
+    (``read_bytes``: a regular file, inside the folders given, at most ``MAX_BYTES``); the files that do not
+    are added to ``unreadable`` as (file, why)."""
+    from helpers.record.reader import read_bytes
+
+    found, bad = files(folders)
+    for f in found:
+        data, why = read_bytes(f, MAX_BYTES)
+        if why is not None:
+            bad.append((str(f), why))
+            continue
+        text = data.decode("utf-8", errors="replace").splitlines()
+        if len(text) > MAX_LINES:
+            bad.append((str(f), f"more than {MAX_LINES:,} lines"))
+            continue
+        for i, line in enumerate(text, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = _parse(line)
+            except ValueError as exc:
+                yield f, i, None, str(exc)
+                continue
+            if isinstance(obj, dict):
+                yield f, i, obj, None
+            else:
+                yield f, i, None, f"a {type(obj).__name__}, not an object"
+    if unreadable is not None:
+        unreadable.extend(bad)
+
+
+def _row(f, r: dict) -> dict:
+    """A usable line as a row; ValueError naming the field (never its value) when it is not one."""
+    from helpers.record.check import MAX_LABEL
+
+    missing = [k for k in REQUIRED if k not in r]
+    if missing:
+        raise ValueError(f"missing {missing}")
+    for k in ("impl", "workload", "precision", "host", "gpu", "device_used", "model", "started_at"):
+        v = r.get(k)
+        if v is not None and not (isinstance(v, str) and len(v) <= MAX_LABEL):
+            raise ValueError(f"'{k}' is not a string of at most {MAX_LABEL} characters")
+    sps, batch, step = r["samples_per_s"], r["batch"], r.get("step_s")
+    if isinstance(sps, bool) or not isinstance(sps, (int, float)) or not 0 < sps < float("inf"):
+        raise ValueError("'samples_per_s' is not a finite number > 0")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
+        raise ValueError("'batch' is not an integer > 0")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float)) or not step >= 0):
+        raise ValueError("'step_s' is not a finite number >= 0")
+    chunks = r.get("chunk_s") or []
+    return {"impl": r["impl"], "backend": BACKEND.get(r["impl"]), "workload": r["workload"],
+            "precision": r["precision"], "batch": batch, "samples_per_s": float(sps), "step_s": step,
+            "chunks": len(chunks) if isinstance(chunks, list) else 0, "host": r.get("host"), "gpu": r.get("gpu"),
+            "device_used": r.get("device_used"), "model": r.get("model"), "started_at": r.get("started_at"),
+            "path": str(f)}
+
+
+def read(folders, unreadable: list | None = None) -> tuple[object, list]:
     """(a DataFrame of every usable line of the ``bare_loops.jsonl`` files under ``folders``, [(file:line, why)]
-    of the lines that are not usable)."""
+    of the lines that are not usable). Whole files that cannot be read (not a regular file, outside the folders,
+    too large) are added to ``unreadable`` as (file, why); any error in one line costs that line only."""
     import pandas as pd
 
     rows, bad = [], []
-    for f, i, r, why in lines(folders):
+    for f, i, r, why in lines(folders, unreadable):
         try:
             if r is None:
                 raise ValueError(why)
-            missing = [k for k in REQUIRED if k not in r]
-            if missing:
-                raise ValueError(f"missing {missing}")
-            sps = float(r["samples_per_s"])
-            if not sps > 0:
-                raise ValueError(f"samples_per_s {r['samples_per_s']!r}")
-        except (ValueError, TypeError) as exc:
-            bad.append((f"{f}:{i}", f"not a bare-loop result: {exc}"[:200]))
-            continue
-        rows.append({"impl": r["impl"], "backend": BACKEND.get(r["impl"]), "workload": r["workload"],
-                     "precision": r["precision"], "batch": int(r["batch"]), "samples_per_s": sps,
-                     "step_s": r.get("step_s"), "chunks": len(r.get("chunk_s") or []), "host": r.get("host"),
-                     "gpu": r.get("gpu"), "device_used": r.get("device_used"), "model": r.get("model"),
-                     "started_at": r.get("started_at"), "path": str(f)})
+            rows.append(_row(f, r))
+        except Exception as exc:  # noqa: BLE001 - a line from anyone: its problem, never the report's
+            msg = str(exc) if isinstance(exc, ValueError) else type(exc).__name__
+            bad.append((f"{f}:{i}", f"not a bare-loop result: {msg}"[:200]))
     return pd.DataFrame(rows, columns=COLUMNS), bad
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from helpers.record.reader import split_duplicates
 
 from . import aggregate, bare, costs, published, reference, table
+from .fmt import visible
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,31 @@ class Context:
         return bool((self.df["status"] == "ok").any()) if len(self.df) else False
 
 
+_WHERE = ("_path", "notebook")  # where a record lies and its notebook: kept as they are, to be found again
+
+
+def _visible(v):
+    """A record's strings (values and keys) made ``fmt.visible``: charts, tables and sentences draw what the
+    record says, never a raw bidi control, zero-width character or lone surrogate (matplotlib cannot draw one)."""
+    if isinstance(v, str):
+        return visible(v)
+    if isinstance(v, dict):
+        return {visible(k) if isinstance(k, str) else k: _visible(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_visible(x) for x in v]
+    return v
+
+
 def load_rows(folders):
     """``table.load_table``, where a record that cannot be tabulated (an error in ``table``'s row of it, which
-    the record checks should have prevented) costs that record only: skipped, with the error's name."""
+    the record checks should have prevented) costs that record only: skipped, with the error's name. Every
+    string of a record but its paths is made ``fmt.visible`` first."""
     from helpers.record.reader import read_records
 
     folders = [Path(f) for f in folders if Path(f).exists()]
     records, skipped = read_records(folders)
+    records = [{**_visible({k: v for k, v in r.items() if k not in _WHERE}),
+                **{k: r[k] for k in _WHERE if k in r}} for r in records]
     good = []
     for r in records:
         try:
@@ -94,15 +113,26 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
                           "./run_all.sh --no-reference leaves it out.", ("; ".join(labels),), "info"))
     summ = aggregate.summarise(df)
     prices = costs.load_prices(prices_file or None, price_set=price_set or None)
-    from_records = costs.record_profiles(records)
+    # a record's price profile prices its own machine (host and hardware), never another of the same host name
+    from_records, disagree = costs.machine_profiles(records)
     unknown = sorted({p for p in from_records.values() if p not in (prices.get("profiles") or {})})
     if unknown:
         notes.append(("Records name price profile(s) this prices file does not have: {}; their machines get no "
                       "price.", (", ".join(unknown),), "warn"))
         from_records = {h: (None if p in unknown else p) for h, p in from_records.items()}
-    costed = costs.add_costs(summ, prices, {**from_records, **(host_profiles or {})})
+    if disagree:
+        notes.append(("Records of {} machine(s) name different price profiles for the same machine; none of them "
+                      "is used: those machines are priced by their hardware.", (len(disagree),), "warn"))
+    costed = costs.add_costs(summ, prices, dict(host_profiles or {}), machine_profiles=from_records)
     pub = published.load_published(published_file or None)
-    bare_df, bare_bad = bare.read(folders)
+    bare_files = []  # bare_loops.jsonl files not read (not a regular file, outside the folders, too large)
+    try:
+        bare_df, bare_bad = bare.read(folders, bare_files)
+    except Exception as exc:  # noqa: BLE001 - files from anyone: never the report's end
+        bare_df, bare_bad = None, [(bare.FILE, f"could not be read ({type(exc).__name__})")]
+    if bare_files:
+        skipped = [*skipped, *bare_files]
+        reasons = tuple(Counter(why for _, why in skipped).most_common())
     if bare_bad:
         notes.append(("{} line(s) of {} are not bare-loop results and were left out: {}.",
                       (len(bare_bad), bare.FILE, "; ".join(f"{w} ({why})" for w, why in bare_bad[:3])), "warn"))

@@ -136,12 +136,50 @@ def record_profiles(records) -> dict:
     return out
 
 
-def add_costs(summ, prices: dict, host_profiles: dict | None = None, price_set: str | None = None):
+def machine_key(host, gpu, cpu_model, cpus) -> str:
+    """What a record's price profile attaches to: its machine (host name and hardware: GPU, CPU model, logical
+    CPUs), never a host name alone (another machine's record naming the same host must not reprice this one)."""
+    def norm(v):
+        if isnull(v):
+            return None
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return int(v)
+        return str(v)
+
+    return "|".join(repr(norm(v)) for v in (host, gpu, cpu_model, cpus))
+
+
+def machine_profiles(records) -> tuple[dict, list]:
+    """(machine key -> price profile, [machine keys whose records name different profiles]) from the records'
+    ``price_profile`` (``run_all.sh --price-profile NAME``): a record prices its own machine (``machine_key``) only.
+    A machine whose records disagree gets none of their profiles (its price comes from the hardware match)."""
+    from .table import _row
+
+    out, conflicts = {}, set()
+    for r in records:
+        name = r.get("price_profile")
+        if not name:
+            continue
+        try:
+            row = _row(r)
+        except Exception:  # noqa: BLE001 - a record the table cannot read prices nothing
+            continue
+        key = machine_key(row.get("host"), row.get("gpu"), row.get("cpu_model"), row.get("machine_cpus"))
+        if key in out and out[key] != str(name):
+            conflicts.add(key)
+        out.setdefault(key, str(name))
+    return {k: v for k, v in out.items() if k not in conflicts}, sorted(conflicts)
+
+
+def add_costs(summ, prices: dict, host_profiles: dict | None = None, price_set: str | None = None,
+              machine_profiles: dict | None = None):
     """Adds profile, $/h (on-demand, preemptible) and costs per 1,000 samples, per source epoch, per run.
 
     ``price_set`` (a name of the file's ``price_sets``) chooses the prices again (``select_price_set``);
     None keeps ``prices`` as loaded. A profile named in ``host_profiles`` that the set in use lacks is an
-    error (``PriceError``); a host mapped to None gets no price."""
+    error (``PriceError``); a host mapped to None gets no price. ``machine_profiles`` (``machine_key`` -> a
+    profile, or None: no price) come from records and price only their own machine, after ``host_profiles``
+    (the user's) and before the hardware match."""
     if price_set is not None:
         prices = select_price_set(prices, price_set)
     for host, name in (host_profiles or {}).items():
@@ -152,8 +190,12 @@ def add_costs(summ, prices: dict, host_profiles: dict | None = None, price_set: 
     names, od, pre, labels = [], [], [], []
     for _, r in s.iterrows():
         cpus = r.get("machine_cpus") if not isnull(r.get("machine_cpus")) else r.get("cpus")
-        name = match_profile(r.get("host"), r.get("gpu"), r.get("cpu_model"), cpus, r.get("gpus"), prices,
-                             host_profiles)
+        key = machine_key(r.get("host"), r.get("gpu"), r.get("cpu_model"), cpus)
+        if machine_profiles and key in machine_profiles and str(r.get("host")) not in (host_profiles or {}):
+            name = machine_profiles[key] if machine_profiles[key] in profiles else None
+        else:
+            name = match_profile(r.get("host"), r.get("gpu"), r.get("cpu_model"), cpus, r.get("gpus"), prices,
+                                 host_profiles)
         p = profiles.get(name) or {}
         names.append(name)
         od.append(p.get("on_demand_per_hour"))

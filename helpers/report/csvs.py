@@ -1,7 +1,8 @@
-"""The report's figures as CSV, for pandas or a spreadsheet: ``results.csv`` (one row per run) and
-``configurations.csv`` (one row per configuration), written beside report.html.
+"""The report's figures as CSV, for pandas or a spreadsheet: ``results.csv`` (one row per run),
+``configurations.csv`` (one row per configuration) and ``verdict.csv`` (the verdict: one row per workload, its
+fastest CPU and fastest GPU configuration), written beside report.html.
 
-    write_csvs(ctx, Path("outputs"))     # -> (outputs/results.csv, outputs/configurations.csv)
+    write_csvs(ctx, Path("outputs"))     # -> (results.csv, configurations.csv, verdict.csv) under outputs/
     pd.read_csv("outputs/results.csv")   # numbers read back as numbers, empty cells as NaN
 
 Column names carry their units (``_s`` seconds, ``_pct`` percent, ``_mb`` MiB, ``_w`` watts, ``_j`` joules,
@@ -12,11 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .fmt import marks, shown_path
+from .best import best_over_best
+from .fmt import marks, shown_path, speedup_shown, sps_shown, visible
+from .headline import sides
 from .render import write_text_atomic
 
 RESULTS = "results.csv"
 CONFIGURATIONS = "configurations.csv"
+VERDICT = "verdict.csv"
 
 # the tidy table's columns, renamed where the name lacks its unit; lists and local paths are left out
 RESULT_UNITS = {"ram_gb": "ram_gib", "cpus": "cpus_used", "machine_cpus": "machine_logical_cpus", "gpus": "gpu_count",
@@ -52,13 +56,22 @@ CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
 FORMULA = ("=", "+", "-", "@", "\t", "\r")  # a text cell a spreadsheet would run as a formula (CSV injection)
 
 
+def _cell(v):
+    if not isinstance(v, str):
+        return v
+    v = visible(v)  # no lone surrogate (it cannot be written), no bidi control or zero-width character
+    return f"'{v}" if v.startswith(FORMULA) else v
+
+
 def inert(frame):
-    """Text cells that start like a spreadsheet formula get a leading apostrophe (records are untrusted);
-    numbers are left as they are."""
+    """Text cells that start like a spreadsheet formula get a leading apostrophe (records are untrusted); lone
+    surrogates, bidi controls and zero-width characters are made visible (``fmt.visible``); numbers are left as
+    they are."""
     out = frame.copy()
     for c in out.columns:
         if out[c].dtype == object or str(out[c].dtype).startswith("str"):
-            out[c] = [f"'{v}" if isinstance(v, str) and v.startswith(FORMULA) else v for v in out[c]]
+            out[c] = [_cell(v) for v in out[c]]
+    out.columns = [visible(c) if isinstance(c, str) else c for c in out.columns]
     return out
 
 
@@ -83,10 +96,45 @@ def configurations_frame(costed, currency: str = "USD"):
     return out
 
 
-def write_csvs(ctx, folder: Path) -> tuple[Path, Path]:
-    """``results.csv`` and ``configurations.csv`` of ``ctx`` in ``folder`` (each written atomically)."""
+# verdict.csv: each side's columns (as configurations.csv names them), then the speedup
+VERDICT_SIDE = {"machine": "machine", "backend": "backend", "threads": "threads", "jit_compile": "jit_compile",
+                "batch_size": "batch_size", "precision": "precision", "samples_per_s": "samples_per_s_median",
+                "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "n_runs": "runs"}
+VERDICT_COLUMNS = (["workload", "sides"] + [f"{d}_{v}" for d in ("cpu", "gpu") for v in VERDICT_SIDE.values()]
+                   + ["cpu_samples_per_s_shown", "gpu_samples_per_s_shown", "speedup", "speedup_low", "speedup_high",
+                      "interval_kind", "speedup_shown", "marks"])
+
+
+def verdict_frame(costed):
+    """One row per workload (``best.best_over_best``): each side's machine, backend, thread and compilation
+    setting, batch, precision, median samples/s with its interval and runs; the speedup and its interval; the
+    figures as the report shows them (``*_shown``: the same digits as its sentences, chart and tables)."""
+    import pandas as pd
+
+    rows = best_over_best(costed)
+    if not len(rows):
+        return pd.DataFrame(columns=VERDICT_COLUMNS)
+    out = pd.DataFrame({"workload": rows["workload"], "sides": [sides(r) for r in rows.to_dict("records")]})
+    for d in ("cpu", "gpu"):
+        for k, v in VERDICT_SIDE.items():
+            out[f"{d}_{v}"] = rows[f"{k}_{d}"]
+    out["gpu_threads"] = None  # a GPU configuration's threads are not a setting of its speed
+    recs = rows.to_dict("records")
+    out["cpu_samples_per_s_shown"] = [sps_shown(r, "_cpu") for r in recs]
+    out["gpu_samples_per_s_shown"] = [sps_shown(r, "_gpu") for r in recs]
+    out["speedup"], out["speedup_low"], out["speedup_high"] = rows["speedup"], rows["speedup_lo"], rows["speedup_hi"]
+    out["interval_kind"] = rows["interval"]
+    out["speedup_shown"] = [speedup_shown(r) for r in recs]
+    out["marks"] = [marks(n, bool(w)) for n, w in zip(rows["n_runs"], rows["short_window"])]
+    return out[VERDICT_COLUMNS]
+
+
+def write_csvs(ctx, folder: Path) -> tuple[Path, Path, Path]:
+    """``results.csv``, ``configurations.csv`` and ``verdict.csv`` of ``ctx`` in ``folder`` (each written
+    atomically)."""
     folder = Path(folder)
     res = write_text_atomic(folder / RESULTS, inert(results_frame(ctx.df)).to_csv(index=False))
     cur = (ctx.prices or {}).get("currency", "USD")
     conf = write_text_atomic(folder / CONFIGURATIONS, inert(configurations_frame(ctx.costed, cur)).to_csv(index=False))
-    return res, conf
+    verdict = write_text_atomic(folder / VERDICT, inert(verdict_frame(ctx.costed)).to_csv(index=False))
+    return res, conf, verdict

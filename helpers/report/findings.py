@@ -8,8 +8,9 @@ fixtures whose numbers are known. Each returns a ``(template, *values)`` tuple (
 
 from __future__ import annotations
 
-from .fmt import digits, isnull, rounded
-from .headline import duration, times
+from .best import best_over_best
+from .fmt import isnull, rounded, speedup_shown, sps_shown
+from .headline import duration
 
 
 def _cfg(r) -> str:
@@ -24,8 +25,8 @@ def speedup(pairs) -> tuple:
     hi, lo = pairs.loc[sp.idxmax()], pairs.loc[sp.idxmin()]
     slower = int((sp <= 1).sum())
     return ("{} matched pair(s): the GPU trains {} to {} faster than the CPU of the same configuration; the largest "
-            "gain is {} on {} (batch {}), the smallest {} on {}{}.", len(pairs), times(lo["speedup"]),
-            times(hi["speedup"]), hi["workload"], hi["backend"], f"{hi['batch_size']:g}", lo["workload"],
+            "gain is {} on {} (batch {}), the smallest {} on {}{}.", len(pairs), speedup_shown(lo),
+            speedup_shown(hi), hi["workload"], hi["backend"], f"{hi['batch_size']:g}", lo["workload"],
             lo["backend"], f"; {slower} pair(s) are no faster on the GPU" if slower else "")
 
 
@@ -40,22 +41,31 @@ def throughput(summ) -> tuple:
 
 
 def _fig(r) -> str:
-    """A configuration's samples/s to the digits its runs support (one run, a short window: fewer)."""
-    v, d = r["samples_per_s"], digits(r)
-    return rounded(v, d) if v >= 100 else rounded(v, min(d, 2))
+    """A configuration's samples/s as every table shows it (``fmt.sps_shown``: the digits its runs support)."""
+    return sps_shown(r)
 
 
 def cost(costed) -> tuple:
+    """Where a workload has a verdict row priced on both sides (best.best_over_best: on one machine the fastest
+    configuration is also the cheapest), the same count as the verdict's; else the cheapest configuration's device."""
     c = costed[costed["on_demand_per_source_epoch"].notna()]
     unpriced = int(costed["on_demand_per_source_epoch"].isna().sum())
     if not len(c):
         return ("No configuration has a price (no profile of params/prices.yaml matches these machines), so only "
                 "relative times are shown; {} configuration(s) unpriced.", unpriced)
+    rows = best_over_best(costed)
+    more = f"; {unpriced} configuration(s) have no price" if unpriced else ""
+    if len(rows):
+        rows = rows[rows["on_demand_per_source_epoch_cpu"].notna() & rows["on_demand_per_source_epoch_gpu"].notna()]
+    if len(rows):
+        gpu = int((rows["on_demand_per_source_epoch_gpu"] < rows["on_demand_per_source_epoch_cpu"]).sum())
+        return ("Per epoch of the source's dataset, at on-demand prices, an epoch is cheaper on the GPU for {} of "
+                "the {} workloads priced on both sides (each side its fastest configuration, as in the verdict){}.",
+                gpu, len(rows), more)
     best = c.loc[c.groupby("workload")["on_demand_per_source_epoch"].idxmin()]
     gpu = int((best["device"] == "gpu").sum())
     return ("Per epoch of the source's dataset, at on-demand prices, the cheapest configuration is on the GPU for {} "
-            "of {} priced workload(s){}.", gpu, len(best),
-            f"; {unpriced} configuration(s) have no price" if unpriced else "")
+            "of {} priced workload(s){}.", gpu, len(best), more)
 
 
 def first_epoch(s_) -> tuple:

@@ -13,6 +13,7 @@ Text that comes from records is HTML-escaped wherever it is shown (``html_table`
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 from ..paths import PROJECT_ROOT
@@ -37,38 +38,32 @@ MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to
               "within-run epoch spread (IQR of the steady epochs) is shown apart and is not the figure's "
               "uncertainty.")
 
-REPORT_CSS = """<style>
-table.cgb{border-collapse:collapse;font-size:12px;margin:4px 0 12px 0}
-table.cgb td,table.cgb th{border:1px solid #ddd;padding:2px 6px;text-align:left !important;vertical-align:top;
-  white-space:nowrap}
-table.cgb td.cgb-text{white-space:normal;min-width:40em;max-width:48em}
-table.cgb th{background:#f2f2f2}
-table.cgb th.cgb-text{white-space:normal;min-width:12em;max-width:20em}
-table.cgb details summary{cursor:pointer;color:#555}
-section.cgb-section{margin:0 0 22px 0}
-section.cgb-folded{margin:0 0 6px 0}
-section.cgb-folded p.cgb-absent{margin:0}
-section.cgb-section p.lead{color:#333;max-width:70em}
-p.cgb-finding{font-size:15px;max-width:90em;margin:2px 0 4px 0}
-details.cgb-about{font-size:13px;color:#555;margin:0 0 4px 0}
-details.cgb-about summary{cursor:pointer}
-p.cgb-absent{color:#8a5a00}
-nav.cgb-toc{font-size:13px;margin:0 0 4px 0;line-height:1.5}
-h1#CPU-versus-GPU:-Keras-3-training-benchmark-report{margin:4px 0 4px 0;font-size:26px}
-nav.cgb-toc a{margin-right:10px;white-space:nowrap}
-img.cgb-fig{max-width:100%;height:auto;display:block;margin:4px 0 10px 0}
-.cgb-compared{font-size:14px;margin:2px 0 6px 0}
-ul.cgb-verdict{font-size:14px;margin:2px 0 4px 0;padding-left:20px;max-width:90em}
-.jp-Notebook .jp-Cell{padding-top:0;padding-bottom:0}
-.cgb-links{font-size:13px;white-space:nowrap}
-ul.cgb-verdict li{margin:2px 0}
-p.cgb-key{font-size:12px;color:#555;margin:0 0 8px 0}
-</style>"""
+# the report's style sheet (helpers/report/templates/report.css), inline: the page needs no file beside it
+REPORT_CSS = f"<style>\n{(Path(__file__).parent / 'templates' / 'report.css').read_text(encoding='utf-8')}</style>"
+
+
+# Characters that are safe for no sink: a lone surrogate (a valid JSON escape, "\\ud800", and what Python makes
+# of a file name that is not UTF-8) cannot be written as UTF-8; bidi controls (embeddings and overrides
+# U+202A-E, isolates U+2066-9, marks U+200E-F, U+061C) reorder the text around them ("mlp_mnist" + U+202E turns a
+# verdict's figures around); zero-width characters (U+200B-D, U+2060-4, U+FEFF, U+180E) make two names that look
+# the same. ``visible`` replaces a surrogate with U+FFFD and writes the others out as "\\u202e".
+_UNSAFE = re.compile("[\ud800-\udfff\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def _shown(m) -> str:
+    c = ord(m.group())
+    return "\ufffd" if 0xD800 <= c <= 0xDFFF else f"\\u{c:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` safe for any sink (a page, a CSV, a file name): lone surrogates replaced (U+FFFD), bidi controls
+    and zero-width characters written out as visible escapes (``\\u202e``)."""
+    return _UNSAFE.sub(_shown, text) if _UNSAFE.search(text) else text
 
 
 def esc(value) -> str:
-    """HTML-escape anything shown in the report that came from a record."""
-    return html.escape("" if value is None else str(value))
+    """HTML-escape anything shown in the report that came from a record (made ``visible`` first)."""
+    return html.escape(visible("" if value is None else str(value)))
 
 
 def isnull(v) -> bool:
@@ -225,6 +220,17 @@ def shown(v, r, mark: bool = True, suffix: str = "", unit: str = "") -> str:
     return rounded(v, digits(r, suffix)) + unit + (f" {m}" if m else "")
 
 
+def speedup_shown(p) -> str:
+    """A speedup (a matched pair's or a verdict row's: ``speedup`` and its ``digits``, aggregate.add_speedup) as
+    every part of the report shows it (sentences, chart labels, tables, verdict.csv): '24×', '5.60×'."""
+    return f"{rounded(p['speedup'], int(p['digits']))}×"
+
+
+def sps_shown(r, suffix: str = "") -> str:
+    """A configuration's samples/s as every part of the report shows it, to the digits its runs support."""
+    return rounded(r.get(f"samples_per_s{suffix}"), digits(r, suffix))
+
+
 def speedup_text(p) -> str:
     """A matched pair's speedup (aggregate.matched_pairs): '51 †‡ (1 run: no interval)',
     '10.6 [9.09–12.5] (between runs: range, n=2/2 GPU/CPU)'."""
@@ -249,7 +255,7 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS)
             return ""
         if isinstance(v, float):
             return html.escape(floatfmt.format(v) if floatfmt else num(v, 4))
-        return html.escape(str(v))
+        return esc(v)
 
     def cell(v) -> str:
         text = fmt(v)
@@ -257,7 +263,7 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS)
             return f"<td>{text}</td>"
         if len(str(v)) <= FOLD_AT:  # a sentence: wrapped in a bounded column, at most three lines
             return f'<td class="cgb-text">{text}</td>'
-        head = html.escape(str(v)[:FOLD_HEAD].rsplit(" ", 1)[0]) + " …"
+        head = esc(str(v)[:FOLD_HEAD].rsplit(" ", 1)[0]) + " …"
         return f'<td class="cgb-text"><details><summary>{head}</summary>{text}</details></td>'
 
     if df is None or len(df.columns) == 0:
@@ -267,8 +273,8 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS)
         extra = note("… {} more rows not shown here; results.csv and configurations.csv beside this report hold "
                      "every run and every configuration.", len(df) - max_rows)
         df = df.head(max_rows)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" if len(str(c)) <= WRAP_HEAD else
-                   f'<th class="cgb-text">{html.escape(str(c))}</th>' for c in df.columns)
+    head = "".join(f"<th>{esc(c)}</th>" if len(str(c)) <= WRAP_HEAD else
+                   f'<th class="cgb-text">{esc(c)}</th>' for c in df.columns)
     rows = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>"
                    for row in df.itertuples(index=False))
     return (f'<div style="overflow-x:auto"><table class="cgb"><thead><tr>{head}</tr></thead>'

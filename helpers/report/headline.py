@@ -1,9 +1,9 @@
 """The report's answer, first: per workload, how much faster the GPU trains, and what one source epoch takes and
 costs on each side; the sentences that say it, generated from the figures; short names for configurations.
 
-    pairs = headline.best_pairs(all_pairs(ctx.costed))     # one matched pair per workload × backend
-    rows = headline.per_workload(pairs)                    # the fastest GPU configuration's pair per workload
-    for s in headline.sentences(rows, headline.compared(ctx.df)): print(s)
+    rows = best.best_over_best(ctx.costed)                 # the verdict: fastest GPU over fastest CPU, per workload
+    pairs = headline.best_pairs(all_pairs(ctx.costed))     # like for like: one matched pair per workload × backend
+    for s in headline.sentences(rows, headline.compared(ctx.df), pairs): print(s)
 
 Everything here is a function of the tidy tables (no files, no context object), so the sentences are tested
 against fixtures whose numbers are known.
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 
-from .fmt import isnull, rounded
+from .fmt import isnull, rounded, speedup_shown
 from .reference import is_reference
 
 PREC = {"float32": "fp32", "mixed_bfloat16": "bf16", "mixed_float16": "fp16"}
+BACKEND = {"tensorflow": "TF", "jax": "JAX", "torch": "PyTorch"}
 
 
 def short_gpu(name) -> str:
@@ -63,6 +64,40 @@ def config_key(r, suffix: str = "_gpu") -> str:
     return " · ".join(p for p in parts if p)
 
 
+def backend_name(b) -> str:
+    return BACKEND.get(str(b), str(b))
+
+
+def cores(r, suffix: str = "_cpu"):
+    """The CPU cores a CPU configuration trained on: its thread setting, else the machine's logical CPUs."""
+    t = r.get(f"threads{suffix}")
+    if not isnull(t) and t:
+        return int(t)
+    v = next((r.get(f"{k}{suffix}") for k in ("machine_cpus", "cpus") if not isnull(r.get(f"{k}{suffix}"))), None)
+    return None if v is None else int(v)
+
+
+def side(r, suffix: str) -> str:
+    """One side of a verdict row (best.best_over_best) named: 'TF on 2 CPU cores', 'JAX on the H100', 'JAX on
+    the reference H100', 'JAX on 2 H200' (one configuration over several GPUs)."""
+    be = backend_name(r.get(f"backend{suffix}", r.get("backend")))
+    if suffix == "_cpu":
+        n = cores(r, suffix)
+        return f"{be} on {n} CPU core{'s' if n != 1 else ''}" if n else f"{be} on the CPU"
+    name = gpu_side(r.get("gpu_machine", r.get(f"machine{suffix}")))
+    ref = name.endswith(" ref")
+    name = (name[:-4] if ref else name) or "GPU"
+    n = r.get(f"gpus{suffix}")
+    if not isnull(n) and n > 1:
+        return f"{be} on {int(n)} {name}" + (" (reference)" if ref else "")
+    return f"{be} on the {'reference ' if ref else ''}{name}"
+
+
+def sides(r) -> str:
+    """'TF on 2 CPU cores → JAX on the H100'."""
+    return f"{side(r, '_cpu')} → {side(r, '_gpu')}"
+
+
 def best_pairs(pairs):
     """One pair per workload × backend: the one whose GPU side is fastest."""
     if pairs is None or not len(pairs):
@@ -93,10 +128,6 @@ def duration(s) -> str:
     if s < 48 * 3600:
         return f"{rounded(s / 3600, 2)} h"
     return f"{rounded(s / 86400, 2)} days"
-
-
-def times(v) -> str:
-    return f"{rounded(v, 2)}×" if v < 100 else f"{v:,.0f}×"
 
 
 def money(v) -> str:
@@ -174,15 +205,16 @@ def _first(rows, c: dict) -> str:
     what = f"{n} workload{'s' if n != 1 else ''}"
     if len(faster) == n:
         text = (f"{on}, {'every one of the ' + what if n > 1 else 'the one workload'} trains "
-                f"{times(lo['speedup'])}" + (f" to {times(hi['speedup'])}" if n > 1 else "") + f" faster on the {gpu}")
+                f"{speedup_shown(lo)}" + (f" to {speedup_shown(hi)}" if n > 1 else "") + f" faster on the {gpu}")
     elif len(faster) == 0:
-        text = (f"{on}, none of the {what} trains faster on the {gpu} (from {times(lo['speedup'])} to "
-                f"{times(hi['speedup'])} of the CPU's speed)")
+        text = (f"{on}, none of the {what} trains faster on the {gpu} (from {speedup_shown(lo)} to "
+                f"{speedup_shown(hi)} of the CPU's speed)")
     else:
         slow = rows[rows["speedup"] <= 1]
-        text = (f"{on}, {len(faster)} of the {what} train faster on the {gpu} (up to {times(hi['speedup'])}); "
-                + ", ".join(f"{r['workload']} does not ({times(r['speedup'])})" for _, r in slow.head(3).iterrows()))
-    return text + " (per sample, each workload's fastest GPU configuration against the same on the CPU)."
+        text = (f"{on}, {len(faster)} of the {what} train faster on the {gpu} (up to {speedup_shown(hi)}); "
+                + ", ".join(f"{r['workload']} does not ({speedup_shown(r)})" for _, r in slow.head(3).iterrows()))
+    return text + (" (per sample, each workload's fastest GPU configuration against its fastest CPU configuration, "
+                   "any backend, at the same batch size and precision).")
 
 
 def _cost(rows) -> str:
@@ -196,14 +228,30 @@ def _cost(rows) -> str:
                 "on-demand).")
     cheaper = priced[priced["on_demand_per_source_epoch_gpu"] < priced["on_demand_per_source_epoch_cpu"]]
     eg = cheaper.iloc[0] if len(cheaper) else None
-    return (f"At on-demand prices an epoch is cheaper on the GPU machine for {len(cheaper)} of the {len(priced)} "
-            "priced workloads" + (f" (e.g. {eg['workload']}: {money(eg['on_demand_per_source_epoch_gpu'])} against "
-                                  f"{money(eg['on_demand_per_source_epoch_cpu'])})" if eg is not None else "") + ".")
+    return (f"At on-demand prices an epoch on the sides compared above is cheaper on the GPU machine for "
+            f"{len(cheaper)} of the {len(priced)} workloads priced on both sides" +
+            (f" (e.g. {eg['workload']}: {money(eg['on_demand_per_source_epoch_gpu'])} against "
+             f"{money(eg['on_demand_per_source_epoch_cpu'])})" if eg is not None else "") + ".")
 
 
-def sentences(rows, c: dict, pairs=None) -> list[str]:
-    """Three to five sentences a reader can act on, from ``per_workload`` rows, ``compared`` and (to name the
-    backends that lose on the GPU) ``best_pairs``; [] without pairs."""
+def one_side_sentence(alone: dict) -> str:
+    """'Measured on one side only: TF on the CPU (cnn_cifar10, mlp_mnist): no like-for-like pair for it.' ('' for
+    none); ``alone`` as ``best.one_side`` gives it."""
+    if not alone:
+        return ""
+    by = {}
+    for (wl, be), dev in sorted(alone.items()):
+        by.setdefault((be, dev), []).append(wl)
+    parts = [f"{backend_name(be)} on the {dev.upper()} ({', '.join(w[:4])}"
+             + (f" and {len(w) - 4} more)" if len(w) > 4 else ")") for (be, dev), w in sorted(by.items())]
+    return (f"Measured on one side only: {'; '.join(parts)}: no like-for-like pair has it; the figures above count "
+            "it on its own side.")
+
+
+def sentences(rows, c: dict, pairs=None, alone: dict | None = None) -> list[str]:
+    """Three to six sentences a reader can act on, from ``best.best_over_best`` rows, ``compared``, the like-for-like
+    pairs (``best_pairs``: to name the backends that lose on the GPU) and the backends measured on one side only
+    (``best.one_side``); [] without rows."""
     if rows is None or not len(rows):
         return []
     rows = rows.sort_values("speedup").reset_index(drop=True)
@@ -211,8 +259,8 @@ def sentences(rows, c: dict, pairs=None) -> list[str]:
     if pairs is not None and len(pairs):
         slower = pairs[(pairs["speedup"] <= 1) & ~pairs["workload"].isin(rows[rows["speedup"] <= 1]["workload"])]
         if len(slower):
-            out[0] = out[0][:-1] + "; but " + ", ".join(
-                f"{r['workload']} on {r['backend']} is slower on the GPU ({times(r['speedup'])})"
+            out[0] = out[0][:-1] + "; but like for like, " + ", ".join(
+                f"{r['workload']} on {r['backend']} is slower on the GPU ({speedup_shown(r)})"
                 for _, r in slower.sort_values("speedup").head(3).iterrows()) + "."
     lo, hi = rows.iloc[0], rows.iloc[-1]
     if len(rows) > 1:
@@ -221,9 +269,8 @@ def sentences(rows, c: dict, pairs=None) -> list[str]:
             why = f": its GPU does {rounded(lo['mfu_gpu'] * 100, 2)}% of its peak arithmetic (too little work a step)"
         elif not isnull(lo.get("gpu_pct_gpu")):
             why = f": the GPU is busy {lo['gpu_pct_gpu']:.0f}% of the time"
-        out.append(f"The smallest gain is {lo['workload']} on {lo['backend']} ({times(lo['speedup'])}, batch "
-                   f"{lo['batch_size']:g}){why}; the largest is {hi['workload']} on {hi['backend']} "
-                   f"({times(hi['speedup'])}).")
+        out.append(f"The smallest gain is {lo['workload']}, {sides(lo)} ({speedup_shown(lo)}, batch "
+                   f"{lo['batch_size']:g}){why}; the largest is {hi['workload']}, {sides(hi)} ({speedup_shown(hi)}).")
     both = rows[rows["source_epoch_s_cpu"].notna() & rows["source_epoch_s_gpu"].notna()]
     if len(both):
         r = both.loc[(both["source_epoch_s_cpu"] - both["source_epoch_s_gpu"]).idxmax()]
@@ -231,5 +278,7 @@ def sentences(rows, c: dict, pairs=None) -> list[str]:
                    f"({r['source_samples_cpu']:,.0f} samples) takes {duration(r['source_epoch_s_cpu'])} on the CPU "
                    f"and {duration(r['source_epoch_s_gpu'])} on the GPU.")
     out.append(_cost(rows))
+    if one_side_sentence(alone or {}):
+        out.append(one_side_sentence(alone))
     out.append(runs_sentence(rows))
     return out

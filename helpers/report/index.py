@@ -15,6 +15,7 @@ CPU each) that survives a worker killed for memory (``workers.run_jobs``: that p
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -69,9 +70,29 @@ def _page_for(real: Path, root_of: Path, roots: list[Path], index_root: Path) ->
     return index_root / PAGES / rel.with_suffix(".html")
 
 
-def _up_to_date(src: Path, dst: Path, fresh_layout: bool) -> bool:
+SOURCES = ".sources.json"  # under PAGES: each page's source notebook's sha256 when it was rendered
+
+
+def _digest(src: Path) -> str | None:
+    """The sha256 of a notebook (read within the record reader's bounds), or None when it cannot be read."""
+    from helpers.record.reader import read_bytes
+
+    data, why = read_bytes(src, MAX_NOTEBOOK_BYTES)
+    return None if why is not None else hashlib.sha256(data).hexdigest()
+
+
+def _read_sources(path: Path) -> dict:
+    from helpers.record.reader import read_json_file
+
+    obj, _ = read_json_file(path)
+    return {k: v for k, v in obj.items() if isinstance(v, str)} if isinstance(obj, dict) else {}
+
+
+def _up_to_date(digest: str | None, dst: Path, fresh_layout: bool, sources: dict, key: str) -> bool:
+    """A page is current when it was rendered from a notebook of this content: by its hash, never its time (tar,
+    unzip or a clock jump give a rewritten notebook an older mtime than its page)."""
     try:
-        return fresh_layout and dst.is_file() and dst.stat().st_mtime >= src.stat().st_mtime
+        return fresh_layout and digest is not None and sources.get(key) == digest and dst.is_file()
     except OSError:
         return False
 
@@ -108,6 +129,9 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
         fresh_layout = stamp.read_text().strip() == RENDER_VERSION
     except OSError:
         fresh_layout = False
+    sources_file = root / PAGES / SOURCES
+    sources = _read_sources(sources_file) if fresh_layout else {}
+    digests = {}  # page key -> the sha256 of the notebook it is rendered from now
     rows, jobs, pages = [], [], {}
     seen = set()
     for r in sorted(records, key=lambda r: (str(r.get("workload")), str(r.get("started_at")))):
@@ -134,7 +158,9 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
             else:
                 seen.add(real)
                 dst = _page_for(real, root_of, roots, index_root)
-                if not _up_to_date(real, dst, fresh_layout):
+                key = dst.relative_to(index_root).as_posix()
+                digests[key] = _digest(real)
+                if not _up_to_date(digests[key], dst, fresh_layout, sources, key):
                     jobs.append((str(real), str(dst)))
                 pages[str(dst)] = name
                 page = str(dst)  # linked below, once rendered
@@ -147,6 +173,9 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
             if str(old) not in pages:
                 old.unlink(missing_ok=True)
     write_text_atomic(stamp, RENDER_VERSION + "\n")
+    failed = {Path(d).relative_to(index_root).as_posix() for d, why in errors.items() if why}
+    write_text_atomic(sources_file, json.dumps({k: v for k, v in sorted(digests.items())
+                                                if v is not None and k not in failed}, indent=0) + "\n")
     body = []
     for head, link, dst in rows:
         if dst is not None and errors.get(dst):

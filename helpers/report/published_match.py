@@ -35,12 +35,21 @@ def _knob_ok(k, want, have, device) -> bool:
     return have[k] == want
 
 
+_SPLIT: list = [None, {}]  # the last summary split by (workload, device): the section asks hundreds of times
+
+
+def _by_workload_device(summ) -> dict:
+    if _SPLIT[0] is not summ:
+        _SPLIT[:] = [summ, {k: g for k, g in summ.groupby(["workload", "device"], sort=False, dropna=False)}]
+    return _SPLIT[1]
+
+
 def candidates(summ, p):
     """Your configurations of the published figure's workload, device and variant (and augmentation, when the
     source says it), best first: same batch size, then highest samples/s."""
     if summ is None or summ.empty:
         return summ
-    c = summ[(summ["workload"] == p["workload"]) & (summ["device"] == p["device"])]
+    c = _by_workload_device(summ).get((p["workload"], p["device"]), summ.iloc[:0])
     pairs = _variant_pairs(p.get("variant"))
     if pairs:
         ok = [all(_knob_ok(k, v, _knobs(r), p["device"]) for k, v in pairs.items()) for r in c["knobs"]]
@@ -151,15 +160,13 @@ def _ratio(summ, p, num: dict, den: dict):
     """Your ratio of samples/s between two sets of configurations of p's workload (same machine, backend)."""
     if summ is None or summ.empty:
         return None
-    s = summ[summ["workload"] == p["workload"]]
+    rows = [(i, r) for i, r in enumerate(summ[summ["workload"] == p["workload"]].to_dict("records"))]
+    nums = [(i, a) for i, a in rows if all(_match(a, k, v) for k, v in num.items())]
+    dens = [(i, b) for i, b in rows if all(_match(b, k, v) for k, v in den.items()) and b["samples_per_s"] > 0]
     best = None
-    for ia, a in s.iterrows():
-        if not all(_match(a, k, v) for k, v in num.items()):
-            continue
-        for ib, b in s.iterrows():
-            if (b["machine"], b["backend"]) != (a["machine"], a["backend"]) or ia == ib:
-                continue
-            if all(_match(b, k, v) for k, v in den.items()) and b["samples_per_s"] > 0:
+    for ia, a in nums:
+        for ib, b in dens:
+            if (b["machine"], b["backend"]) == (a["machine"], a["backend"]) and ia != ib:
                 r = a["samples_per_s"] / b["samples_per_s"]
                 best = r if best is None or r > best else best
     return best

@@ -21,7 +21,11 @@ def make_self_contained(page: str) -> str:
 
 def write_text_atomic(path: Path, text: str) -> Path:
     """``text`` to ``path`` through a temp file and a rename; the temp file is removed when writing fails (a
-    full disk must not leave ``report.html.tmp`` behind)."""
+    full disk must not leave ``report.html.tmp`` behind). Every page and CSV is written through here: lone
+    surrogates, bidi controls and zero-width characters are made visible (``fmt.visible``), whatever the text."""
+    from .fmt import visible
+
+    text = visible(text)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")

@@ -160,7 +160,12 @@ def _row(r: dict) -> dict:
     # away from their old value: another configuration, never a repeat of one
     shown = [k for k in sorted(params) if k not in _COMMON_PARAMS] + [
         k for k in LATER_COMMON if params.get(k) not in (None, _params.LATER_DEFAULTS[k])]
-    knobs = ", ".join(f"{k}={params[k]}" for k in shown)
+    # a file a knob names (a custom model, its data) with a short hash of its content: files of different contents
+    # under one path are different configurations, and their labels say which (model_path=my.keras@1a2b3c4d)
+    wl_info = r.get("workload_info") if isinstance(r.get("workload_info"), dict) else {}
+    sha = {"model_path": wl_info.get("sha256"), "data_path": wl_info.get("data_sha256")}
+    knobs = ", ".join(f"{k}={params[k]}" + (f"@{sha[k][:8]}" if isinstance(sha.get(k), str) and params[k] else "")
+                      for k in shown)
     workers = _first(params.get("workers"), info.get("workers"))
     first = r.get("first_epoch_s")
     if total:

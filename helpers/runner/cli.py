@@ -3,7 +3,7 @@
 Usage::
 
     python -m helpers.runner [GRID.yaml ...] [--timeout S] [--rerun] [--no-report] [--validate-only] [--yes]
-    python -m helpers.runner --report-only
+    python -m helpers.runner --report-only [--inputs DIR ...] [--out DIR]
 
 One process drives every point through the papermill API (no papermill start-up per point); each
 point gets a fresh Jupyter kernel (a backend or a device cannot be switched inside a process). A
@@ -60,7 +60,7 @@ from helpers.exits import Exit
 from helpers.runner import plan as _plan
 from helpers.runner import progress as _progress
 from helpers.runner import shard as _shard
-from helpers.runner.grid_run import DEFAULT_TIMEOUT_S, run_grid
+from helpers.runner.grid_run import DEFAULT_TIMEOUT_S, report_only, run_grid
 from helpers.runner.plan import label
 from helpers.runner.prepare import prepare
 
@@ -95,7 +95,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-report", action="store_true", help="do not render the report")
     ap.add_argument("--no-reference", action="store_true",
                     help="a report whose records have no GPU run does not compare with the bundled reference GPU")
-    ap.add_argument("--report-only", action="store_true", help="only render the report from outputs/")
+    ap.add_argument("--report-only", action="store_true",
+                    help="only render the report from outputs/ (or --inputs); creates no run folder")
+    ap.add_argument("--out", type=Path, default=None, metavar="DIR",
+                    help="the folder the report goes to: report.html, results.csv, configurations.csv, index.html "
+                         "(default: outputs/)")
     ap.add_argument("--validate-only", action="store_true",
                     help="validate the grids, print their size and estimated time, list every run (with its "
                          "repeat), exit; writes nothing")
@@ -125,6 +129,8 @@ def main(argv=None) -> int:
             print(f"[{i}/{len(prep.order)}] {label(run, always=True)}")
         print(f"{len(prep.points)} points valid, {len(prep.order)} runs")
         return Exit.OK
+    if args.report_only:
+        return report_only(args, prep)
     return run_grid(args, prep)
 
 

@@ -2,7 +2,9 @@
 a fresh kernel (claimed first, ``fleet.claim``), one line each, and at the end the report (``summary.py``).
 
     status = run_grid(args, prep)    # the exit status (helpers.exits.Exit)
+    status = report_only(args, prep) # --report-only: the report alone, into --out (default: the outputs folder)
 
+Points left by ``--budget`` make the status ``Exit.BUDGET`` (run again to resume), even where a point failed.
 Ctrl-C and SIGTERM stop the running point (its kernel killed, no complete record left: ``Exit.INTERRUPTED``); a
 full disk or a read-only folder stops the run cleanly (``Exit.CANNOT_WRITE``); the points done are kept.
 """
@@ -13,8 +15,10 @@ import datetime as dt
 import os
 import signal
 import sys
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 from helpers.exits import Exit
 from helpers.record import writer
@@ -28,7 +32,7 @@ from helpers.runner.outputs import CannotWrite, acquire_lock, cannot_write, cann
 from helpers.runner.plan import label, run_setup
 from helpers.runner.prepare import Prepared
 from helpers.runner.progress import LiveEpochs, progress, streaming_engine
-from helpers.runner.summary import report_after_run
+from helpers.runner.summary import report_after_run, report_dir
 
 DEFAULT_TIMEOUT_S = 3600
 
@@ -160,4 +164,33 @@ def run_grid(args, prep: Prepared) -> Exit:
         if failed is not None:
             return failed
     log(f"log: {log_path}")
+    if counts["not run (budget)"]:
+        log(f"{counts['not run (budget)']} run(s) left by the --budget (exit {int(Exit.BUDGET)}): run the same "
+            "command again to resume")
+        return Exit.BUDGET
     return Exit.FAILED if counts["failed"] else Exit.OK
+
+
+def report_only(args, prep: Prepared) -> Exit:
+    """``--report-only``: the report over ``--inputs`` (default: the outputs folder) into ``--out`` (default: the
+    outputs folder, held as a run holds it). No run folder: the executed summary notebook and the kernel's files
+    live in a temporary folder, removed after."""
+    out_root = prep.out_root
+    out_dir = report_dir(args, out_root)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        # into the outputs folder, where a run writes its report: held as a run holds it (till this process ends)
+        lock = acquire_lock(out_root) if out_dir.resolve() == out_root.resolve() else True
+        if lock is None:
+            return Exit.BUSY
+    except OSError as exc:
+        print(f"error: {cannot_write_message(out_dir, cannot_write(exc) or str(exc))}", file=sys.stderr)
+        return Exit.CANNOT_WRITE
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    with tempfile.TemporaryDirectory(prefix="cgb-report-") as tmp:
+        work = Path(tmp)
+        kernel = install_kernelspec(work / ".jupyter")
+        os.environ["CGB_KERNEL_IPYTHONDIR"] = str(work / ".ipython")  # the kernel: an empty IPython profile
+        failed = report_after_run(args, out_root, work, kernel, register_engine(), lambda msg: print(msg, flush=True))
+    return Exit.OK if failed is None else failed

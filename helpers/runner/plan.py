@@ -18,6 +18,7 @@ from helpers.params import LATER_DEFAULTS
 from helpers.record.ids import point_id
 from helpers.record.reader import read_records
 from helpers.runner.notebook import is_complete, notebook_params
+from helpers.workloads import contents
 
 GUARD_RUNS = 500  # more runs than this: refused without --yes
 GUARD_S = 3 * 3600.0  # an estimated time over this: refused without --yes
@@ -78,9 +79,9 @@ def of_this_machine(records: list[dict], mkey: str) -> list[dict]:
     out = []
     for r in records:
         fp, params = r.get("fingerprint") or {}, r.get("params")
+        ids = (r.get("config_id"), r.get("point_id"))
         if fp.get("machine_key") == here or (
-                isinstance(params, dict)
-                and point_id(notebook_params(params), mkey) in (r.get("config_id"), r.get("point_id"))):
+                isinstance(params, dict) and point_id(notebook_params(params), mkey, contents(params)) in ids):
             out.append(r)
     return out
 
@@ -133,18 +134,22 @@ def bytecode_note(dont_write: bool | None = None, module: str = "ipykernel.kerne
 
 def run_setup(log, gpu: bool) -> None:
     """What a run measures once, before its first point, and hands to every point's kernel (environment):
-    the host's calibration (in every record's fingerprint) and, when GPU points will run, each GPU's idle
+    the host's calibration (in every record's fingerprint; one this boot measured within the hour and handed down
+    in the environment, by a parent run or shards started together, is reused) and, when GPU points will run, each
+    GPU's idle
     power (so that no point waits for an idle window of its own)."""
     from helpers.measure import calibration
 
     note = bytecode_note()
     if note:
         log(note)
-    cal = calibration.measure()
+    cal = calibration.reusable()
+    how = f"measured by an earlier run of this boot at {cal['when']}" if cal else ""
+    cal = cal or calibration.measure()
     calibration.export(cal)
     log(f"host calibration: {cal.get('dispatch_mcalls_per_s')} M Python calls/s, matmul "
         f"{cal.get('matmul_gflops_1thread')} GFLOP/s on 1 thread, {cal.get('matmul_gflops_all')} on "
-        f"{cal.get('matmul_threads')} ({cal.get('seconds')} s)")
+        f"{cal.get('matmul_threads')} ({how or str(cal.get('seconds')) + ' s'})")
     if gpu:
         from helpers.measure.sampler import IDLE_ENV, measure_gpus_idle
 

@@ -4,7 +4,8 @@ prices, the runs of this shard in order, which of them are done before and which
     prep = prepare(args)     # a Prepared, or the exit status (Exit.BAD_GRID, Exit.BUSY, ...) with the error printed
 
 A bad shard, grid, price or ``--inputs`` folder, or a grid over the size guard without ``--yes``, is refused with
-``Exit.BAD_GRID``: nothing is run (only a shard's lock files may be written, ``fleet.enter``).
+``Exit.BAD_GRID`` (a grid: every problem of every file, each ``file:line: message``): nothing is run (only a
+shard's lock files may be written, ``fleet.enter``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from helpers.runner.fleet import Fleet
 from helpers.runner.notebook import notebook_params
 from helpers.runner.outputs import cannot_write, cannot_write_message
 from helpers.runner.plan import complete_records, guard, of_this_machine, skip_reason
+from helpers.workloads import contents
 
 
 @dataclass
@@ -48,6 +50,16 @@ def refuse(lines: list[str]) -> Exit:
     return Exit.BAD_GRID
 
 
+def _every_problem(grids, found: _grid.GridError) -> _grid.GridError:
+    """``found`` (the problems seen without expanding) with those the sound blocks show once expanded (their keys
+    against each other): every problem of the grids in one message."""
+    try:
+        _grid.expand_all(grids)
+    except _grid.GridError as every:
+        return every
+    return found
+
+
 def prepare(args) -> Prepared | Exit:
     """The run that ``args`` (the runner's command line) asks for, or why not (printed) as an exit status."""
     out_root = outputs_dir()
@@ -63,12 +75,15 @@ def prepare(args) -> Prepared | Exit:
     if not args.report_only:
         try:
             blocks = _grid.sizes(prep.grids)
-            over, prep.lines = guard(blocks, None)
-            if over and not (args.yes or args.validate_only):  # refused before expanding anything
-                return refuse(prep.lines)
+        except _grid.GridError as exc:
+            return refuse(_every_problem(prep.grids, exc).lines())
+        over, prep.lines = guard(blocks, None)
+        if over and not (args.yes or args.validate_only):  # refused before expanding anything
+            return refuse(prep.lines)
+        try:
             prep.points = _grid.expand_all(prep.grids)
         except _grid.GridError as exc:
-            return refuse([str(exc)])
+            return refuse(exc.lines())
         if args.timeout is not None and args.timeout <= 0:
             print("error: --timeout must be > 0 seconds", file=sys.stderr)
             return Exit.BAD_GRID
@@ -93,8 +108,8 @@ def _plan_runs(args, prep: Prepared, blocks) -> Exit | None:
     status of a refusal (printed)."""
     mkey = machine_key()
     order = _grid.runs(prep.points)
-    for run in order:
-        run["_config_id"] = point_id(notebook_params(run), mkey)
+    for run in order:  # the id holds the content of the files a point reads (a custom model): re-saved, run again
+        run["_config_id"] = point_id(notebook_params(run), mkey, contents(run))
         run["point_id"] = run["_config_id"] + (f"-r{run['_repeat']}" if run["_repeat"] else "")
     history = complete_records(prep.out_root / "runs")
     try:

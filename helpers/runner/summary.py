@@ -3,6 +3,7 @@ folders, rendered to ``report.html``, with the index page beside it.
 
     html = render_report(folders, run_dir, kernel, out_root / "report.html", parameters)
     status = report_after_run(args, out_root, run_dir, kernel, engine, log)   # None: rendered; else the exit status
+    report_dir(args, out_root)       # --out, else out_root: report.html, results.csv, configurations.csv, index.html
 
 A failed report names the kernel's error, keeps the previous page as ``report.previous.html`` and leaves a page
 saying it failed (``report.failed``); the records stay complete.
@@ -38,13 +39,21 @@ def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Pat
     return out
 
 
+def report_dir(args, out_root: Path) -> Path:
+    """Where the report, its CSVs and the index go: ``--out``, else the outputs folder."""
+    out = getattr(args, "out", None)
+    return Path(out).resolve() if out else out_root
+
+
 def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, log) -> Exit | None:
-    """Render the report over ``--inputs`` (default: ``out_root``) as the runner's command line (``args``) asks;
-    None when it was written, else the run's exit status (interrupted, cannot write, failed), logged."""
+    """Render the report over ``--inputs`` (default: ``out_root``) into ``report_dir`` as the runner's command line
+    (``args``) asks; None when it was written, else the run's exit status (interrupted, cannot write, failed),
+    logged. ``run_dir`` holds the executed summary notebook."""
     t0 = time.perf_counter()
+    out_dir = report_dir(args, out_root)
     try:
         inputs = [Path(f).resolve() for f in args.inputs] if args.inputs else [out_root]
-        html = render_report(inputs, run_dir, kernel, out_root / "report.html",
+        html = render_report(inputs, run_dir, kernel, out_dir / "report.html",
                              parameters={**({"prices_file": str(args.prices.resolve())} if args.prices else {}),
                                          **({"price_set": args.price_set} if args.price_set else {}),
                                          "use_reference": not args.no_reference})
@@ -56,13 +65,13 @@ def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, l
         return Exit.INTERRUPTED
     except Exception as exc:
         if cannot_write(exc):
-            log(f"report not written: {cannot_write_message(out_root, cannot_write(exc))}")
+            log(f"report not written: {cannot_write_message(out_dir, cannot_write(exc))}")
             return Exit.CANNOT_WRITE
         from helpers.report.failed import failure_text, mark_failed
 
         why = failure_text(exc, run_dir / "summary.ipynb")
         log(f"report failed: {why}")
-        if mark_failed(out_root / "report.html", why):  # an older report must not look current
-            log(f"report.html now says so; the last good one: {out_root / 'report.previous.html'}")
+        if mark_failed(out_dir / "report.html", why):  # an older report must not look current
+            log(f"report.html now says so; the last good one: {out_dir / 'report.previous.html'}")
         return Exit.FAILED
     return None

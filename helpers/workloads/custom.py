@@ -35,7 +35,6 @@ The public names of the first three are re-exported here (``from helpers.workloa
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import re
 import sys
@@ -47,6 +46,7 @@ from helpers.data import loaders as _data
 
 from ..params import ParamError
 from ..paths import PROJECT_ROOT
+from . import custom_files as _files
 from .custom_checks import EXTRA, LOSS_ALIAS, LOSS_KIND, LOSSES, OPTIMIZERS, _modules, check_point, choices
 from .custom_data import FEATURES, dataset, facts, synthetic
 from .custom_files import DATA_WHAT, MODEL_WHAT, WHERE_HINT, data_file, model_file, register_hint, resolve
@@ -205,14 +205,6 @@ def _load(params: dict) -> _data.Dataset:
     return dataset(params, facts(model, params))
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _describe(model, params: dict) -> dict:
     path, info = model_file(params["model_path"], "custom")
     picked = choices(params, info, "custom")
@@ -223,7 +215,8 @@ def _describe(model, params: dict) -> dict:
         lr = float(np.asarray(opt.learning_rate))
     except Exception:
         lr = None
-    return {"model_path": params["model_path"], "model_file": str(path), "sha256": _sha256(path),
+    data = {"data_sha256": _files.digest(params["data_path"])} if params.get("data_path") else {}
+    return {"model_path": params["model_path"], "model_file": str(path), "sha256": _files.sha256(path), **data,
             "file_bytes": path.stat().st_size, "saved_by_keras": info["metadata"].get("keras_version"),
             "model_class": info["config"].get("class_name"), "model_name": model.name,
             "layers": len(model.layers),

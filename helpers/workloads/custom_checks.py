@@ -15,7 +15,7 @@ import re
 import sys
 
 from ..params import Param, ParamError
-from .custom_files import data_file, model_file, register_hint
+from .custom_files import data_file, digest, model_file, register_hint
 
 LOSS_KIND = {"sparse_categorical_crossentropy": "sparse", "categorical_crossentropy": "one-hot",
              "categorical_focal_crossentropy": "one-hot", "binary_crossentropy": "binary",
@@ -28,12 +28,16 @@ OPTIMIZERS = ("", "adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "ada
 
 
 class _ModelPath(Param):
+    digest = staticmethod(digest)  # a knob naming a file: its content is part of the point (registry.contents)
+
     def check(self, value, where):
         super().check(value, where)
         model_file(value, where)
 
 
 class _DataPath(Param):
+    digest = staticmethod(digest)
+
     def check(self, value, where):
         super().check(value, where)
         if value:

@@ -4,6 +4,7 @@ metadata.json) and the ``.npz`` (array headers only), each checked with a ``Para
     path, info = model_file("my.keras")    # info: config, metadata, inputs, n_outputs, custom_objects, ...
     path, arrays = data_file("d.npz")      # arrays: {"x": (shape, dtype), "y": (shape, dtype)}
     resolve("my.keras")                    # (the file or None, the places tried): cwd, $PWD, project root
+    digest("my.keras")                     # the file's sha256 (None: no such file): in the point id, the record
 
 Imported by ``custom_checks`` (grid validation, the notebook's first cell), ``custom_data`` and ``custom``
 (the workload); imports none of them. The workload's documentation is ``custom``'s docstring.
@@ -12,6 +13,7 @@ Imported by ``custom_checks`` (grid validation, the notebook's first cell), ``cu
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import zipfile
@@ -46,6 +48,27 @@ def resolve(value: str) -> tuple[Path | None, list[Path]]:
                                          PROJECT_ROOT]
     tried = list(dict.fromkeys([p] if p.is_absolute() else [b / p for b in bases]))
     return next((t.resolve() for t in tried if t.exists()), None), tried
+
+
+def sha256(path: Path) -> str:
+    """The sha256 of the file's bytes (hex), read once per content (path, modification time, size)."""
+    st = Path(path).stat()
+    return _sha256(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256(path: str, mtime_ns: int, size: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def digest(value: str) -> str | None:
+    """The sha256 of the file ``value`` names (found as ``resolve`` finds it); None where there is none."""
+    path, _ = resolve(value) if value else (None, [])
+    return sha256(path) if path is not None and path.is_file() else None
 
 
 def _existing(key: str, value: str, where: str, suffix: str, what: str) -> Path:

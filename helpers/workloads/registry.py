@@ -61,6 +61,22 @@ def knobs(name: str) -> dict:
     return {**_params.COMMON, **get(name).extra_params}
 
 
+def contents(params: dict) -> dict:
+    """What the files a point reads hold: knob -> sha256, for each knob naming a file (its ``Param`` has a
+    ``digest``: custom's ``model_path``, ``data_path``) with a value; {} for the workloads that read none. Part
+    of the point id (``record.ids.point_id``): a file saved again with other contents is another point."""
+    try:
+        spec = knobs(params["workload"])
+    except KeyError:
+        return {}
+    out = {}
+    for k, p in spec.items():
+        digest = getattr(p, "digest", None)
+        if digest is not None and params.get(k) and (h := digest(params[k])):
+            out[k] = h
+    return out
+
+
 def defaults(name: str) -> dict:
     """Workload ``name``'s values where a grid gives none: the common defaults, overridden by its own."""
     return {**_params.COMMON_DEFAULTS, **get(name).defaults}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from jinja2 import Environment, select_autoescape
 from markupsafe import Markup
 
-from ..fmt import ONE_RUN, SHORT, digits, html_table, isnull, marks, note, num, rounded
+from ..fmt import ONE_RUN, SHORT, digits, html_table, isnull, marks, note, num, rounded, visible
 
 FOLD_ROWS = 25  # tables longer than this are folded
 
@@ -110,7 +110,7 @@ class Section:
         return self.html(f"<details><summary>{Markup.escape(summary)}</summary>{inner}</details>")
 
     def _repr_html_(self) -> str:
-        return _TEMPLATE.render(s=self)
+        return visible(_TEMPLATE.render(s=self))  # no raw bidi control, zero-width character or surrogate
 
 
 def _name(module) -> str:

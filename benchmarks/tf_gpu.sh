@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# TensorFlow's CUDA build on a GPU machine that reaches no package index but takes small uploads (issue 46): the
+# parts made HERE by benchmarks/tf_parts.py, carried one call at a time, assembled and installed THERE, then a grid.
+#
+#   python3 benchmarks/tf_parts.py build          # HERE, once: .tfparts/partNN + manifest.json (+ zstandard wheel)
+#   bash benchmarks/tf_gpu.sh part                # THERE, once a part: carry [".tfparts/manifest.json",
+#                                                 #   ".tfparts/partNN"]; moves it to /tmp/parts (checksum); the
+#                                                 #   call that brings the last part also installs
+#   bash benchmarks/tf_gpu.sh install             # THERE: assemble, pip install --target /tmp/tfsite, check the GPU
+#   bash benchmarks/tf_gpu.sh grid [BUDGET_S]     # THERE: carry [".whl"]; params/reference_tf.yaml (or $GRID),
+#                                                 #   starting no point after BUDGET_S s (RUNNER_LIMIT_S: see below)
+#
+# Files under /tmp stay while the machine is held: a machine idle for 30 s goes back, so make the calls one right
+# after another. No LD_LIBRARY_PATH is set here: the suite loads the nvidia/*/lib libraries beside tensorflow by
+# itself (helpers/point/nvidia_libs.py). The grid resumes from /tmp (the same machine) or from the runs of earlier
+# leases carried as .whl/reference_tf_runs.tgz, and sends back $OUT/reference_tf_runs.tgz: unpack it here with
+# `tar xzf reference_tf_runs.tgz -C outputs` (outputs/reference_tf_runs/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODE="${1:-part}"
+OUTDIR="${OUT:-$(mktemp -d)}"
+PARTS=/tmp/parts TFSITE=/tmp/tfsite RUNS=/tmp/cgb/reference_tf_runs
+exec > >(tee -a "$OUTDIR/tf_gpu.log") 2>&1
+export PYTHONUNBUFFERED=1
+
+install_tf() {
+    if [ -f "$TFSITE/.installed" ]; then echo "tensorflow already in $TFSITE"; return 0; fi
+    local t0=$SECONDS
+    rm -rf /tmp/tfwheels
+    python3 benchmarks/tf_parts.py assemble "$PARTS" /tmp/tfwheels
+    echo "assembled in $(( SECONDS - t0 )) s"
+    rm -rf "$TFSITE"
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$TFSITE" /tmp/tfwheels/*.whl
+    touch "$TFSITE/.installed"
+    rm -rf /tmp/tfwheels "$PARTS"/part*
+    echo "installed in $TFSITE in $(( SECONDS - t0 )) s: $(du -sh "$TFSITE" | cut -f1)"
+}
+
+suite_wheels() {
+    if compgen -G ".whl/*.whl" >/dev/null && [ ! -f /tmp/site/.installed ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+            .whl/*.whl
+        touch /tmp/site/.installed
+    fi
+    export PYTHONPATH=/tmp/site:$TFSITE${PYTHONPATH:+:$PYTHONPATH}
+}
+
+check_gpu() {  # without the suite (what TF does alone), then with its finder: no LD_LIBRARY_PATH either way
+    PYTHONPATH=$TFSITE${PYTHONPATH:+:$PYTHONPATH} python3 -c "
+import tensorflow as tf; print('tensorflow', tf.__version__, 'alone:', tf.config.list_physical_devices('GPU'))
+from helpers.point import nvidia_libs; print('  skip reason:', nvidia_libs.tf_no_gpu_reason())" 2>&1 \
+        || true
+    PYTHONPATH=$TFSITE${PYTHONPATH:+:$PYTHONPATH} python3 -c "
+import time; t = time.perf_counter()
+from helpers.point import nvidia_libs; r = nvidia_libs.preload()
+print(f'suite finder: {len(r[\"loaded\"])} libraries from {len(r[\"dirs\"])} folders in {time.perf_counter() - t:.1f} s',
+      'failed:', r['failed'])
+import tensorflow as tf; print('tensorflow with the finder:', tf.config.list_physical_devices('GPU'))" 2>&1 \
+        || true
+}
+
+case "$MODE" in
+part)
+    if python3 benchmarks/tf_parts.py intake .tfparts "$PARTS"; then install_tf; check_gpu
+    else echo "(the parts so far are kept in $PARTS)"; fi
+    ;;
+install)
+    [ -d .tfparts ] && python3 benchmarks/tf_parts.py intake .tfparts "$PARTS" || true
+    install_tf
+    check_gpu
+    ;;
+grid)
+    BUDGET="${2:-440}"
+    [ -f "$TFSITE/.installed" ] || install_tf
+    suite_wheels
+    mkdir -p /tmp/cgb
+    if [ -d "$RUNS" ]; then echo "runs of an earlier call on this machine: resumed"
+    elif [ -f .whl/reference_tf_runs.tgz ]; then tar xzf .whl/reference_tf_runs.tgz -C /tmp/cgb; echo "runs of earlier leases: resumed"
+    fi
+    t0=$SECONDS
+    # RUNNER_LIMIT_S (0: none): the runner is interrupted then (SIGINT: the point in flight is abandoned, to run again
+    # on resume), so that a call of a limited length still sends back its runs
+    CGB_OUTPUTS=$RUNS timeout -s INT -k 30 "${RUNNER_LIMIT_S:-0}" python3 -m helpers.runner \
+        "${GRID:-params/reference_tf.yaml}" --budget "$BUDGET" --no-report --yes || echo "runner exit $?"
+    echo "runner: $(( SECONDS - t0 )) s"
+    python3 - <<'EOF'
+import collections, json, pathlib, statistics
+runs, other = collections.defaultdict(list), collections.Counter()
+for f in pathlib.Path("/tmp/cgb/reference_tf_runs").rglob("records/*.json"):
+    r = json.loads(f.read_text())
+    key = (r["workload"], r["backend"], r["device"], r.get("batch_size"))
+    if r.get("status") == "ok":
+        runs[key].append((r.get("samples_per_s") or 0, ((r.get("fingerprint") or {}).get("boot_id") or "?")[:8]))
+    else:
+        other[key + (r.get("status"), (r.get("reason") or "")[:160])] += 1
+for k in sorted(runs):
+    v = runs[k]
+    print(*k, f"runs {len(v)} leases {len({b for _, b in v})} median {statistics.median(s for s, _ in v):,.0f}/s")
+for k, n in sorted(other.items()):
+    print(*k, f"x{n}")
+EOF
+    tar czf "$OUTDIR/reference_tf_runs.tgz" -C /tmp/cgb reference_tf_runs
+    ;;
+*)
+    echo "usage: tf_gpu.sh part | install | grid [BUDGET_S]" >&2; exit 2 ;;
+esac
+ls -la "$OUTDIR"

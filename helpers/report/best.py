@@ -1,0 +1,78 @@
+"""The verdict's figure: per workload, its fastest GPU configuration over its fastest CPU configuration.
+
+    rows = best_over_best(ctx.costed)   # one row per workload, columns suffixed _cpu / _gpu, as a matched pair's
+    headline.sides(rows.iloc[0])        # 'TF on 2 CPU cores → JAX on the H100'
+    one_side(ctx.costed)                # {(workload, backend): 'cpu' | 'gpu'}: a backend measured on one side only
+
+Any backend, thread setting, compilation setting and loader workers on each side, but both sides at the same
+*workload*: the same batch size, precision, augmentation, model knobs and data (``SAME``; the data source is not
+compared against the bundled reference, which trains on synthetic data of the real shapes). Where a workload ran at
+several such settings on both sides (the GPU also at larger batches, say), the one whose fastest GPU configuration
+is fastest is the workload's: a GPU configuration at a batch the CPU never ran is never set against a CPU one.
+Compared per sample (samples/s, the median over runs), so the two sides may train on different numbers of samples;
+the interval and digits come from both sides' runs, as a matched pair's (``aggregate.add_speedup``).
+
+Everything here is a function of the summary table (no files), so it is tested from literal records.
+"""
+
+from __future__ import annotations
+
+from . import aggregate
+from .reference import is_reference
+
+SAME = ["workload", "batch_size", "precision", "augment", "knobs", "data_source"]  # what makes it the same workload
+
+
+def _key(frame, cols):
+    return frame[cols].apply(lambda col: col.map(str)).agg("|".join, axis=1)
+
+
+def _same(summ) -> list[str]:
+    gpu = summ[summ["device"] == "gpu"]
+    ref = len(gpu) and gpu["machine"].map(is_reference).all()
+    return [c for c in SAME if not (ref and c == "data_source")]
+
+
+def best_over_best(summ):
+    """One row per workload with both a CPU and a GPU configuration at the same ``SAME`` settings: the fastest of
+    each side (any backend, threads, compilation, workers), columns suffixed ``_cpu``/``_gpu``; ``machine`` is the
+    CPU side's machine, ``gpu_machine`` the GPU side's; ``speedup`` = GPU samples/s ÷ CPU samples/s with its
+    interval and ``digits`` (``aggregate.add_speedup``). Empty without such a workload."""
+    import pandas as pd
+
+    if summ is None or not len(summ):
+        return pd.DataFrame()
+    ok = summ[summ["samples_per_s"].notna() & summ["device"].isin(["cpu", "gpu"])].copy()
+    if not len(ok):
+        return pd.DataFrame()
+    ok["_same"] = _key(ok, _same(ok))
+    fastest = ok.sort_values("samples_per_s", ascending=False).groupby(["_same", "device"], sort=False).head(1)
+    cpu, gpu = (fastest[fastest["device"] == d].set_index("_same") for d in ("cpu", "gpu"))
+    both = gpu.loc[gpu.index.isin(cpu.index)]
+    if not len(both):
+        return pd.DataFrame()
+    keys = both.sort_values("samples_per_s", ascending=False).groupby("workload", sort=False).head(1).index
+    out = []
+    for k in keys:
+        c, g = cpu.loc[k], gpu.loc[k]
+        row = {s: c[s] for s in SAME}
+        row.update({f"{col}_cpu": c[col] for col in cpu.columns})
+        row.update({f"{col}_gpu": g[col] for col in gpu.columns})
+        row.update(machine=c["machine"], gpu_machine=g["machine"], backend=f"{c['backend']} → {g['backend']}")
+        out.append(row)
+    rows = pd.DataFrame(out)
+    rows["data_source"] = rows["data_source_cpu"]
+    return aggregate.add_speedup(rows).sort_values("workload").reset_index(drop=True)
+
+
+def one_side(summ) -> dict:
+    """{(workload, backend): 'cpu' or 'gpu'}: a backend with configurations of a workload on one device only."""
+    if summ is None or not len(summ):
+        return {}
+    ok = summ[summ["samples_per_s"].notna()]
+    out = {}
+    for (wl, be), g in ok.groupby(["workload", "backend"], sort=True):
+        devs = set(g["device"]) & {"cpu", "gpu"}
+        if len(devs) == 1 and {"cpu", "gpu"} <= set(ok[ok["workload"] == wl]["device"]):
+            out[(wl, be)] = devs.pop()
+    return out

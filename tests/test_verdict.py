@@ -1,0 +1,199 @@
+"""The verdict answers "how much faster can I train on a GPU" (issue 44, items 1 and 2): each workload's fastest GPU
+configuration over its fastest CPU configuration, any backend, at the same batch size and precision, both sides
+named; verdict.csv holds those rows, as configurations.csv's figures say; every figure is shown with one string
+wherever it appears (sentences, chart labels, tables, CSV, the reference's README)."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+from support.records import _ctx, _rec
+
+from helpers import report
+from helpers.paths import PROJECT_ROOT
+from helpers.report import best, csvs, fmt, headline, sections
+from helpers.report.reference import all_pairs
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _point(i, backend, device, sps, batch=1000, precision="float32", runs=(1.0,), workload="cnn_cifar10"):
+    """Records of one configuration: one a run, each run's samples/s = ``sps`` × the factor in ``runs``."""
+    out = []
+    for k, f in enumerate(runs):
+        s = sps * f
+        out.append(_rec(100 * i + k, workload=workload, backend=backend, device=device, device_used=device,
+                        batch_size=batch, n_train=1000, median_epoch_s=1000 / s, epoch_s=[1000 / s] * 3,
+                        samples_per_s=s, step_s=batch / s, steps_per_epoch=max(1, 1000 // batch),
+                        params={"threads": 0, "precision": precision},
+                        point_id=f"{workload}-{backend}-{device}-{batch}-{precision}-{k}",
+                        fingerprint={"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4, "gpu_names": [H100],
+                                     "versions": {"keras": "3.15.1"}}))
+    return out
+
+
+@pytest.fixture()
+def tf_fast(tmp_path):
+    """cnn_cifar10: TensorFlow on the CPU 10,000 samples/s, JAX on the CPU 1,000 (10× slower); JAX on the GPU
+    240,000 and PyTorch 60,000 at the same batch; JAX on the GPU at batch 5000 in bf16 500,000 (no CPU ran it);
+    TensorFlow has no GPU run. mlp_mnist: JAX only, CPU 2,000 and GPU 5,000 (two runs a side)."""
+    recs = (_point(0, "tensorflow", "cpu", 10_000) + _point(1, "jax", "cpu", 1_000) + _point(2, "jax", "gpu", 240_000)
+            + _point(3, "torch", "gpu", 60_000) + _point(4, "jax", "gpu", 500_000, batch=5000,
+                                                        precision="mixed_bfloat16")
+            + _point(5, "jax", "cpu", 2_000, batch=128, workload="mlp_mnist", runs=(0.95, 1.05))
+            + _point(6, "jax", "gpu", 5_000, batch=128, workload="mlp_mnist", runs=(0.9, 1.1)))
+    report.setup_plots()
+    return _ctx(tmp_path, recs)
+
+
+def test_the_verdict_takes_the_fastest_cpu_backend_and_names_both_sides(tf_fast):
+    rows = best.best_over_best(tf_fast.costed).set_index("workload")
+    r = rows.loc["cnn_cifar10"]
+    assert (r["backend_cpu"], r["backend_gpu"]) == ("tensorflow", "jax")
+    assert (r["batch_size"], r["precision"]) == (1000, "float32")  # never the bf16 batch-5000 GPU point
+    assert r["speedup"] == pytest.approx(24.0)  # 240,000 / 10,000, not JAX's 240× like for like
+    assert headline.sides(r) == "TF on 4 CPU cores → JAX on the H100"
+    page = sections.build(sections.get("verdict"), tf_fast)._repr_html_()
+    said = headline.sentences(rows.reset_index(), headline.compared(tf_fast.df),
+                              headline.best_pairs(all_pairs(tf_fast.costed)), best.one_side(tf_fast.costed))
+    assert any("TF on 4 CPU cores → JAX on the H100 (24.0×" in s or "TF on 4 CPU cores → JAX on the H100 (24×" in s
+               for s in said), said
+    assert "Measured on one side only: TF on the CPU (cnn_cifar10)" in " ".join(said)
+    assert "TF on 4 CPU cores → JAX on the H100" in page and "sides compared: CPU → GPU" in page
+    like = sections.get("verdict").like_for_like(headline.best_pairs(all_pairs(tf_fast.costed)))
+    jax = like[(like["workload"] == "cnn_cifar10") & (like["backend (both sides)"] == "jax")].iloc[0]
+    assert jax["GPU ÷ CPU"].startswith("240×")  # the same backend on both sides stays below, as the detail
+
+
+def _conf(ctx, tmp_path):
+    res, conf, verdict = csvs.write_csvs(ctx, tmp_path / "out")
+    assert verdict.name == "verdict.csv" and verdict.parent == conf.parent
+    return pd.read_csv(conf), pd.read_csv(verdict)
+
+
+def _matches(conf, verdict):
+    """Each verdict row: its sides are the fastest CPU and GPU configuration of configurations.csv at its batch
+    size and precision, and its speedup their ratio."""
+    assert len(verdict) and verdict["workload"].is_unique
+    for v in verdict.to_dict("records"):
+        at = conf[(conf["workload"] == v["workload"]) & (conf["batch_size"] == v["cpu_batch_size"])
+                  & (conf["precision"] == v["cpu_precision"])]
+        assert (v["gpu_batch_size"], v["gpu_precision"]) == (v["cpu_batch_size"], v["cpu_precision"])
+        for d in ("cpu", "gpu"):
+            side = at[at["device"] == d]
+            top = side.loc[side["samples_per_s_median"].idxmax()]
+            assert v[f"{d}_samples_per_s_median"] == pytest.approx(top["samples_per_s_median"], rel=1e-9), v
+            assert (v[f"{d}_backend"], v[f"{d}_runs"]) == (top["backend"], top["runs"])
+        assert v["speedup"] == pytest.approx(v["gpu_samples_per_s_median"] / v["cpu_samples_per_s_median"])
+        assert v["speedup_shown"].endswith("×")
+
+
+def test_verdict_csv_matches_configurations_csv(tf_fast, tmp_path):
+    conf, verdict = _conf(tf_fast, tmp_path)
+    _matches(conf, verdict)
+    r = verdict.set_index("workload").loc["cnn_cifar10"]
+    assert (r["cpu_backend"], r["gpu_backend"], r["speedup_shown"]) == ("tensorflow", "jax", "24×")
+    assert r["sides"] == "TF on 4 CPU cores → JAX on the H100"
+
+
+def test_verdict_csv_matches_configurations_csv_on_the_h100_reference(reference_ctx, tmp_path):
+    conf, verdict = _conf(reference_ctx, tmp_path)
+    _matches(conf, verdict)
+    assert len(verdict) == 10  # every workload of the table, best over best
+    r = verdict.set_index("workload").loc["cnn_cifar10"]  # PyTorch's CPU is the faster one: 10,439 against 6,396
+    assert (r["cpu_backend"], r["gpu_backend"], r["speedup_shown"]) == ("torch", "jax", "26×")
+
+
+# ------------------------------------------------------------------ one string per figure
+
+def _candidates(v) -> set:
+    """Every way a figure has been shown: 1 to 4 significant digits, whole with thousands, two decimals."""
+    out = {fmt.rounded(v, d) for d in range(1, 5)} | {f"{v:,.0f}", f"{v:,.2f}", f"{v:.2g}", f"{v:.3g}"}
+    return {c for c in out if c not in ("0", "0.0")}
+
+
+def _sps_candidates(v) -> set:
+    """A samples/s figure's renderings with three digits or more (fewer would meet tick labels and durations)."""
+    out = {fmt.rounded(v, d) for d in range(2, 5)} | {f"{v:,.0f}", f"{v:,.2f}"}  # the report shows 2 digits or more
+    return {c for c in out if sum(ch.isdigit() for ch in c) >= 3}
+
+
+def _one_string(text, figures: dict, unit: str, candidates=_candidates) -> None:
+    """``figures``: name -> (value, the string the report shows). For each figure, the renderings of its value
+    found in ``text`` (a number followed by ``unit``, standing alone) are at most its shown string (a rendering that
+    is another figure's shown string is that figure's); the verdict's figures (names not starting 'config', 'pair')
+    are found."""
+    shown = {s for _, s in figures.values()}
+    for name, (v, s) in figures.items():
+        found = set()
+        for c in candidates(v) | {s}:
+            if (c == s or c not in shown) and re.search(rf"(?<![\d.,]){re.escape(c)}{re.escape(unit)}(?![\d,])", text):
+                found.add(c)
+        assert found <= {s}, (name, v, s, found)
+        assert found or name.startswith(("config", "pair")), (name, v, s)
+
+
+def _figures(ctx):
+    rows = best.best_over_best(ctx.costed)
+    pairs = headline.best_pairs(all_pairs(ctx.costed))
+    speed = {f"verdict {r['workload']}": (r["speedup"], fmt.speedup_shown(r)[:-1]) for r in rows.to_dict("records")}
+    speed.update({f"pair {r['workload']} {r['backend']}": (r["speedup"], fmt.speedup_shown(r)[:-1])
+                  for r in pairs.to_dict("records")})
+    sps = {f"config {i}": (r["samples_per_s"], fmt.sps_shown(r)) for i, r in enumerate(ctx.costed.to_dict("records"))}
+    for r in rows.to_dict("records"):
+        for d in ("_cpu", "_gpu"):
+            sps[f"{r['workload']}{d}"] = (r[f"samples_per_s{d}"], fmt.sps_shown(r, d))
+    return rows, speed, sps
+
+
+def _page(ctx, names) -> str:
+    html = " ".join(sections.build(sections.get(n), ctx)._repr_html_() for n in names)
+    return re.sub(r"<[^>]+>", " ", html)  # the text, SVG labels included
+
+
+def test_one_string_per_figure_in_a_default_like_report(tmp_path):
+    """A 2-core CPU run of the default grid's cnn_cifar10 and mlp_mnist on the three backends, paired with the bundled
+    H100 reference: every speedup and samples/s figure has one string in the verdict (sentences, chart labels,
+    tables), the speedup and throughput sections and verdict.csv."""
+    recs = (_point(0, "tensorflow", "cpu", 11_622) + _point(1, "jax", "cpu", 1_169) + _point(2, "torch", "cpu", 2_350)
+            + _point(3, "jax", "cpu", 27_100, batch=128, workload="mlp_mnist")
+            + _point(4, "tensorflow", "cpu", 9_000, batch=128, workload="mlp_mnist"))
+    for r in recs:
+        r["fingerprint"] = {**r["fingerprint"], "gpu_names": [], "cpu_logical": 2}
+    report.setup_plots()
+    ctx = _ctx(tmp_path, recs, use_reference=True)
+    rows, speed, sps = _figures(ctx)
+    assert set(rows["workload"]) == {"cnn_cifar10", "mlp_mnist"}
+    text = _page(ctx, ["verdict", "speedup", "throughput"])
+    _, verdict = _conf(ctx, tmp_path)
+    text += " " + " ".join(f"{s}× {a} {b}" for s, a, b in zip(
+        verdict["speedup_shown"].str[:-1], verdict["cpu_samples_per_s_shown"], verdict["gpu_samples_per_s_shown"]))
+    _one_string(text, speed, "×")
+    _one_string(re.sub(r"\[[^\]]*\]", " ", text), sps, "", _sps_candidates)  # intervals' bounds are not figures
+    r = rows.set_index("workload").loc["cnn_cifar10"]
+    assert headline.sides(r) == "TF on 2 CPU cores → JAX on the reference H100"
+    assert fmt.speedup_shown(r) in text  # 275,995 / 11,622
+
+
+def test_one_string_per_figure_in_the_h100_reference_and_its_readme(reference_ctx, tmp_path):
+    rows, speed, sps = _figures(reference_ctx)
+    text = _page(reference_ctx, ["verdict"])
+    _, verdict = _conf(reference_ctx, tmp_path)
+    text += " " + " ".join(f"{s}× {a} {b}" for s, a, b in zip(
+        verdict["speedup_shown"].str[:-1], verdict["cpu_samples_per_s_shown"], verdict["gpu_samples_per_s_shown"]))
+    _one_string(text, speed, "×")
+    _one_string(re.sub(r"\[[^\]]*\]", " ", text), sps, "", _sps_candidates)  # intervals' bounds are not figures
+    # the READMEs quote the verdict with the report's strings (the spread table, printed by
+    # benchmarks/reference_spread.py from the runs, is a table of its own and not the verdict)
+    readmes = [PROJECT_ROOT / "README.md", PROJECT_ROOT / "reference" / "h100" / "README.md"]
+    quoted = " ".join(line for p in readmes for line in p.read_text(encoding="utf-8").splitlines()
+                      if "best against best" in line or "fastest CPU configuration" in line)
+    verdict_only = {k: v for k, v in speed.items() if k.startswith("verdict")}
+    lo, hi = rows.sort_values("speedup").iloc[[0, -1]].to_dict("records")
+    for r in (lo, hi):
+        assert f"{fmt.speedup_shown(r)} ({r['workload']}" in quoted, (fmt.speedup_shown(r), quoted)
+    for name, (v, s) in verdict_only.items():
+        found = {c for c in _candidates(v) if re.search(rf"(?<![\d.,]){re.escape(c)}×", quoted)}
+        assert found <= {s}, (name, s, found)
