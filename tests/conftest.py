@@ -73,7 +73,7 @@ class WorkloadRun:
         """The folder of point ``name``'s record and its chunk's output (the chunk run first if need be)."""
         from support.workload_points import chunk_of
 
-        chunk = chunk_of(name)
+        chunk = chunk_of(name, self.backend)
         if chunk not in self.logs:
             self.logs[chunk] = _run_chunk(self.backend, chunk, self.root / chunk)
         return self.root / chunk / "records" / name, self.logs[chunk]

@@ -1,0 +1,360 @@
+"""Untrusted input, round 3 (issue 48): each case beside two good records, in-process (no kernel).
+
+Each test builds the report's context (``build_context``), every section's HTML and the CSVs (or calls the index's
+or the grid reader's own functions) and checks: every good record tabulated, the bad file listed with its reason,
+nothing raw that a page or a CSV must not carry, within ``BOUND_S``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from html import unescape
+from pathlib import Path
+
+import pytest
+from support.records import _rec
+
+from helpers.paths import PROJECT_ROOT
+from helpers.record.writer import write_atomic
+from helpers.report.charts import figure_html as FIGURE_HTML  # the real one (tests below draw without it)
+
+BOUND_S = 10.0  # each case: reading, tabulating, every section and the CSVs
+GOOD = ["p0", "p1"]
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+@pytest.fixture(autouse=True)
+def _charts_unrendered(monkeypatch):
+    """Charts are drawn but not encoded as PNG (most of a section's time; an image carries no text to escape):
+    the figure's alt text is kept, escaped as ``charts.figure_html`` escapes it."""
+    import matplotlib.pyplot as plt
+
+    from helpers.report import charts
+    from helpers.report.fmt import esc
+
+    def figure_html(fig, alt=""):
+        plt.close(fig)
+        return f'<img class="cgb-fig" alt="{esc(alt)}" src="data:image/png;base64,">'
+
+    monkeypatch.setattr(charts, "figure_html", figure_html)
+
+
+def _good(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(2):
+        write_atomic(folder / f"good{i}.json", _rec(i))
+    return folder
+
+
+def _report(folders, tmp_path: Path, only=None):
+    """The context, every section's HTML (or those named in ``only``), the CSVs' text, and how long it took."""
+    from helpers import report
+    from helpers.report import sections
+    from helpers.report.csvs import write_csvs
+
+    t0 = time.perf_counter()
+    ctx = report.build_context([Path(f) for f in folders], use_reference=False)
+    html = {m.__name__.rsplit(".", 1)[-1]: sections.build(m, ctx)._repr_html_() for m in sections.modules()
+            if only is None or m.__name__.rsplit(".", 1)[-1] in only}
+    out = tmp_path / "csv"
+    csv = {p.name: p.read_bytes().decode("utf-8") for p in write_csvs(ctx, out)}
+    return ctx, html, csv, time.perf_counter() - t0
+
+
+def _holds(ctx, html, took, good=GOOD):
+    assert sorted(ctx.df["point_id"]) == sorted(good)  # every good record, nothing of a bad one
+    assert not [m for m, h in html.items() if "failed to build" in h]
+    assert took < BOUND_S, took
+
+
+# ---- 1: bare_loops.jsonl goes through the record reader's bounds
+
+BARE_OK = {"impl": "bare-jax", "workload": "cnn_cifar10", "precision": "float32", "batch": 100,
+           "samples_per_s": 2000.0, "host": "h1"}
+
+
+def _bare(folder: Path, text: str | bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / "bare_loops.jsonl"
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return p
+
+
+def test_bare_loop_files_are_read_within_the_record_bounds(tmp_path):
+    from helpers.report import bare
+
+    good = _good(tmp_path / "good")
+    _bare(good, json.dumps(BARE_OK) + "\n")
+    inputs = tmp_path / "bad"
+    _bare(inputs / "inf", '{"impl": "bare-jax", "workload": "w", "precision": "float32", "batch": Infinity, '
+                          '"samples_per_s": 1}\n' + json.dumps(BARE_OK | {"host": "h2"}) + "\n")
+    _bare(inputs / "huge", '{"impl": "bare-jax", "workload": "w", "precision": "float32", "batch": 1, '
+                           f'"samples_per_s": 1{"0" * 400}}}\n')
+    _bare(inputs / "nan", '{"impl": "bare-jax", "workload": "w", "precision": "float32", "batch": 1, '
+                          '"samples_per_s": NaN}\n')
+    _bare(inputs / "text", '{"impl": "bare-jax", "workload": "w", "precision": "float32", "batch": 1, '
+                           '"samples_per_s": "API_TOKEN=s3cr3t"}\n[1, 2]\nnot json API_TOKEN=s3cr3t\n')
+    _bare(inputs / "large", b"\n" * (bare.MAX_BYTES + 1))
+    (inputs / "fifo").mkdir()
+    os.mkfifo(inputs / "fifo" / "bare_loops.jsonl")  # reading it would block forever
+    (inputs / "zero").mkdir()
+    (inputs / "zero" / "bare_loops.jsonl").symlink_to("/dev/zero")  # would never end
+    secret = _bare(tmp_path / "outside", "API_TOKEN=s3cr3t\n")
+    (inputs / "out").mkdir()
+    (inputs / "out" / "bare_loops.jsonl").symlink_to(secret)
+    ctx, html, csv, took = _report([good, inputs], tmp_path, only=("overview", "provenance", "limit", "verdict"))
+    _holds(ctx, html, took)
+    why = {Path(p).parent.name: w for p, w in ctx.skipped}
+    assert why == {"large": "larger than 8 MB", "fifo": "not a regular file (a FIFO, a device or a folder)",
+                   "zero": "a symlink to outside the folders given, not read",
+                   "out": "a symlink to outside the folders given, not read"}, why
+    page = unescape("".join(html.values()))
+    assert "s3cr3t" not in page and "s3cr3t" not in "".join(csv.values())
+    for name in why:
+        assert f"{name}/bare_loops.jsonl" in page  # listed in Provenance with its reason
+    assert sorted(ctx.bare["host"]) == ["h1", "h2"]  # the good lines, also the one beside a bad line
+    notes = " ".join(t.format(*v) for t, v, _ in ctx.notes)
+    assert "6 line(s) of bare_loops.jsonl" in notes and "s3cr3t" not in notes, notes
+    _, bad = bare.read([inputs])
+    reasons = {Path(w.rsplit(":", 1)[0]).parent.name: why for w, why in bad}
+    assert "non-finite" in reasons["inf"] or "Infinity is not a number" in reasons["inf"]
+    assert "±2**53" in reasons["huge"] and "NaN is not a number" in reasons["nan"]
+
+
+# ---- 2: lone surrogates and file names that are not UTF-8
+
+
+def test_a_lone_surrogate_or_a_file_name_not_utf8_is_replaced_in_the_page_and_the_csvs(tmp_path):
+    good = _good(tmp_path / "good")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    rec = _rec(2)
+    rec["fingerprint"] = {**rec["fingerprint"], "host": "box\ud800"}
+    (bad / "surrogate.json").write_text(json.dumps(rec))  # "box\\ud800": a valid JSON escape
+    odd = os.fsencode(bad) + b"/r\xff\xfe.json"  # a file name that is not UTF-8 (an archive from elsewhere)
+    with open(odd, "w") as f:
+        json.dump(_rec(3, workload="mlp_mnist"), f)
+    with open(os.fsencode(bad) + b"/not\xff.json", "w") as f:
+        f.write("not a record")
+    ctx, html, csv, took = _report([good, bad], tmp_path, only=("overview", "provenance", "verdict", "methods"))
+    _holds(ctx, html, took, GOOD + ["p2", "p3"])  # both are records: tabulated, with the odd parts replaced
+    assert [w for p, w in ctx.skipped if "not" in Path(p).name] == ["not valid JSON (JSONDecodeError)"]
+    for text in [*html.values(), *csv.values()]:
+        assert not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+    assert "box\ufffd" in csv["results.csv"] and "box\ufffd" in unescape("".join(html.values()))
+    assert "r\ufffd\ufffd.json" in csv["results.csv"]
+    assert "not\ufffd.json" in unescape(html["provenance"])
+    _drawn(ctx)
+
+
+def _drawn(ctx):
+    """What charts draw (the context's names) holds nothing raw, and a chart of it is encoded (matplotlib cannot
+    draw a lone surrogate: the section would fail)."""
+    import matplotlib.pyplot as plt
+
+    from helpers.report.fmt import _UNSAFE
+
+    names = [v for c in ("workload", "backend", "host", "machine", "knobs") for v in ctx.df[c].dropna().astype(str)]
+    assert not [v for v in names if _UNSAFE.search(v)]
+    fig, ax = plt.subplots()
+    ax.barh(names, range(1, len(names) + 1))
+    assert "base64,iVBOR" in FIGURE_HTML(fig)  # a PNG
+
+
+# ---- 4: bidi controls and zero-width characters are shown, never applied
+
+
+def test_bidi_controls_and_zero_width_characters_are_shown_as_escapes(tmp_path):
+    from helpers.report import index
+
+    good = _good(tmp_path / "good")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    write_atomic(bad / "bidi.json", _rec(2, workload="mlp_mnist\u202e", backend="jax\u2066",
+                                         params={"threads": 0, "precision": "float32", "knob": BIDI}))
+    write_atomic(bad / "zw.json", _rec(3, workload="cnn_cifar10\u200b", fingerprint={
+        **_rec()["fingerprint"], "host": "h1" + ZERO_WIDTH}))
+    ctx, html, csv, took = _report([good, bad], tmp_path)
+    _holds(ctx, html, took, GOOD + ["p2", "p3"])
+    out = tmp_path / "index.html"
+    index.render_index([good, bad], out)
+    for where, text in [*html.items(), *csv.items(), ("index.html", out.read_text(encoding="utf-8"))]:
+        raw = sorted({f"U+{ord(c):04X}" for c in text if c in BIDI + ZERO_WIDTH})
+        assert not raw, (where, raw)
+    page = unescape("".join(html.values()))
+    assert "mlp_mnist\\u202e" in page and "cnn_cifar10\\u200b" in page  # a second row that does not look the same
+    _drawn(ctx)
+    assert "mlp_mnist\\u202e" in csv["configurations.csv"] and "h1\\u200b\\u200c\\u200d\\u2060\\ufeff" in \
+        csv["results.csv"]
+
+
+# ---- 8: YAML aliases are counted before they are expanded; no message prints an unbounded value
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    """A 1-kB grid whose ``threads`` list holds 9**10 values once its aliases are expanded."""
+    anchors = ["&a0 [1, 2, 3, 4, 5, 6, 7, 8, 9]"] + [
+        f"&a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return ("points:\n  - workload: mlp_mnist\n    backend: jax\n    device: cpu\n    threads: [\n"
+            + ",\n".join(f"      {a}" for a in anchors) + "]\n")
+
+
+def _capped(args, cap: int = 2**30):
+    """``python -m helpers.runner ARGS`` under an address-space cap of ``cap`` bytes."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "helpers.runner", *args], cwd=PROJECT_ROOT, capture_output=True,
+                       text=True, timeout=60, preexec_fn=limit)
+    return p, time.perf_counter() - t0
+
+
+def test_an_alias_bomb_grid_is_refused_in_seconds_under_a_1gb_cap(tmp_path):
+    from helpers.grid.files import MAX_NODES, GridError, read
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(_alias_bomb())
+    assert bomb.stat().st_size < 1024
+    p, took = _capped([str(bomb), "--validate-only"])
+    assert p.returncode == 2, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    assert took <= 5.0, took
+    assert f"more than {MAX_NODES:,} values once its aliases" in p.stdout + p.stderr
+    assert "Traceback" not in p.stderr and "MemoryError" not in p.stdout + p.stderr
+    assert len(p.stdout) + len(p.stderr) < 4000
+    loop = tmp_path / "loop.yaml"  # an alias that holds itself never ends when expanded
+    loop.write_text("points: &p\n  - workload: mlp_mnist\n    backend: jax\n    threads: *p\n")
+    with pytest.raises(GridError, match="once its aliases"):
+        read(loop)
+    fine = tmp_path / "fine.yaml"  # aliases a grid may well use, within the bound
+    fine.write_text("defaults: &d {epochs: 1}\npoints:\n  - {workload: mlp_mnist, backend: jax, device: cpu}\n"
+                    "  - &b {workload: mlp_mnist, backend: torch, device: cpu, threads: [1, 2]}\n  - *b\n")
+    doc, _ = read(fine)
+    assert doc["points"][1] == doc["points"][2] and doc["defaults"] == {"epochs": 1}
+
+
+def test_a_grid_problem_never_prints_an_unbounded_value(tmp_path):
+    from helpers.grid.files import MAX_MESSAGE
+
+    grid = tmp_path / "long.yaml"
+    grid.write_text(f"timeout_s: {'9' * 20_000}x\nrepeats: [{', '.join(['1'] * 2_000)}]\n"
+                    f"points:\n  - workload: {'w' * 20_000}\n    backend: jax\n    device: cpu\n")
+    p, took = _capped([str(grid), "--validate-only"])
+    assert p.returncode == 2, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    out = p.stdout + p.stderr
+    assert "timeout_s" in out and "repeats" in out and "more characters not shown" in out
+    assert max(len(line) for line in out.splitlines()) <= MAX_MESSAGE + 60 and took <= 5.0, took
+
+
+# ---- 6: a record whose claimed device contradicts the one it used, or its machine, is refused
+
+
+def test_a_record_that_contradicts_itself_is_refused_with_the_reason(tmp_path):
+    good = _good(tmp_path / "good")
+    bad = tmp_path / "bad"
+    fast = {"epoch_s": [0.01, 0.011, 0.009], "median_epoch_s": 0.01, "first_epoch_s": 0.02, "step_s": 0.001,
+            "samples_per_s": 100_000.0}  # the timings divided by 100
+    nvml = {**_rec()["fingerprint"], "gpu_names": [], "gpu_driver": "550.54.15", "cuda_driver": "12.4"}
+    write_atomic(bad / "claims_gpu.json", _rec(2, device="gpu", device_used="cpu", **fast))
+    write_atomic(bad / "no_gpu.json", _rec(3, device="gpu", device_used="gpu", fingerprint=nvml, **fast))
+    write_atomic(bad / "claims_cpu.json", _rec(4, device="cpu", device_used="gpu", **fast))
+    # kept: a GPU run on a machine whose GPU query did not answer (no NVML: no names, no driver), a point skipped
+    write_atomic(good / "no_nvml.json", _rec(5, device="gpu", device_used="gpu"))
+    write_atomic(good / "skipped.json", _rec(6, device="gpu", device_used=None, status="skipped", reason="no GPU",
+                                            epoch_s=[], median_epoch_s=None))
+    ctx, html, csv, took = _report([good, bad], tmp_path, only=("overview", "provenance", "verdict"))
+    _holds(ctx, html, took, GOOD + ["p5", "p6"])
+    why = {Path(p).name: w for p, w in ctx.skipped}
+    assert why == {
+        "claims_gpu.json": "'device' is gpu but 'device_used' is cpu: the record contradicts itself",
+        "no_gpu.json": "'device' is gpu but 'fingerprint.gpu_names' names no GPU: the record contradicts itself",
+        "claims_cpu.json": "'device' is cpu but 'device_used' is gpu: the record contradicts itself"}, why
+    page = unescape(html["provenance"])
+    assert all(name in page for name in why) and "'device_used' is cpu" in page
+    assert "100,000" not in unescape(html["verdict"]) and "100000" not in csv["configurations.csv"]
+    assert "3 JSON file(s) skipped" in unescape(html["overview"])
+
+
+# ---- 7: the index knows a page is current by its notebook's content, not its time
+
+
+def test_a_notebook_rewritten_with_an_older_mtime_gets_its_page_rendered_again(tmp_path):
+    from helpers.report import index
+
+    def notebook(path, text):  # a minimal v4 notebook (nbformat's schema check costs seconds to load)
+        path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+            {"cell_type": "markdown", "id": "c0", "metadata": {}, "source": text}]}))
+
+    folder = tmp_path / "outputs"
+    nb_dir, rec_dir = folder / "runs" / "r" / "notebooks", folder / "runs" / "r" / "records"
+    nb_dir.mkdir(parents=True)
+    for i in range(2):
+        notebook(nb_dir / f"n{i}.ipynb", f"marker OLD{i}")
+        write_atomic(rec_dir / f"r{i}.json", _rec(i, notebook=f"../notebooks/n{i}.ipynb"))
+    def job(pair):  # the page holds its notebook's text (nbconvert itself is tested in test_hostile.py)
+        src, dst = map(Path, pair)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(src.read_text())
+
+    t0 = time.perf_counter()
+    index.render_index([folder], folder / "index.html", workers=1, job=job)
+    pages = sorted((folder / index.PAGES).rglob("*.html"))
+    assert len(pages) == 2 and all("marker OLD" in p.read_text() for p in pages)
+    stamps = {p: p.stat().st_mtime_ns for p in pages}
+    # n0 rewritten, then given an mtime older than its page (as tar, unzip or a clock jump do)
+    src = nb_dir / "n0.ipynb"
+    notebook(src, "marker NEW0")
+    old = pages[0].stat().st_mtime - 3600
+    os.utime(src, (old, old))
+    index.render_index([folder], folder / "index.html", workers=1, job=job)
+    text = {p.stem: p.read_text() for p in pages}
+    assert "marker NEW0" in text["n0"] and "marker OLD0" not in text["n0"]
+    assert pages[1].stat().st_mtime_ns == stamps[pages[1]]  # the unchanged one: not rendered again
+    assert "n0.ipynb" in (folder / "index.html").read_text() and time.perf_counter() - t0 < BOUND_S
+    # an untouched notebook with a newer mtime (a copy) is not rendered again either: its content is the same
+    os.utime(nb_dir / "n1.ipynb")
+    index.render_index([folder], folder / "index.html", workers=1, job=job)
+    assert pages[1].stat().st_mtime_ns == stamps[pages[1]]
+
+
+# ---- 5: a record prices its own machine only, never another of the same host name
+
+
+def test_a_record_cannot_reprice_another_machine_of_the_same_host_name(tmp_path):
+    from helpers.report import costs
+
+    h100 = {"host": "vm", "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_logical": 16, "gpu_driver": "550.54.15",
+            "gpu_names": ["NVIDIA H100 80GB HBM3"], "versions": {"keras": "3.15.1", "jax": "0.10.2"}}
+    good = tmp_path / "good"
+    write_atomic(good / "cpu.json", _rec(0, fingerprint=h100))
+    write_atomic(good / "gpu.json", _rec(1, device="gpu", device_used="gpu", fingerprint=h100,
+                                         epoch_s=[0.1, 0.1, 0.1], median_epoch_s=0.1, samples_per_s=10_000.0))
+    small = {"host": "vm", "cpu_model": "Some CPU", "cpu_logical": 2, "gpu_names": [],
+             "versions": {"keras": "3.15.1", "jax": "0.10.2"}}
+    bad = tmp_path / "bad"  # another machine, the same host name, a cheap profile: must price itself only
+    write_atomic(bad / "reprice.json", _rec(2, workload="mlp_mnist", fingerprint=small,
+                                            price_profile="aws-c7i-large"))
+    ctx, html, csv, took = _report([good, bad], tmp_path, only=("overview", "cost"))
+    _holds(ctx, html, took, GOOD + ["p2"])
+    prices = ctx.prices["profiles"]
+    published = costs.match_profile(None, "NVIDIA H100 80GB HBM3", "Intel(R) Xeon(R) Processor", 16, 1, ctx.prices)
+    c = ctx.costed
+    on_h100 = c[c["gpu"] == "NVIDIA H100 80GB HBM3"]
+    assert len(on_h100) == 2 and set(on_h100["profile"]) == {published}
+    assert set(on_h100["on_demand_per_h"]) == {prices[published]["on_demand_per_hour"]}  # 4.29 $/h, as published
+    own = c[c["workload"] == "mlp_mnist"]
+    assert list(own["profile"]) == ["aws-c7i-large"]  # a record still prices its own machine
+    # records of one machine that name different profiles: none is used, the hardware decides, a note says so
+    write_atomic(good / "other.json", _rec(3, fingerprint=h100, price_profile="aws-c7i-large", batch_size=50))
+    write_atomic(good / "again.json", _rec(4, fingerprint=h100, price_profile="lambda-1x-h100-sxm", batch_size=25))
+    ctx, html, csv, took = _report([good, bad], tmp_path, only=("overview",))
+    c = ctx.costed
+    assert set(c[c["gpu"] == "NVIDIA H100 80GB HBM3"]["profile"]) == {published}
+    assert any("different price profiles" in t for t, _, _ in ctx.notes)
