@@ -100,23 +100,26 @@ def test_preload_reports_what_never_loads(tmp_path):
 BUILD = {"is_cuda_build": True, "cuda_version": "12.5.1", "cudnn_version": "9"}
 
 
-def test_skip_reason_names_the_library_that_cannot_be_loaded_and_the_fix(tmp_path):
+# TF 2.21's own log on an H100 lease, tensorflow in a --target folder and no preload (device_logs of issue 46)
+TF_LOG = """I0000 00:00:1795699280.333886    2559 dso_loader.cc:133] Successfully opened dynamic library libcufft.so.11
+I0000 00:00:1795699280.334127    2559 dso_loader.cc:144] Could not load dynamic library 'libcusolver.so.11'; dlerror: \
+libcusolver.so.11: cannot open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/nvidia/lib64
+W0000 00:00:1795699280.342090    2559 gpu_device.cc:2365] Cannot dlopen some GPU libraries. Please make sure the \
+missing libraries mentioned above are installed properly if you would like to use GPU."""
+
+
+def test_skip_reason_names_the_library_tf_could_not_load_and_the_fix(tmp_path):
     site = fake_site(tmp_path, CU12)
     dirs = nvidia_libs.tensorflow_lib_dirs([str(site)])
-    tried = []
-
-    def loader(name):  # as after TF's own attempt: all but cuSOLVER load from the folders; no name is on the path
-        tried.append(name)
-        if "/" not in name and name != "libcuda.so.1":
-            raise OSError(f"{name}: cannot open shared object file: No such file or directory")
-        if name.endswith("libcusolver.so.11"):
-            raise OSError("libnvJitLink.so.12: cannot open shared object file: No such file or directory")
-
-    why = nvidia_libs.no_gpu_reason(BUILD, dirs=dirs, loader=loader)
-    assert why.startswith("tensorflow registers no GPU: libcusolver.so.11 cannot be loaded (libnvJitLink.so.12: "
-                          "cannot open shared object file")
-    assert "pip install 'tensorflow[and-cuda]'" in why and "nvidia/*/lib folders on LD_LIBRARY_PATH" in why
-    assert tried[:3] == ["libcuda.so.1", "libcudart.so.12", str(dirs[1] / "libcudart.so.12")]  # the driver first
+    why = nvidia_libs.reason_from_tf_log(TF_LOG, dirs)
+    folder = next(d for d in dirs if (d / "libcusolver.so.11").is_file())
+    assert why.startswith("tensorflow registers no GPU: it could not load libcusolver.so.11 (libcusolver.so.11: "
+                          f"cannot open shared object file: No such file or directory), which is in {folder}, a "
+                          "folder its own search path does not reach")
+    assert "LD_LIBRARY_PATH" in why and "nvidia_libs" in why
+    elsewhere = nvidia_libs.reason_from_tf_log(TF_LOG, dirs=[])  # no folder beside tensorflow holds it
+    assert "could not load libcusolver.so.11" in elsewhere and "pip install 'tensorflow[and-cuda]'" in elsewhere
+    assert nvidia_libs.reason_from_tf_log("I0000 Successfully opened dynamic library libcudart.so.12", dirs) is None
 
 
 def test_skip_reason_for_a_library_no_folder_holds_and_for_a_cpu_build(tmp_path):

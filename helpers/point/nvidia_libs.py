@@ -1,18 +1,18 @@
 """The NVIDIA libraries that pip installs for TensorFlow (``tensorflow[and-cuda]``), found and loaded by the suite.
 
 pip's CUDA wheels put each library in ``<site>/nvidia/<name>/lib``. TensorFlow finds most of them through its own
-search path, but not what they need from each other: ``libcusolver.so.11`` needs ``libnvJitLink.so.12`` from
-another folder, so a ``--target`` install (or a venv whose libraries are not on ``LD_LIBRARY_PATH``) registers no
-GPU. ``preload()`` loads them into this process (``ctypes``, ``RTLD_GLOBAL``) before ``import tensorflow``:
-TensorFlow then finds each one already loaded, by its name. That works wherever the process was started, where
-``LD_LIBRARY_PATH`` is read by glibc only at a process's start; and it takes only the folders beside the
-``tensorflow`` package, so a torch or JAX point never sees TensorFlow's CUDA 12 libraries (cuDNN's
-``libcudnn.so.9`` is one name for CUDA 12 and 13 builds alike).
+search path, not all: seen on an H100 lease (TF 2.21 in a ``--target`` folder), ``libcusolver.so.11`` is not on it
+("Could not load dynamic library 'libcusolver.so.11'"), so TF registers no GPU. ``preload()`` loads them into this
+process (``ctypes``, ``RTLD_GLOBAL``) before ``import tensorflow``: TensorFlow then finds each one already loaded,
+by its name. That works wherever the process was started, where ``LD_LIBRARY_PATH`` is read by glibc only at a
+process's start; and it takes only the folders beside the ``tensorflow`` package, so a torch or JAX point never sees
+TensorFlow's CUDA 12 libraries (cuDNN's ``libcudnn.so.9`` is one name for CUDA 12 and 13 builds alike).
 
     tensorflow_lib_dirs()        # [<site>/nvidia/cublas/lib, ...] beside the importable tensorflow
     preload()                    # {"dirs": [...], "loaded": [...], "failed": {name: error}}
-    no_gpu_reason(build_info)    # why TF registers no GPU: the first CUDA library that cannot be loaded
-    tf_no_gpu_reason()           # the same after ``import tensorflow``, probed in a fresh process
+    reason_from_tf_log(log)      # why TF registers no GPU, from its own log: the library it could not load
+    no_gpu_reason(build_info)    # else probed with ctypes: no driver, a CPU build, a CUDA library that cannot load
+    tf_no_gpu_reason()           # after ``import tensorflow``: both, in a fresh process
 
 ``helpers.point.device.force`` preloads for a TensorFlow GPU point; ``helpers.point.device.verify`` adds
 ``tf_no_gpu_reason()`` to a TensorFlow GPU point's skip reason. Seen on an H100 lease (CUDA 13 driver, TF 2.21 in a
@@ -158,10 +158,39 @@ def no_gpu_reason(build_info: dict, dirs=None, loader=None, driver: str | None =
             "CUDA_VISIBLE_DEVICES")
 
 
-def probe_in_child(build_info: dict, dirs=None, driver: str | None = "libcuda.so.1", timeout_s: float = 60.0) -> str:
-    """``no_gpu_reason`` in a fresh Python: by the time TF has given up, this process holds what TF loaded on its
-    way (libnvJitLink.so.12 among them, seen on an H100), so a probe here finds every library loadable."""
+TF_LOG = re.compile(r"Could not load dynamic library '([^']+)'; dlerror: ([^;\n]+)")
+
+
+def reason_from_tf_log(log: str, dirs=None) -> str | None:
+    """Why TF registers no GPU, from its own start-up log (``dso_loader``: "Could not load dynamic library 'X';
+    dlerror: ..."): the first library it could not load, where it is if a ``nvidia/*/lib`` folder beside tensorflow
+    holds it, and the fix; None when the log names none."""
+    m = TF_LOG.search(log or "")
+    if not m:
+        return None
+    name, err = m.group(1), m.group(2).strip()
+    dirs = tensorflow_lib_dirs() if dirs is None else [Path(d) for d in dirs]
+    where = next((d for d in dirs if (d / name).is_file()), None)
+    if where is not None:
+        return (f"tensorflow registers no GPU: it could not load {name} ({err}), which is in {where}, a folder its "
+                "own search path does not reach; the suite preloads it (helpers.point.nvidia_libs), elsewhere put "
+                "that folder on LD_LIBRARY_PATH")
+    return f"tensorflow registers no GPU: it could not load {name} ({err}); {FIX}"
+
+
+def probe_in_child(build_info: dict, dirs=None, driver: str | None = "libcuda.so.1", timeout_s: float = 120.0) -> str:
+    """Why TF registers no GPU, asked in fresh processes (by the time TF has given up, this one holds what TF loaded
+    on its way): TF's own log first (``reason_from_tf_log``, its loader's messages on), else ``no_gpu_reason``."""
     dirs = tensorflow_lib_dirs() if dirs is None else dirs
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_MAX_VLOG_LEVEL": "1"}
+    try:
+        tf = subprocess.run([sys.executable, "-c", "import tensorflow as tf; tf.config.list_physical_devices('GPU')"],
+                            capture_output=True, text=True, timeout=timeout_s, env=env)
+        why = reason_from_tf_log(tf.stderr + tf.stdout, dirs)
+    except (OSError, subprocess.SubprocessError):
+        why = None
+    if why:
+        return why
     arg = json.dumps({"build_info": build_info, "dirs": [str(d) for d in dirs], "driver": driver}, default=str)
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), arg], capture_output=True, text=True,
                          timeout=timeout_s)
