@@ -106,6 +106,28 @@ def _checked(obj) -> str | None:
         return f"could not be checked ({type(exc).__name__})"
 
 
+def resolved_roots(folders) -> list[Path]:
+    """The folders given, resolved (those that cannot be: left out): what a file read from them must lie in."""
+    roots = []
+    for folder in folders:
+        try:
+            roots.append(Path(folder).resolve())
+        except (OSError, RuntimeError):
+            continue
+    return roots
+
+
+def inside(path: Path, roots) -> tuple[Path | None, str | None]:
+    """``path`` resolved when it lies inside one of ``roots``; else None and why not (a symlink loop, ``OUTSIDE``)."""
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        return None, "unreadable: a symlink loop"
+    if not any(real.is_relative_to(root) for root in roots):
+        return None, OUTSIDE
+    return real, None
+
+
 def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
     """Every record (a schema in ``READABLE_SCHEMAS``) under ``folders``; also the files skipped and why.
 
@@ -120,24 +142,15 @@ def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
     records, skipped = [], []
     seen, runs, conflicted = set(), {}, {}
     folders = [Path(f) for f in folders]
-    roots = []
-    for folder in folders:
-        try:
-            roots.append(folder.resolve())
-        except (OSError, RuntimeError):
-            continue
+    roots = resolved_roots(folders)
     for folder in folders:
         for path in sorted(folder.rglob("*.json")):
             rel = path.relative_to(folder).parts
             if any(part.startswith(".") for part in rel):
                 continue
-            try:
-                real = path.resolve()
-            except (OSError, RuntimeError):  # a symlink loop
-                skipped.append((str(path), "unreadable: a symlink loop"))
-                continue
-            if not any(real.is_relative_to(root) for root in roots):
-                skipped.append((str(path), OUTSIDE))
+            real, why = inside(path, roots)
+            if why is not None:
+                skipped.append((str(path), why))
                 continue
             if real in seen:
                 continue

@@ -65,31 +65,22 @@ def files(folders) -> tuple[list[Path], list[tuple[str, str]]]:
     """The ``bare_loops.jsonl`` files under ``folders`` (a folder is searched, a file is taken as it is; a file
     reached twice counts once) that lie inside them; and those that do not ((file, why): a symlink to outside
     the folders given, a loop)."""
-    from helpers.record.reader import OUTSIDE
+    from helpers.record.reader import inside, resolved_roots
 
     out, bad, seen = [], [], set()
     folders = [Path(f) for f in folders]
-    roots = []
-    for f in folders:
-        try:
-            roots.append(f.resolve())
-        except (OSError, RuntimeError):
-            continue
+    roots = resolved_roots(folders)
     for folder in folders:
         found = [folder] if folder.name == FILE and not folder.is_dir() else (
             sorted(folder.rglob(FILE)) if folder.is_dir() else [])
         for f in found:
             if f.name != FILE:
                 continue
-            try:
-                real = f.resolve()
-            except (OSError, RuntimeError):
-                bad.append((str(f), "unreadable: a symlink loop"))
+            real, why = inside(f, roots)
+            if why is not None:
+                bad.append((str(f), why))
                 continue
             if real in seen:
-                continue
-            if not any(real == r or real.is_relative_to(r) for r in roots):
-                bad.append((str(f), OUTSIDE))
                 continue
             seen.add(real)
             out.append(f)
