@@ -213,8 +213,13 @@ def test_the_ladder_validates_and_climbs_one_knob_at_a_time():
         assert chain[0][0].startswith("source b"), (wl, be)
         assert all(" + " not in label for label, _ in chain), (wl, be, chain)  # one knob per rung
         labels = " ".join(label for label, _ in chain)
-        assert ("steps/exec" in labels) == (be == "jax") and "bf16" in labels, (wl, be, labels)
+        assert ("steps/exec" in labels) == (be != "torch") and "bf16" in labels, (wl, be, labels)
     assert "uint8 inputs" in " ".join(lab for lab, _ in chains[("resnet50", "torch")])
+    # TensorFlow's rungs (params/ladder_tf.yaml): resnet50 only, XLA on ('auto' on a GPU) up to the last rung
+    tf = grid.expand(PROJECT_ROOT / "params" / "ladder_tf.yaml")
+    assert {(p["workload"], p["backend"], p["device"]) for p in tf} == {("resnet50", "tensorflow", "gpu")}
+    assert [lab for lab, _ in chains[("resnet50", "tensorflow")]] == [
+        "source b64", "b256", "steps/exec 8", "bf16", "uint8 inputs", "jit=False"]
 
 
 def flops_workloads():

@@ -20,6 +20,8 @@ LEAD = ("How much of the machine each configuration uses: FLOPs per training sam
         "achieved; then the tuning ladder, one knob at a time, and which rung went furthest.")
 
 LADDER = PROJECT_ROOT / "params" / "ladder.yaml"
+# the ladder's grids: JAX and PyTorch, then TensorFlow's rungs (run apart: TF's GPU build is carried in parts)
+LADDERS = (LADDER, PROJECT_ROOT / "params" / "ladder_tf.yaml")
 # what tells the ladder's rungs apart (the rest of a configuration: the workload's source values)
 RUNG_KEYS = ("batch_size", "steps_per_execution", "precision", "input_dtype", "jit_compile", "data_placement")
 MAX_PANELS = 24  # ten workloads x two backends on one machine fit; more are named, not drawn
@@ -35,14 +37,17 @@ def _pct(v) -> str:
 
 @functools.lru_cache(maxsize=2)
 def rungs(path: str | None = None) -> dict:
-    """(workload, backend) -> [(label, {rung key: value})], in the ladder's order (params/ladder.yaml)."""
+    """(workload, backend) -> [(label, {rung key: value})], in the ladder's order (params/ladder.yaml, then
+    params/ladder_tf.yaml; or the one grid ``path``)."""
     from helpers import grid
 
     out: dict = {}
-    try:
-        points = grid.expand(path or LADDER)
-    except (grid.GridError, OSError):
-        return {}
+    points = []
+    for f in ([path] if path else LADDERS):
+        try:
+            points += grid.expand(f)
+        except (grid.GridError, OSError):
+            continue
     for p in points:
         key = {k: str(p.get(k, LATER_DEFAULTS.get(k))) for k in RUNG_KEYS}
         lst = out.setdefault((p["workload"], p["backend"]), [])
