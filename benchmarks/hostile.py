@@ -67,8 +67,6 @@ CASES = {
     "list_50k.json": (_set("epoch_s", [1.0] * 50_000), "a list of more than 20,000 items"),
     "record_16mb.json": (None, "larger than"),
     "symlink_outside.json": (None, "outside the folders given"),
-    "conflict_a.json": (None, "conflicting copies of one run"),
-    "conflict_b.json": (None, "conflicting copies of one run"),
 }
 
 
@@ -90,14 +88,22 @@ def write_hostile(folder: Path, template: dict, outside: Path) -> dict[str, str]
     secret = _variant(template, 901, _set("fingerprint.host", SECRET_HOST))
     (outside / "secret.json").write_text(json.dumps(secret))
     (folder / "symlink_outside.json").symlink_to(outside / "secret.json")
+    return {name: why for name, (_, why) in CASES.items()}
+
+
+def write_conflict(real_folder: Path, forged_folder: Path, template: dict) -> tuple[dict, dict]:
+    """A run's record in ``real_folder`` and a forged copy of it (the same run, 10x faster) in ``forged_folder``,
+    both as ``conflict.json``: (real, forged). Which is true is not the reader's guess: both are kept, apart
+    (issue 48; they are not in the hostile set, whose files are all left out)."""
     real = _variant(template, 902, lambda r: None)
-    forged = copy.deepcopy(real)  # the same run, 10x faster: which is true is not the reader's guess
+    forged = copy.deepcopy(real)
     for key, f in (("median_epoch_s", 0.1), ("step_s", 0.1), ("samples_per_s", 10.0)):
         if isinstance(forged.get(key), (int, float)):
             forged[key] = forged[key] * f
-    (folder / "conflict_a.json").write_text(json.dumps(real))
-    (folder / "conflict_b.json").write_text(json.dumps(forged))
-    return {name: why for name, (_, why) in CASES.items()}
+    for folder, rec in ((real_folder, real), (forged_folder, forged)):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / "conflict.json").write_text(json.dumps(rec))
+    return real, forged
 
 
 def write_hostile_notebook(path: Path, marker: str = "") -> Path:

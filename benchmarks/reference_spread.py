@@ -17,6 +17,17 @@ profiled run), each lease in turn is held out: does its median fall inside the m
 runs? It prints the count per device (held-out leases inside / held out) and the cells whose held-out median
 fell outside, with how far. ``--min-leases K`` counts only configurations with at least K leases.
 
+Then the prediction interval for a fresh lease (issue 46): a range of lease medians is not where the next lease
+lands, so for each configuration on three or more leases, each lease in turn is held out and predicted from the
+others alone: the centre is the mean of the other leases' log medians, the half-width ``z * s * sqrt(1 + 1/n)``
+(n other leases, ``z`` = 1.645: a 90% interval) where ``s`` is the lease-to-lease standard deviation of log
+medians pooled over every configuration of the same device, computed without the held-out lease's runs (of any
+configuration). The same again with the lease's host calibration (``dispatch_mcalls_per_s``, measured before
+every run) as a covariate: log median = cell + beta * log calibration, beta pooled over the device's
+configurations, the held-out lease predicted at its own calibration (which a user knows before a run). It prints
+each interval's coverage per device (held-out lease medians inside), the pooled s and beta, and per configuration
+its lease medians beside their calibration (samples/s per M Python calls/s). ``--interval`` prints only that.
+
 ``--markdown`` prints instead the published table (reference/<gpu>/README.md): every configuration of the current
 protocol measured on both the GPU and the CPU (same workload, backend, batch and precision), with each side's
 median, runs and leases, the GPU's min–max over its runs, and the speedup (GPU median ÷ CPU median).
@@ -139,6 +150,127 @@ def render_holdout(entries: list[dict]) -> str:
     return "\n".join(lines)
 
 
+Z90 = 1.645  # a two-sided 90% normal interval
+
+
+def _lease_cells(df, min_leases: int = 3) -> dict:
+    """(configuration key) -> {lease: (median samples/s, median host calibration in M calls/s or None)} for the
+    current protocol's configurations on ``min_leases`` or more leases."""
+    ok = _current(df)
+    ok = ok[ok["boot_id"].notna()]
+    out = {}
+    if ok.empty:
+        return out
+    ok["hardware"] = _hardware(ok)
+    for key, g in ok.groupby(SHOWN + OTHER, dropna=False, sort=True):
+        leases = {}
+        for lease, h in g.groupby("boot_id", sort=True):
+            cal = h["cal_dispatch"].dropna()
+            leases[str(lease)[:8]] = (statistics.median(run_figures(h)), float(cal.median()) if len(cal) else None)
+        if len(leases) >= min_leases:
+            out[tuple(key)] = leases
+    return out
+
+
+def _pooled(cells: dict, device: str, skip: str | None, covariate: bool) -> tuple[float, float, int]:
+    """(pooled within-configuration SD of log lease medians, beta, degrees of freedom) over ``device``'s
+    configurations, leaving out lease ``skip``. With ``covariate``: residuals of log median on log calibration
+    (one intercept per configuration, one slope beta pooled over them)."""
+    import math
+
+    groups = []
+    for key, leases in cells.items():
+        if key[SHOWN.index("device")] != device:
+            continue
+        pts = [(math.log(m), math.log(c) if c else None) for lease, (m, c) in leases.items() if lease != skip]
+        if covariate:
+            pts = [(y, x) for y, x in pts if x is not None]
+        if len(pts) >= 2:
+            groups.append(pts)
+    beta = 0.0
+    if covariate:
+        sxy = sxx = 0.0
+        for pts in groups:
+            my, mx = statistics.fmean(y for y, _ in pts), statistics.fmean(x for _, x in pts)
+            sxy += sum((x - mx) * (y - my) for y, x in pts)
+            sxx += sum((x - mx) ** 2 for _, x in pts)
+        beta = sxy / sxx if sxx > 0 else 0.0
+    ss, df = 0.0, -1 if covariate else 0
+    for pts in groups:
+        my, mx = statistics.fmean(y for y, _ in pts), statistics.fmean((x or 0.0) for _, x in pts)
+        ss += sum((y - my - beta * ((x or 0.0) - mx)) ** 2 for y, x in pts)
+        df += len(pts) - 1
+    return (math.sqrt(ss / df) if df > 0 else float("nan")), beta, df
+
+
+def prediction(df, min_leases: int = 3) -> list[dict]:
+    """One entry per (configuration, held-out lease) on ``min_leases``+ leases: the held-out median, the plain
+    interval (``lo``, ``hi``) and the calibrated one (``clo``, ``chi``; None without calibrations), each from the
+    other leases only (see the module docstring)."""
+    import math
+
+    cells = _lease_cells(df, min_leases)
+    out = []
+    for key, leases in cells.items():
+        device = key[SHOWN.index("device")]
+        for lease, (med, cal) in leases.items():
+            rest = {k: v for k, v in leases.items() if k != lease}
+            n = len(rest)
+            s, _, _ = _pooled(cells, device, lease, covariate=False)
+            centre = statistics.fmean(math.log(m) for m, _ in rest.values())
+            half = Z90 * s * math.sqrt(1 + 1 / n)
+            e = {**dict(zip(SHOWN, key)), "lease": lease, "median": med, "cal": cal, "others": n,
+                 "lo": math.exp(centre - half), "hi": math.exp(centre + half), "s": s, "clo": None, "chi": None}
+            rest_c = [(m, c) for m, c in rest.values() if c]
+            if cal and len(rest_c) >= 2:
+                sc, beta, _ = _pooled(cells, device, lease, covariate=True)
+                mx = statistics.fmean(math.log(c) for _, c in rest_c)
+                my = statistics.fmean(math.log(m) for m, _ in rest_c)
+                c_centre = my + beta * (math.log(cal) - mx)
+                c_half = Z90 * sc * math.sqrt(1 + 1 / len(rest_c))
+                e.update(clo=math.exp(c_centre - c_half), chi=math.exp(c_centre + c_half), sc=sc, beta=beta)
+            e["inside"] = e["lo"] <= med <= e["hi"]
+            e["c_inside"] = None if e["clo"] is None else e["clo"] <= med <= e["chi"]
+            out.append(e)
+    return out
+
+
+def render_prediction(entries: list[dict], cells: dict) -> str:
+    lines = ["prediction interval for a fresh lease (90%; each lease held out in turn, predicted from the other "
+             "leases only; configurations on 3+ leases of the current protocol):"]
+    for device in sorted({e["device"] for e in entries}):
+        es = [e for e in entries if e["device"] == device]
+        n_cells = len({tuple(e[k] for k in SHOWN) for e in es})
+        inside = sum(e["inside"] for e in es)
+        ce = [e for e in es if e["c_inside"] is not None]
+        c_in = sum(e["c_inside"] for e in ce)
+        lines.append(f"  {device}: plain interval {inside} of {len(es)} held-out leases inside "
+                     f"({100 * inside / len(es):.0f}%), {n_cells} configurations; pooled lease-to-lease s "
+                     f"{statistics.median(e['s'] for e in es):.3f} (log), half-width about "
+                     f"±{100 * (statistics.median(e['hi'] / e['lo'] for e in es) ** 0.5 - 1):.0f}%")
+        if ce:
+            lines.append(f"  {device}: with the host calibration {c_in} of {len(ce)} inside "
+                         f"({100 * c_in / len(ce):.0f}%); beta {statistics.median(e['beta'] for e in ce):.2f}, "
+                         f"residual s {statistics.median(e['sc'] for e in ce):.3f}")
+        cells_in = {}
+        for e in es:
+            k = (e["workload"], e["backend"], e["batch_size"], e["precision"])
+            cells_in.setdefault(k, []).append(e["inside"])
+        all_in = sum(all(v) for v in cells_in.values())
+        lines.append(f"  {device}: configurations whose every held-out lease fell inside: {all_in} of "
+                     f"{len(cells_in)} ({100 * all_in / len(cells_in):.0f}%)")
+        for e in es:
+            if not e["inside"]:
+                lines.append(f"    outside: {e['workload']} {e['backend']} b{e['batch_size']:g} lease {e['lease']} "
+                             f"median {num(e['median'])} vs {num(e['lo'])}-{num(e['hi'])} ({e['others']} leases)")
+    lines.append("  samples/s against the lease's host calibration (M Python calls/s), per configuration:")
+    for key, leases in cells.items():
+        k = dict(zip(SHOWN, key))
+        pts = ", ".join(f"{num(m)} @ {c:.1f}" if c else f"{num(m)} @ ?" for m, c in leases.values())
+        lines.append(f"    {k['workload']} {k['backend']} {k['device']} b{k['batch_size']:g}: {pts}")
+    return "\n".join(lines)
+
+
 def _current(df):
     ok = df[(df["status"] == "ok") & df["median_epoch_s"].notna()].copy()
     return ok[(ok["schema"].fillna(1) >= 2) & ~ok["knobs"].fillna("").str.contains("profile=True")]
@@ -177,6 +309,8 @@ def main(argv=None) -> int:
     ap.add_argument("folders", nargs="+", type=Path, help="record folders (read recursively)")
     ap.add_argument("--min-leases", type=int, default=2,
                     help="the held-out coverage counts configurations of at least this many leases (default 2)")
+    ap.add_argument("--interval", action="store_true",
+                    help="print only the prediction interval's held-out coverage (configurations on 3+ leases)")
     ap.add_argument("--markdown", action="store_true",
                     help="print the published table (GPU cells and their CPU twins, current protocol) and exit")
     args = ap.parse_args(argv)
@@ -187,6 +321,13 @@ def main(argv=None) -> int:
     df, _, skipped = load_table(args.folders)
     if args.markdown:
         print(markdown(df))
+        return 0
+    if args.interval:
+        entries = prediction(df, max(3, args.min_leases))
+        if not entries:
+            print("no configuration of the current protocol on 3 or more leases", file=sys.stderr)
+            return 1
+        print(render_prediction(entries, _lease_cells(df, max(3, args.min_leases))))
         return 0
     rows = spread_rows(df)
     if not rows:
@@ -204,6 +345,10 @@ def main(argv=None) -> int:
     print()
     print(render_holdout(entries) if entries else
           f"held-out-lease coverage: no configuration of the current protocol on {max(2, args.min_leases)}+ leases")
+    pred = prediction(df, max(3, args.min_leases))
+    if pred:
+        print()
+        print(render_prediction(pred, _lease_cells(df, max(3, args.min_leases))))
     return 0
 
 

@@ -398,9 +398,12 @@ def test_published_h100_ladder_holds_every_rung_of_params_ladder():
     assert not skipped and recs and all(r["status"] == "ok" and r["device_used"] == "gpu" for r in recs)
     text = "".join(p.read_text() for p in (folder / "records").glob("*.json"))
     assert str(PROJECT_ROOT) not in text and str(PROJECT_ROOT) not in (folder / "report.html").read_text()
-    assert all(r["flops_per_sample"] > 0 and r["mfu"] > 0 and "H100" in r["device_detail"] for r in recs)
+    # TensorFlow names the device it used "/device:GPU:0": the card's name is in the record's fingerprint
+    assert all(r["flops_per_sample"] > 0 and r["mfu"] > 0 and ("H100" in r["device_detail"] or (
+        r["backend"] == "tensorflow" and r["device_detail"].endswith("GPU:0")
+        and "H100" in " ".join(r["fingerprint"]["gpu_names"]))) for r in recs)
     runs = Counter(r["config_id"] for r in recs)
-    points = grid.expand_all([PROJECT_ROOT / "params" / "ladder.yaml"])
+    points = grid.expand_all([PROJECT_ROOT / "params" / n for n in ("ladder.yaml", "ladder_tf.yaml")])
     assert len(runs) == len(points) and min(runs.values()) >= 2  # one config_id per ladder point
     limit = sections.get("limit")
     lad = limit.ladder_rows(report.build_context([folder / "records"], use_reference=False).summary)
@@ -408,7 +411,7 @@ def test_published_h100_ladder_holds_every_rung_of_params_ladder():
     have = lad.groupby(["workload", "backend"])["rung"].apply(set).to_dict()
     assert {k: set(range(len(c))) for k, c in chains.items()} == have
     titled = [ax.get_title("left") for ax in limit.ladder_chart(lad).axes if ax.get_title("left")]
-    assert len(titled) == len(chains) == 20  # every workload x backend drawn, none cut off
+    assert len(titled) == len(chains) == 21  # every workload x backend drawn (resnet50 on three), none cut off
     loops = [json.loads(line) for line in (folder / "records" / "bare_loops.jsonl").read_text().splitlines()]
     assert {(b["workload"], b["impl"]) for b in loops} >= {("resnet50", "bare-jax"), ("resnet50", "bare-torch")}
     html = (folder / "report.html").read_text()

@@ -63,13 +63,7 @@ def test_each_hostile_record_costs_only_itself(hostile_ctx, name):
     assert took < BOUND_S
 
 
-@pytest.mark.xdist_group("timing")  # a wall-clock bound: one such test at a time
-def test_conflicting_copies_are_both_left_out_and_named(hostile_ctx):
-    ctx, html, _, _ = hostile_ctx
-    why = {Path(p).name: w for p, w in ctx.skipped}
-    assert "median_epoch_s" in why["conflict_a.json"] and why["conflict_a.json"] == why["conflict_b.json"]
-    assert not [p for p in ctx.df["path"] if "conflict" in str(p)]
-    assert not [w for _, w in ctx.duplicates if "conflict" in w]  # not a duplicate: a conflict
+# conflicting copies of one run are both kept, apart (issue 48): test_hostile_round3.py
 
 
 def test_a_record_that_breaks_the_checks_or_the_table_costs_only_itself(tmp_path, monkeypatch):
@@ -135,8 +129,9 @@ def test_index_survives_a_renderer_killed_for_memory(tmp_path):
     t0 = time.perf_counter()
     index = render_index([folder], folder / "index.html", workers=2, job=_die_on_killme).read_text()
     assert time.perf_counter() - t0 < 180
-    assert index.count("<a href=") == 8 + 0 and "killme.ipynb <i>(could not render: the renderer died (killed, " \
-        "likely out of memory))</i>" in index
+    # killed by itself, not by the OOM killer: never called out of memory (issue 48)
+    assert index.count("<a href=") == 8 + 0 and "killme.ipynb <i>(could not render: the renderer died (killed or " \
+        "crashed" in index and "out-of-memory killer)" not in index
     assert len(list((folder / "notebooks_html").rglob("*.html"))) == 8
 
 
@@ -294,7 +289,9 @@ def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monk
     p = {"workload": "killme", "backend": "jax", "device": "cpu", "point_id": "k1"}
     rec = execute.run_point(engine, p, tmp_path / "run", kernel, 120, print)
     assert rec["status"] == "failed"
-    assert "killed (SIGKILL), likely out of memory (peak RSS seen 0." in rec["reason"], rec["reason"]
+    # killed by itself, not by the OOM killer: its counters did not rise (issue 48: never "out of memory" for that)
+    assert "killed (SIGKILL)" in rec["reason"] and "(peak RSS seen 0." in rec["reason"], rec["reason"]
+    assert "by the out-of-memory killer (" not in rec["reason"], rec["reason"]
 
 
 # ------------------------------------------------------------------ everything at once, in a browser

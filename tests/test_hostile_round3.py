@@ -2,7 +2,9 @@
 
 Each test builds the report's context (``build_context``), every section's HTML and the CSVs (or calls the index's
 or the grid reader's own functions) and checks: every good record tabulated, the bad file listed with its reason,
-nothing raw that a page or a CSV must not carry, within ``BOUND_S``.
+nothing raw that a page or a CSV must not carry, within ``BOUND_S``. Then the issue's smaller items: a slow notebook
+page (3), a conflicting copy, a .keras weights bomb, a SIGKILL's wording, a missing report.previous.html, a grid given
+twice. None starts a kernel or a browser; the index's workers run renderers of ``support/slow_page.py``.
 """
 
 from __future__ import annotations
@@ -163,7 +165,9 @@ def _drawn(ctx):
     assert not [v for v in names if _UNSAFE.search(v)]
     fig, ax = plt.subplots()
     ax.barh(names, range(1, len(names) + 1))
-    assert "base64,iVBOR" in FIGURE_HTML(fig)  # a PNG
+    drawn = FIGURE_HTML(fig)
+    assert "base64,iVBOR" in drawn or drawn.lstrip().startswith("<svg")  # a PNG, or inline SVG
+    assert not [c for c in drawn if 0xD800 <= ord(c) <= 0xDFFF or _UNSAFE.search(c)]
 
 
 # ---- 4: bidi controls and zero-width characters are shown, never applied
@@ -304,7 +308,7 @@ def test_a_notebook_rewritten_with_an_older_mtime_gets_its_page_rendered_again(t
         dst.write_text(src.read_text())
 
     t0 = time.perf_counter()
-    index.render_index([folder], folder / "index.html", workers=1, job=job)
+    index.render_index([folder], folder / "index.html", workers=0, job=job)
     pages = sorted((folder / index.PAGES).rglob("*.html"))
     assert len(pages) == 2 and all("marker OLD" in p.read_text() for p in pages)
     stamps = {p: p.stat().st_mtime_ns for p in pages}
@@ -313,14 +317,14 @@ def test_a_notebook_rewritten_with_an_older_mtime_gets_its_page_rendered_again(t
     notebook(src, "marker NEW0")
     old = pages[0].stat().st_mtime - 3600
     os.utime(src, (old, old))
-    index.render_index([folder], folder / "index.html", workers=1, job=job)
+    index.render_index([folder], folder / "index.html", workers=0, job=job)
     text = {p.stem: p.read_text() for p in pages}
     assert "marker NEW0" in text["n0"] and "marker OLD0" not in text["n0"]
     assert pages[1].stat().st_mtime_ns == stamps[pages[1]]  # the unchanged one: not rendered again
     assert "n0.ipynb" in (folder / "index.html").read_text() and time.perf_counter() - t0 < BOUND_S
     # an untouched notebook with a newer mtime (a copy) is not rendered again either: its content is the same
     os.utime(nb_dir / "n1.ipynb")
-    index.render_index([folder], folder / "index.html", workers=1, job=job)
+    index.render_index([folder], folder / "index.html", workers=0, job=job)
     assert pages[1].stat().st_mtime_ns == stamps[pages[1]]
 
 
@@ -358,3 +362,210 @@ def test_a_record_cannot_reprice_another_machine_of_the_same_host_name(tmp_path)
     c = ctx.costed
     assert set(c[c["gpu"] == "NVIDIA H100 80GB HBM3"]["profile"]) == {published}
     assert any("different price profiles" in t for t, _, _ in ctx.notes)
+
+
+# ---- 3: every notebook page renders in a worker, within a time bound
+
+
+def test_a_notebook_page_over_the_time_limit_is_replaced_and_the_rest_goes_on(tmp_path):
+    """A page stopped at its limit (a tiny one here, and a renderer that never ends on one notebook: the real slow
+    case, a 1 MB markdown cell of brackets, takes minutes) becomes a page naming the limit; the others render, in
+    worker processes even though there are only three (the runner's own process never renders one)."""
+    from support.slow_page import slow_on_marker
+
+    from helpers.report import index
+    from helpers.report.workers import too_slow
+
+    folder = tmp_path / "outputs"
+    nb_dir, rec_dir = folder / "runs" / "r" / "notebooks", folder / "runs" / "r" / "records"
+    nb_dir.mkdir(parents=True)
+    for i, name in enumerate(["n0", "slow", "n1"]):
+        (nb_dir / f"{name}.ipynb").write_text(f"marker {name}")
+        write_atomic(rec_dir / f"{name}.json", _rec(i, notebook=f"../notebooks/{name}.ipynb"))
+    t0 = time.perf_counter()
+    out = index.render_index([folder], folder / "index.html", job=slow_on_marker, limit_s=1.0)
+    took = time.perf_counter() - t0
+    assert took < 8.0, took  # the limit, the workers' start, never the slow page's own time
+    pages = {p.stem: p.read_text() for p in (folder / index.PAGES).rglob("*.html")}
+    assert sorted(pages) == ["n0", "n1", "slow"]
+    for name in ("n0", "n1"):
+        assert f"marker {name} rendered-in-pid-" in pages[name]
+        assert f"rendered-in-pid-{os.getpid()}" not in pages[name]  # in a worker, not in this process
+    why = too_slow(1.0)
+    assert why == "not rendered: too slow (over 1 s)" and why in pages["slow"] and "marker" not in pages["slow"]
+    assert "Content-Security-Policy" in pages["slow"]
+    text = out.read_text()
+    assert text.count("<a href=") == 3 and f"slow.ipynb</a> <i>({why})</i>" in text
+    sources = json.loads((folder / index.PAGES / index.SOURCES).read_text())
+    assert sorted(Path(k).stem for k in sources) == ["n0", "n1"]  # the slow one is tried again next time
+
+
+# ---- smaller: an outside SIGKILL is not called "out of memory"
+
+
+def test_a_sigkill_is_called_out_of_memory_only_when_the_oom_killer_counted_it(tmp_path):
+    import signal as sig
+
+    from helpers.runner.kernel_watch import KernelWatch, killed_by_oom, oom_kills
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    proc.send_signal(sig.SIGKILL)  # a kill -9 from outside (a scheduler, a user)
+    proc.wait(timeout=10)
+    watch = KernelWatch(engine=None)
+    watch.process, watch.peak_kb = proc, 3 * 2**20
+    watch.oom_before = {"vmstat": 4, "cgroup:memory": 1}
+    outside = watch.death_reason({"vmstat": 4, "cgroup:memory": 1})
+    assert "killed (SIGKILL) from outside, not for memory" in outside and "peak RSS seen 3.00 GB" in outside
+    assert "likely out of memory" not in outside and "out-of-memory killer (" not in outside
+    oom = watch.death_reason({"vmstat": 4, "cgroup:memory": 2})
+    assert "killed (SIGKILL) by the out-of-memory killer (peak RSS seen 3.00 GB" in oom and "batch_size" in oom
+    watch.oom_before = {}
+    unknown = watch.death_reason({})
+    assert "by the out-of-memory killer or from outside, which cannot be told here" in unknown
+    assert killed_by_oom({"vmstat": 1}, {"cgroup:v2": 9}) is None
+    # the counters, as Linux writes them: /proc/vmstat, cgroup v2's memory.events, cgroup v1's memory.oom_control
+    proc_fs, cg = tmp_path / "proc", tmp_path / "cgroup"
+    (proc_fs / "self").mkdir(parents=True)
+    (proc_fs / "vmstat").write_text("nr_free_pages 12\noom_kill 7\n")
+    (proc_fs / "self" / "cgroup").write_text("4:memory:/job/a\n0::/job/b\n")
+    (cg / "memory" / "job" / "a").mkdir(parents=True)
+    (cg / "memory" / "job" / "a" / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+    (cg / "job" / "b").mkdir(parents=True)
+    (cg / "job" / "b" / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    assert oom_kills(proc_fs, cg) == {"vmstat": 7, "cgroup:memory": 2, "cgroup:v2": 1}
+    assert oom_kills(tmp_path / "none", cg) == {}
+
+
+# ---- smaller: a failed report names a previous report only when there is one, and never loses it
+
+
+def test_a_failed_report_names_a_previous_report_only_when_there_is_one(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from helpers.exits import Exit
+    from helpers.report.failed import previous_report
+    from helpers.runner import summary
+
+    def fail(*a, **k):
+        raise ValueError("bad value in records/x.json")
+
+    monkeypatch.setattr(summary, "render_report", fail)
+    args = SimpleNamespace(out=None, inputs=None, prices=None, price_set=None, no_reference=True)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def failed_once():
+        lines = []
+        assert summary.report_after_run(args, out, tmp_path / "run", "k", None, lines.append) == Exit.FAILED
+        return " ".join(lines), (out / "report.html").read_text()
+
+    log, page = failed_once()  # no report before: none named, none linked
+    assert "The report failed" in page and "bad value" in page and "no earlier report" in page
+    assert "report.previous.html" not in log + page and "no earlier report to fall back on" in log
+    assert not (out / "report.previous.html").exists() and previous_report(out / "report.html") is None
+    log, page = failed_once()  # a second failure: its own page is not taken for a previous report
+    assert not (out / "report.previous.html").exists() and "report.previous.html" not in log + page
+    (out / "report.html").write_text("<html>the good figures</html>")  # a report that rendered
+    log, page = failed_once()
+    assert f"the last good one: {out / 'report.previous.html'}" in log and 'href="report.previous.html"' in page
+    log, page = failed_once()  # failing again keeps the last good report as the previous one
+    assert "the good figures" in (out / "report.previous.html").read_text()
+    assert 'href="report.previous.html"' in page and "report.previous.html" in log
+
+
+# ---- smaller: a grid given twice (or two grids sharing a point) runs each point once
+
+
+def test_a_grid_given_twice_runs_each_point_once(tmp_path):
+    from helpers import grid
+
+    g = tmp_path / "g.yaml"
+    g.write_text("points:\n  - {workload: mlp_mnist, backend: jax, device: cpu, batch_size: [64, 128]}\n")
+    copy = tmp_path / "copy.yaml"  # the same points under another name, one of them with more repeats
+    copy.write_text("repeats: 3\npoints:\n  - {workload: mlp_mnist, backend: jax, device: cpu, batch_size: 64}\n"
+                    "  - {workload: mlp_mnist, backend: torch, device: cpu}\n")
+    once = grid.expand_all([g])
+    assert grid.expand_all([g, g, tmp_path / "." / "g.yaml"]) == once
+    assert [b.runs for b in grid.sizes([g, g])] == [b.runs for b in grid.sizes([g])] == [2]
+    both = grid.expand_all([g, copy])
+    keys = [(p["backend"], p["batch_size"]) for p in both]
+    assert len(keys) == len(set(keys)) == 3
+    assert {(p["backend"], p["batch_size"]): p["repeats"] for p in both}[("jax", 64)] == 3
+    runs = grid.runs(both)
+    assert len(runs) == len({(p["backend"], p["batch_size"], p["_repeat"]) for p in runs}) == 3 + 2 + 2
+
+
+# ---- smaller: a .keras whose weights inflate is refused before Keras inflates them
+
+
+def test_a_keras_file_whose_weights_inflate_is_refused_before_keras_reads_it(tmp_path):
+    import zipfile
+
+    from helpers.params import ParamError
+    from helpers.workloads import custom_files
+
+    cfg = {"class_name": "Sequential", "module": "keras", "config": {"name": "s", "layers": []}}
+
+    def keras_file(path, weights: bytes, method=zipfile.ZIP_DEFLATED):
+        with zipfile.ZipFile(path, "w", method) as zf:
+            zf.writestr("config.json", json.dumps(cfg))
+            zf.writestr("metadata.json", "{}")
+            zf.writestr("model.weights.h5", weights)
+        return path
+
+    t0 = time.perf_counter()
+    bomb = keras_file(tmp_path / "bomb.keras", b"\0" * (20 * 2**20))  # 20 MB of weights in ~20 kB
+    assert bomb.stat().st_size < 2**20
+    with pytest.raises(ParamError) as err:
+        custom_files.model_file(str(bomb))
+    msg = str(err.value)
+    assert "'model.weights.h5' that inflates from 0.0 MB to 20 MB" in msg and "zip bomb" in msg, msg
+    # weights stored as Keras stores them (uncompressed), or small: read as before
+    stored = keras_file(tmp_path / "stored.keras", b"\0" * (17 * 2**20), zipfile.ZIP_STORED)
+    assert custom_files.model_file(str(stored))[1]["has_weights"]
+    small = keras_file(tmp_path / "small.keras", b"\0" * 2**20)
+    assert custom_files.model_file(str(small))[1]["has_weights"]
+    assert time.perf_counter() - t0 < 5.0
+
+
+# ---- smaller: a conflicting copy of a record keeps both, apart and named
+
+
+def test_a_conflicting_copy_keeps_both_copies_apart_and_named(tmp_path):
+    from benchmarks.hostile import write_conflict
+
+    good = _good(tmp_path / "good")
+    real, forged = write_conflict(good, tmp_path / "theirs", _rec(5, workload="mlp_mnist"))
+    write_atomic(tmp_path / "theirs" / "same.json", _rec(0))  # a plain copy of a good record: still a duplicate
+    ctx, html, csv, took = _report([good, tmp_path / "theirs"], tmp_path, only=("overview", "provenance"))
+    assert not [m for m, h in html.items() if "failed to build" in h] and took < BOUND_S
+    rows = ctx.df[ctx.df["workload"] == "mlp_mnist"]
+    assert sorted(rows["samples_per_s"]) == sorted([real["samples_per_s"], forged["samples_per_s"]])  # both kept
+    assert sorted(k.split(", ")[0] for k in rows["knobs"]) == ["copy=good/conflict.json", "copy=theirs/conflict.json"]
+    summ = ctx.summary[ctx.summary["workload"] == "mlp_mnist"]
+    assert len(summ) == 2  # two configurations, never one pooled from both copies
+    assert sorted(ctx.df["point_id"]) == sorted(GOOD + [real["point_id"]] * 2)
+    assert not [p for p, _ in ctx.skipped if "conflict" in p]  # neither is skipped
+    assert [Path(p).name for p, _ in ctx.duplicates] == ["same.json"]
+    note = unescape(html["overview"])
+    assert "2 record file(s) are copies of one run that say different things" in note
+    assert "kept apart as copy=good/conflict.json" in note and "kept apart as copy=theirs/conflict.json" in note
+    assert "median_epoch_s" in note
+    assert "copy=theirs/conflict.json" in csv["configurations.csv"]
+
+
+def test_a_dead_renderer_is_called_out_of_memory_only_when_the_oom_killer_counted_it(tmp_path, monkeypatch):
+    from support.slow_page import die_on_marker
+
+    from helpers.report import workers
+    from helpers.runner import kernel_watch
+
+    jobs = [(str(tmp_path / "die.ipynb"), str(tmp_path / "die.html"))]
+    counts = iter([{"vmstat": 1}, {"vmstat": 1}])
+    monkeypatch.setattr(kernel_watch, "oom_kills", lambda: next(counts))
+    t0 = time.perf_counter()
+    assert workers.run_jobs(die_on_marker, jobs, 1) == {jobs[0]: workers.DIED_NOT_OOM}  # a kill -9: not memory
+    assert time.perf_counter() - t0 < 10
+    assert workers.died_reason(True) == workers.DIED_OOM == "the renderer died (killed by the out-of-memory killer)"
+    assert workers.died_reason(None) == workers.DIED  # no counter: cannot be told
+    assert "likely out of memory" not in workers.DIED + workers.DIED_NOT_OOM

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import doc_commands
+from support import FAST_XLA, doc_commands
 from support import slurm as slurm_support
 
 from helpers import grid
@@ -160,7 +160,9 @@ def _write_grid(path: Path, timeout_s: int = 300, **extra) -> Path:
 def _env(outputs: Path, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "SLURM_", "KERAS_DISTRIBUTION",
                                                                      "JAX_COORDINATOR", "JAX_PROCESS"))}
-    return {**env, "CGB_OUTPUTS": str(outputs), "PYTHONUNBUFFERED": "1", **extra}
+    # the points check behaviour, not speed: XLA's cheapest code generation, kept through the kernel's clean-up
+    return {**env, "CGB_OUTPUTS": str(outputs), "PYTHONUNBUFFERED": "1", **FAST_XLA, "CGB_KEEP_ENV": "XLA_FLAGS",
+            **extra}
 
 
 def _runner(args, env, log: Path, timeout=600):

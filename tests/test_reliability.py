@@ -132,7 +132,7 @@ defaults: {workload: cnn_cifar10, backend: jax, device: cpu, epochs: 2, batch_si
 points:
   - seed: [1, 2, 3, 4]
   - seed: 5
-    timeout_s: 10
+    timeout_s: 5
   - seed: 6                     # still runs after the failures
 """)
     fates = {1: "fail", 2: "crash", 3: "memory", 4: "kill", 5: "sleep:300"}
@@ -148,7 +148,7 @@ points:
     assert recs[2]["status"] == "failed" and "a cell failed before any record" in recs[2]["reason"]
     assert recs[3]["status"] == "failed" and "MemoryError" in recs[3]["reason"]
     assert recs[4]["status"] == "failed" and "killed (SIGKILL)" in recs[4]["reason"]
-    assert recs[5]["status"] == "failed" and "timed out after 10 s" in recs[5]["reason"]
+    assert recs[5]["status"] == "failed" and "timed out after 5 s" in recs[5]["reason"]
     assert recs[6]["status"] == "ok"
     for r in recs.values():
         assert notebook_path(r).is_file()  # the executed notebook is kept

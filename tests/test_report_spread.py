@@ -192,17 +192,19 @@ def test_the_speedup_interval_comes_from_the_runs_of_both_sides(tmp_path):
 
 
 def test_the_h100_reference_is_marked_and_rounded(reference_ctx):
-    """The re-published reference (issue 36): the README's 20 GPU cells have 5-6 runs over 4-5 leases and their 20
-    CPU twins 3 runs over three (a range under 5 runs, a bootstrap interval from 5), the earlier protocol's single
-    CPU runs are left out of those figures; every other point is one run and says so; figures are rounded to what
-    the runs support."""
+    """The re-published reference (issues 36, 46): the README's 30 GPU cells have 5-6 runs over 4-5 leases and their
+    30 CPU twins 3 runs over three leases, TensorFlow's over two (a range under 5 runs, a bootstrap interval from 5),
+    the earlier protocol's single CPU runs are left out of those figures; every other point is one run and says so;
+    figures are rounded to what the runs support."""
     ctx = reference_ctx
     summ = ctx.summary
     multi, one = summ[summ["n_runs"] > 1], summ[summ["n_runs"] == 1]
-    assert sorted(multi["device"].value_counts().items()) == [("cpu", 20), ("gpu", 20)]
+    assert sorted(multi["device"].value_counts().items()) == [("cpu", 30), ("gpu", 30)]  # three backends (issue 46)
     gpu, cpu = multi[multi["device"] == "gpu"], multi[multi["device"] == "cpu"]
     assert gpu["n_runs"].between(5, 6).all() and gpu["n_leases"].between(4, 5).all()
-    assert cpu["n_runs"].eq(3).all() and cpu["n_leases"].eq(3).all() and cpu["n_earlier"].eq(1).all()
+    tf = cpu["backend"] == "tensorflow"  # TF's twins: 3 runs over its first two leases, no run of the earlier protocol
+    assert cpu["n_runs"].eq(3).all() and cpu[~tf]["n_leases"].eq(3).all() and cpu[~tf]["n_earlier"].eq(1).all()
+    assert tf.sum() == 10 and cpu[tf]["n_leases"].eq(2).all() and cpu[tf]["n_earlier"].eq(0).all()
     assert (multi["sps_interval"] == multi["n_runs"].map(lambda n: "bootstrap" if n >= 5 else "range")).all()
     assert (one["sps_interval"] == "none").all()
     assert all(fmt.ONE_RUN in fmt.figure(row) for row in one.to_dict("records"))
@@ -234,7 +236,7 @@ def test_the_h100_readme_table_is_the_scripts_output_in_the_reports_strings(refe
     assert table in (PROJECT_ROOT / "reference" / "h100" / "README.md").read_text(encoding="utf-8")
     pairs = aggregate.matched_pairs(reference_ctx.summary).to_dict("records")
     rows = table.splitlines()[2:]
-    assert len(rows) == len(pairs) == 20
+    assert len(rows) == len(pairs) == 30  # ten workloads x three backends
     for p in pairs:
         row = next(r for r in rows if r.startswith(f"| {p['workload']} ({p['batch_size']:g}) | {p['backend']} |"))
         cells = [c.strip() for c in row.strip("|").split("|")]
@@ -315,3 +317,25 @@ def test_reference_spread_prints_the_held_out_lease_coverage_and_the_published_t
     assert md.returncode == 0, md.stderr
     rows = [ln for ln in md.stdout.splitlines() if ln.startswith("| cnn_cifar10")]
     assert rows == ["| cnn_cifar10 (100) | jax | 11 (3 / 2) | 1,100 (6 / 3) | 900–1,600 (67%) | 95× |"]  # report digits
+
+
+def test_the_prediction_interval_predicts_each_lease_from_the_others_only(tmp_path):
+    """issue 46: each lease held out in turn, predicted from the other leases' log medians with the lease-to-lease
+    spread pooled without it (90%). Leases a 1050, b 950, c 1550: c is predicted from a and b alone (their spread
+    10%: 866–1,151) and falls outside; a and b, predicted with c among the others (a wider spread), fall inside."""
+    a, b, c = "a" * 16, "b" * 16, "c" * 16
+    gpu = dict(schema=2, **GPU)
+    recs = (_runs([1000, 1100], boot=[a, a], **gpu) + _runs([900, 1000], start=10, boot=[b, b], **gpu)
+            + _runs([1500, 1600], start=20, boot=[c, c], **gpu))
+    folder = tmp_path / "records"
+    for i, r in enumerate(recs):
+        write_atomic(folder / f"r{i}.json", r)
+    res = subprocess.run([sys.executable, "benchmarks/reference_spread.py", str(folder), "--interval"],
+                         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "gpu: plain interval 2 of 3 held-out leases inside (67%), 1 configurations" in res.stdout
+    assert "outside: cnn_cifar10 jax b100 lease cccccccc median 1,550 vs 866-1,152 (2 leases)" in res.stdout
+    assert "configurations whose every held-out lease fell inside: 0 of 1" in res.stdout
+    two = subprocess.run([sys.executable, "benchmarks/reference_spread.py", str(folder), "--interval",
+                          "--min-leases", "4"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert two.returncode == 1 and "3 or more leases" in two.stderr

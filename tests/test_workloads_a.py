@@ -252,7 +252,7 @@ def test_mlp_mnist_on_real_cached_mnist(workload_runs, backend):
 @pytest.mark.parametrize("backend", by_backend("cnn_mnist"))
 def test_cnn_mnist_synthetic(workload_runs, backend):
     rec = workload_runs(backend)["cnn_mnist"]
-    check_record(rec, "cnn_mnist", backend, 200, 50, "synthetic")
+    check_record(rec, "cnn_mnist", backend, 100, 50, "synthetic")
     assert "neither cached" in rec["data_detail"]
 
 
@@ -260,7 +260,7 @@ def test_cnn_mnist_synthetic(workload_runs, backend):
 def test_vgg_cifar10_with_augmentation(workload_runs, backend):
     rec = workload_runs(backend)["vgg_cifar10"]
     impl = "keras" if backend == ONE else "matmul"  # Keras' RandomTranslation once, the suite's shift elsewhere
-    check_record(rec, "vgg_cifar10", backend, 96, 32, "real")
+    check_record(rec, "vgg_cifar10", backend, 64, 32, "real")
     assert rec["params"]["augment"] is True and "RandomFlip" in rec["data_info"]["augmentation"]
     assert rec["params"]["augment_impl"] == impl
     assert ("RandomTranslation" if impl == "keras" else "RandomShift") in rec["data_info"]["augmentation"]

@@ -106,12 +106,29 @@ def _blocks(path: Path, problems: Problems) -> list:
     return out
 
 
+def unique_files(paths) -> list[Path]:
+    """``paths`` without a file given again (the same file, however named: resolved), in their order."""
+    out: dict = {}
+    for p in paths:
+        try:
+            key = Path(p).resolve()
+        except (OSError, RuntimeError):
+            key = Path(p)
+        out.setdefault(key, Path(p))
+    return list(out.values())
+
+
+def _point_key(p: dict) -> tuple:
+    """What makes two points one (their parameters), whichever grid file or block gives them."""
+    return tuple(sorted((k, repr(v)) for k, v in p.items() if k not in ("timeout_s", "repeats", "_grid")))
+
+
 def sizes(paths) -> list[Block]:
     """Every block of the grid files, counted (product of its list lengths, times its repeats) without
     expanding it: a typo of 10^8 points is answered at once. ``GridError``: every problem found without
-    expanding (``problems`` adds those that need the points)."""
+    expanding (``problems`` adds those that need the points). A file given twice counts once."""
     blocks, problems = [], []
-    for p in paths:
+    for p in unique_files(paths):
         found = Problems()
         blocks += [b[1] for b in _blocks(Path(p), found)]
         problems += found.sorted()
@@ -178,15 +195,23 @@ def expand(path) -> list[dict]:
 
 
 def expand_all(paths) -> list[dict]:
-    """``expand`` of each file; ``GridError`` with the problems of every file."""
-    points, problems = [], []
-    for p in paths:
+    """``expand`` of each file; ``GridError`` with the problems of every file. A file given twice is read once,
+    and a point that two files give is one point (with the larger ``repeats``, the first file's ``timeout_s``):
+    never a run of this runner that finds its own record and takes it for another runner's."""
+    points: dict[tuple, dict] = {}
+    problems = []
+    for p in unique_files(paths):
         found = Problems()
-        points.extend(_expand(Path(p), found))
+        for point in _expand(Path(p), found):
+            key = _point_key(point)
+            if key in points:
+                points[key]["repeats"] = max(points[key]["repeats"], point["repeats"])
+            else:
+                points[key] = point
         problems += found.sorted()
     if problems:
         raise GridError(problems)
-    return points
+    return list(points.values())
 
 
 def runs(points: list[dict]) -> list[dict]:

@@ -1,7 +1,7 @@
 """The committed analytical counts (``data/flops.csv``), read at report time without importing Keras.
 
     lookup("cnn_cifar10", params)             # the committed count (a flops_analytic.Count), or None
-    for_record(record)                        # (FLOPs per training sample, where it comes from)
+    for_record(record)                        # (model FLOPs per sample, optimiser FLOPs per step, where from)
 
 A point counts its model at the end (``helpers.point.record_figures.limit_figures``); records that predate the count
 get it in the report from ``data/flops.csv`` (``for_record``; ``flops_source`` says so), which
@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from helpers import params as _params
-from helpers.measure.flops_analytic import Count
+from helpers.measure.flops_analytic import BACKWARD_FACTOR, Count
 from helpers.paths import PROJECT_ROOT
 
 TABLE = PROJECT_ROOT / "data" / "flops.csv"  # committed counts, written by benchmarks/flops.py
@@ -55,25 +55,39 @@ def lookup(workload: str, params: dict, path: Path | None = None) -> Count | Non
 REPORT_SOURCE = "counted at report time (analytic, data/flops.csv)"
 
 
-def for_record(r: dict) -> tuple[float | None, str]:
-    """(FLOPs per training sample, where it comes from) of a record: its own ``flops_per_sample`` when it has
-    one, else the committed analytical count of its workload and model parameters at its batch size (records
-    that predate the count), else (None, why)."""
-    own = r.get("flops_per_sample")
-    if isinstance(own, (int, float)) and not isinstance(own, bool) and own > 0:
-        return float(own), str(r.get("flops_source") or "the record's own count")
+def _pos(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and 0 < v < float("inf")
+
+
+def for_record(r: dict) -> tuple[float | None, float | None, str]:
+    """(the model's FLOPs per sample, forward + backward: what MFU counts; the optimiser's FLOPs per step, shown
+    apart; where they come from) of a record: its own ``model_flops_per_sample`` where it has one; else, a record
+    that counted the whole step (``flops_per_sample``: the update divided by the batch) with its forward pass,
+    3 x that forward and the rest times the batch; else the committed analytical count of its workload and model
+    parameters (records that predate the count); else its whole step's count; else (None, None, why)."""
+    own, src = r.get("model_flops_per_sample"), str(r.get("flops_source") or "the record's own count")
+    if _pos(own):
+        opt = r.get("optimizer_flops_per_step")
+        return float(own), (float(opt) if _pos(opt) or opt == 0 else None), src
     name, p = r.get("workload"), r.get("params") or {}
+    batch = p.get("batch_size") or r.get("batch_size")
+    step, fwd = r.get("flops_per_sample"), r.get("flops_forward")
+    if _pos(step) and _pos(fwd):
+        model = (1 + BACKWARD_FACTOR) * float(fwd)
+        opt = max(0.0, float(step) - model) * batch if _pos(batch) else None
+        return model, opt, src
     try:
         from helpers import workloads as _workloads
 
         full = {**_workloads.defaults(name), **p}
     except KeyError:
-        return None, f"unknown workload {name!r}"
+        return None, None, f"unknown workload {name!r}"
     c = lookup(name, full)
-    batch = p.get("batch_size") or r.get("batch_size")
-    if c is None or not batch:
-        return None, "no count for this model in data/flops.csv (python benchmarks/flops.py --table adds it)"
-    return c.train(int(batch)), REPORT_SOURCE
+    if c is not None and batch:
+        return c.model(), c.update_per_step, REPORT_SOURCE
+    if _pos(step):  # its own count of the whole step, nothing to take the update out of
+        return float(step), None, f"{src} (the whole step: the optimiser's update divided by the batch included)"
+    return None, None, "no count for this model in data/flops.csv (python benchmarks/flops.py --table adds it)"
 
 
 TABLE_FIELDS = ["workload", "model_key", "forward_flops", "input_grad_flops", "trainable_params", "update_per_param",

@@ -12,6 +12,10 @@ Sample keys (``Sampler.samples``, ``timeline()``; ``summary()`` gives ``<key>_me
   ``gpu_pct`` is NVML's busy time, not work done; ``power_w`` is NVML's power reading (averaged
   over about a second by the driver on recent GPUs), kept for the timeline.
 
+With each sample the sampler keeps a reading of this process's CPU time and its allowed cores' busy time
+(``cpu_readings``); ``host_load(start, end)`` sets them against each other over a window
+(``helpers.measure.host_load``: another process eating the cores marks the run *host busy*).
+
 The GPUs used: ``helpers.measure.nvml.visible_gpu_indices``; the energy figures made of the counter
 readings: ``helpers.measure.energy``; the framework's own peak memory: ``helpers.measure.framework_memory``.
 """
@@ -26,6 +30,7 @@ import time
 
 import psutil
 
+from helpers.measure import host_load as _host_load
 from helpers.measure.energy import COUNTER, MEAN_POWER
 from helpers.measure.nvml import load_nvml, visible_gpu_indices
 
@@ -65,6 +70,8 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = None
         self._proc = psutil.Process()
+        self.cores = _host_load.allowed_cores(self._proc)
+        self.cpu_readings: list[dict] = []  # host_load.reading() with each sample (and one at the start)
         self._nvml = load_nvml()
         self.gpu_indices: list[int] = []
         if self._nvml is not None:
@@ -184,14 +191,22 @@ class Sampler:
             s.update(gpu_pct=util, gpu_mem_mb=mem, power_w=power)
         return s
 
+    def _read_cpu(self) -> None:
+        try:
+            self.cpu_readings.append(_host_load.reading(self._proc, self.cores))
+        except Exception:  # a counter that cannot be read: no host load, never a failed point
+            pass
+
     def _loop(self):
         while not self._stop.wait(self.interval):
             self.samples.append(self._sample())
+            self._read_cpu()
 
     def __enter__(self):
         self.t0 = time.perf_counter()
         psutil.cpu_percent(None)  # prime: the next calls report usage since now
         self._proc.cpu_percent(None)
+        self._read_cpu()
         self._thread = threading.Thread(target=self._loop, name="utilisation-sampler", daemon=True)
         self._thread.start()
         return self
@@ -200,7 +215,14 @@ class Sampler:
         self._stop.set()
         self._thread.join()
         self.samples.append(self._sample())
+        self._read_cpu()
         return False
+
+    def host_load(self, start: float | None = None, end: float | None = None) -> dict | None:
+        """``helpers.measure.host_load.host_load`` between the first and the last reading inside the window of two
+        ``time.perf_counter()`` instants (every reading without one); None with fewer than two readings there."""
+        rs = self.cpu_readings if start is None else [r for r in self.cpu_readings if start <= r["t"] <= end]
+        return _host_load.host_load(rs[0], rs[-1]) if len(rs) >= 2 else None
 
     def window(self, start: float, end: float) -> list[dict]:
         """Samples between two ``time.perf_counter()`` instants."""

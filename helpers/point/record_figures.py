@@ -1,6 +1,6 @@
 """The figures a point's record carries, assembled once it has trained (``Point.fit`` and ``Point.finish``).
 
-    fit_figures(point)                 # the fit's epochs, steady-state figures, utilisation, energy, peak memory
+    fit_figures(point)                 # the fit's epochs, steady-state figures, utilisation, host load, energy, memory
     host_copy_figures(point, data)     # a GPU point fed from arrays: the measured copy of one batch from the host
     rec.update(limit_figures(point))   # FLOPs per sample, achieved TFLOP/s, MFU
 """
@@ -52,6 +52,7 @@ def fit_figures(point) -> None:
             rec["utilisation"] = s.summary()
             rec["utilisation"]["window"] = "whole fit"
         rec["gpu_indices_used"] = list(s.gpu_indices)
+        host_figures(rec, s, t.bounds, processes=int(point.params.get("processes") or 1))
         # energy: GPU points only (on a CPU point no GPU is used), from the energy counter at the
         # synchronised epoch bounds, else mean sampled power x time (energy_method says which)
         if s.has_gpu and rec.get("device_used") == "gpu":
@@ -65,6 +66,29 @@ def fit_figures(point) -> None:
     rec["utilisation"].update(device_memory(getattr(point, "dist", None)))  # each mesh device's
     if rec.get("device") == "gpu" and "gpu_peak_mb" in rec["utilisation"]:
         rec["utilisation"]["gpu_mem_peak_mb"] = rec["utilisation"]["gpu_peak_mb"]
+
+
+def host_figures(rec: dict, s, bounds, processes: int = 1) -> None:
+    """The host's load over the steady epochs (the whole fit where they hold fewer than two samples): this process's
+    CPU time against its allowed cores' busy time (``helpers.measure.host_load``); ``host_busy`` when another
+    process used more than a quarter of those cores, said in the notebook's output too. A point of several processes
+    on this host (``processes`` > 1) records the load but is never marked: its other processes are its own work."""
+    from helpers.measure.host_load import busy_text
+
+    load = s.host_load(bounds[1][0], bounds[-1][1]) if len(bounds) > 1 else None
+    window = "steady-state epochs"
+    if load is None:
+        load, window = s.host_load(), "whole fit"
+    if load is None:
+        return
+    if processes > 1:
+        load = {**load, "host_busy": False, "note": f"{processes} processes of this point share the host: the others' "
+                "CPU time is this point's, not told apart"}
+    rec["host_load"] = {**load, "window": window}
+    rec["host_busy"] = load["host_busy"]
+    if load["host_busy"]:
+        print(busy_text(load) + ": the report leaves this run out of headline figures where an unmarked run of "
+              "its configuration exists")
 
 
 def host_copy_figures(point, data) -> None:
@@ -87,8 +111,10 @@ def host_copy_figures(point, data) -> None:
 
 
 def limit_figures(point) -> dict:
-    """FLOPs per sample of this model's training step (analytical, ``helpers.measure.flops_analytic``), achieved
-    TFLOP/s and MFU against this device's peak; a failure to count is recorded, never fails the point."""
+    """The model's FLOPs per sample, forward + backward (``model_flops_per_sample``, analytical:
+    ``helpers.measure.flops_analytic``), achieved TFLOP/s and MFU from them against this device's peak; the optimiser's
+    FLOPs per step apart (``optimizer_flops_per_step``); ``flops_per_sample``: the whole training step per sample
+    (the optimiser's update divided by the batch), as before. A failure to count is recorded, never fails the point."""
     from helpers.measure import flops_analytic as _flops
     from helpers.measure import peaks as _peaks
 
@@ -99,12 +125,13 @@ def limit_figures(point) -> dict:
         fp = rec.get("fingerprint") or {}
         names = fp.get("gpu_names") or []
         out.update(_peaks.limit_fields(
-            c.train(p["batch_size"]), rec.get("samples_per_s"), rec.get("device_used"),
+            c.model(), rec.get("samples_per_s"), rec.get("device_used"),
             gpu_name=names[0] if names else None, precision=p.get("precision", "float32"),
             calibration=fp.get("calibration"), threads=p.get("threads") or None,
             gpus=point.dist.gpus * point.dist.hosts))
-        out.update(flops_source="analytic, counted on the trained model", flops_forward=c.forward,
-                   flops_notes=c.notes)
+        out.update(model_flops_per_sample=out.pop("flops_per_sample"), flops_per_sample=c.train(p["batch_size"]),
+                   optimizer_flops_per_step=c.update_per_step, optimizer=c.optimizer,
+                   flops_source="analytic, counted on the trained model", flops_forward=c.forward, flops_notes=c.notes)
     except Exception as exc:  # a layer the count does not know how to walk
         out.update(flops_per_sample=None, mfu=None, mfu_reason=f"FLOPs not counted: {type(exc).__name__}: {exc}")
     return out

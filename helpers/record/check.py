@@ -43,6 +43,7 @@ _FIELDS = {
     "energy_window_s": "nonneg?",
     "epoch_s": "poslist?", "epoch_total_s": "poslist?", "val_s": "nonneglist?",
     "utilisation_timeline": "list?", "epoch_bounds_s": "list?", "fixture": "bool?",
+    "host_busy": "bool?", "host_load": "map?",
 }
 _FINGERPRINT = {
     "host": "label?", "cpu_model": "label?", "python": "label?", "git_commit": "label?", "gpu_driver": "label?",

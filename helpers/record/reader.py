@@ -22,7 +22,8 @@ from helpers.record.schema import why_not_record
 # the file in memory, so the cap bounds what one file can cost before any check has seen it
 MAX_RECORD_BYTES = 2 * 2**20
 DUPLICATE = "duplicate of "  # how ``read_records`` names a dropped copy of a run it already read
-CONFLICT = "conflicting copies of one run, none used"  # same run, different content (read_records)
+CONFLICT = "conflicting copies of one run"  # same run, different content: each kept apart (read_records)
+COPY = "copy"  # the parameter naming a conflicting copy's file: each copy a configuration of its own
 OUTSIDE = "a symlink to outside the folders given, not read"
 
 
@@ -136,11 +137,14 @@ def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
     use (``record_check.problem``; an error while checking costs that file only). A second copy of a run
     already read (same ``run_key`` and the same content: a copied folder) is dropped and listed with the
     reason ``'duplicate of <first file>'`` (``DUPLICATE``). Copies of one run that say different things (a
-    figure edited in one) are all left out and listed as conflicting (``CONFLICT``): which one is true is
-    not for the reader to guess. Files and folders whose name starts with a dot are not read.
+    figure edited in one) are all kept, apart: each gets the parameter ``copy`` (``COPY``: its folder and file,
+    so it is a configuration of its own, never pooled with the other copy) and ``_conflict`` (``CONFLICT``, the
+    fields they differ in and the other copies): which one is true is not for the reader to guess, and dropping
+    both would let anyone delete anyone's run by writing a forged copy of it. Files and folders whose name starts
+    with a dot are not read.
     """
     records, skipped = [], []
-    seen, runs, conflicted = set(), {}, {}
+    seen, runs, conflicted, labels = set(), {}, {}, {}
     folders = [Path(f) for f in folders]
     roots = resolved_roots(folders)
     for folder in folders:
@@ -168,20 +172,33 @@ def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
                     skipped.append((str(path), f"{DUPLICATE}{first}"))
                 else:
                     conflicted.setdefault(key, [(first, first_obj)]).append((str(path), obj))
+                    labels[id(obj)] = _label(folder, path)
                 continue
             runs[key] = (str(path), content, obj)
             obj["_path"] = str(path)
+            labels[id(obj)] = _label(folder, path)
             records.append(obj)
-    if conflicted:
-        out = set()
-        for copies in conflicted.values():
-            fields = sorted(set().union(*(_differing(copies[0][1], o) for _, o in copies[1:])))
-            why = f"{CONFLICT} (they differ in {', '.join(fields[:6])}{', ...' if len(fields) > 6 else ''})"
-            for p, o in copies:
-                skipped.append((p, why))
-                out.add(id(o))
-        records = [r for r in records if id(r) not in out]
+    for copies in conflicted.values():
+        fields = sorted(set().union(*(_differing(copies[0][1], o) for _, o in copies[1:])))
+        differ = f"they differ in {', '.join(fields[:6])}{', ...' if len(fields) > 6 else ''}"
+        names = [labels.get(id(o)) or Path(p).name for p, o in copies]
+        names = [n if names.index(n) == k else f"{n}#{k + 1}" for k, n in enumerate(names)]  # each its own
+        for (p, o), name in zip(copies, names):
+            others = ", ".join(n for n in names if n != name)
+            o["params"] = {**(o.get("params") if isinstance(o.get("params"), dict) else {}), COPY: name}
+            o["_conflict"] = f"{CONFLICT} ({differ}; other copy: {others}), kept apart as {COPY}={name}"
+            if o.get("_path") is None:
+                o["_path"] = p
+                records.append(o)
     return records, skipped
+
+
+def _label(folder: Path, path: Path) -> str:
+    """A copy's name: its folder's name and its path inside it."""
+    try:
+        return (Path(folder.name) / path.relative_to(folder)).as_posix()
+    except ValueError:
+        return path.name
 
 
 def split_duplicates(skipped) -> tuple[list, list]:

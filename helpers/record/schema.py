@@ -23,6 +23,12 @@ over its epochs, a mean (schema 2: the median epoch's, which the counter's 0.1-s
 (``energy_reason``). ``mfu`` / ``peak_tflops`` of a float32 point on a GPU with TF32 tensor cores are against
 the TF32 peak (schema 2: plain FP32, which a JAX ResNet-50 on an H100 read as 99%). New key: ``energy_window_s``.
 
+Schema 4: ``mfu`` / ``achieved_tflops`` count the model's FLOPs (forward + backward, ``model_flops_per_sample``),
+the optimiser apart (``optimizer_flops_per_step``); schema 3 and older counted the whole step (``flops_per_sample``,
+whose meaning is kept). The report computes MFU from the FLOPs for every schema (``helpers.measure.flops_table``),
+so records of both meanings stand side by side. New keys: ``host_load`` and ``host_busy``
+(``helpers.measure.host_load``).
+
 Ids and file names: ``helpers.record.ids``; the atomic writer: ``helpers.record.writer``; reading a folder
 of records back: ``helpers.record.reader``.
 """
@@ -31,8 +37,8 @@ from __future__ import annotations
 
 from helpers.record.check import problem as _problem
 
-SCHEMA = 3
-READABLE_SCHEMAS = (1, 2, 3)  # older records stay readable; ``schema`` says which meanings they carry
+SCHEMA = 4
+READABLE_SCHEMAS = (1, 2, 3, 4)  # older records stay readable; ``schema`` says which meanings they carry
 STATUSES = ("ok", "failed", "skipped")
 REQUIRED_KEYS = ("schema", "point_id", "workload", "backend", "device", "device_used", "status",
                  "reason", "params", "data_source", "n_train", "batch_size", "epochs",

@@ -20,8 +20,8 @@ import functools
 
 from ..paths import PROJECT_ROOT
 from . import fmt, mfu
-from .fmt import isnull
-from .protocol import MIN_STEPS, current_protocol, precision_marks  # noqa: F401 - this module's too
+from .fmt import isnull, knob_short
+from .protocol import MIN_STEPS, current_protocol, precision_marks, quiet_host  # noqa: F401 - this module's too
 from .table import CONFIG_KEYS
 
 SOURCE_EPOCHS = PROJECT_ROOT / "data" / "source_epochs.csv"
@@ -42,9 +42,9 @@ SUMMARY_COLUMNS = CONFIG_KEYS + [
     "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
     "energy_method", "final_accuracy", "threads_eff", "host", "gpu", "cpu_model", "cpus", "machine_cpus", "gpus",
     "fixture", "epochs", "schema_min", "n_earlier", "point_ids", "host_copy_s", "input_mb_per_step", "shared_host",
-    *mfu.COLUMNS]
+    "host_busy", "n_host_busy", *mfu.COLUMNS]
 _TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method",
-                            "sps_interval", "run_sps", "short_window", *mfu.TEXT}
+                            "sps_interval", "run_sps", "short_window", "host_busy", *mfu.TEXT}
 
 
 @functools.lru_cache(maxsize=4)
@@ -114,7 +114,7 @@ def summarise(df):
     runs' extremes; ``s_per_epoch``: median of the runs' median epochs. Within-run: the steady epochs of
     all runs pooled (``q1``/``q3``, ``min``/``max`` in s; ``sps_q1``/``sps_q3``). ``steady_s``: the median
     run's window, ``short_window``: under ``min_steady_s`` (fmt.MIN_STEADY_S if unrecorded); ``n_leases``:
-    distinct ``boot_id`` (0: unknown); ``n_earlier``: runs of the earlier protocol left out (``current_protocol``)."""
+    distinct ``boot_id`` (0: unknown); ``n_earlier``, ``n_host_busy``: runs left out (protocol.py)."""
     import numpy as np
     import pandas as pd
 
@@ -124,6 +124,7 @@ def summarise(df):
     out = []
     for key, g in ok.groupby(CONFIG_KEYS, dropna=False, sort=True):
         g, n_earlier = current_protocol(g)
+        g, n_busy = quiet_host(g)  # host-busy runs left out while an unmarked run exists
         epochs = np.array([t for lst in g["epoch_list"] for t in lst], dtype=float)
         if epochs.size == 0:
             epochs = g["median_epoch_s"].to_numpy(dtype=float)
@@ -134,8 +135,7 @@ def summarise(df):
         if not steps:
             ratio = (g["median_epoch_s"] / g["step_s"]).dropna()
             steps = float(ratio.median()) if len(ratio) else None
-        n = g["n_train"].dropna()
-        n = float(n.iloc[0]) if len(n) else None
+        n = float(g["n_train"].dropna().iloc[0]) if g["n_train"].notna().any() else None
         run_sps = run_figures(g)
         lo, hi, kind = between_runs(run_sps)
         min_steady = g["min_steady_s"].max() if g["min_steady_s"].notna().any() else fmt.MIN_STEADY_S
@@ -157,15 +157,13 @@ def summarise(df):
             first_max=g["first_epoch_s"].max(), val_s=g["val_s"].median(), total_s=g["total_s"].median(),
             cpu_pct=g["cpu_pct"].median(), proc_cpu_pct=g["proc_cpu_pct"].median(), gpu_pct=g["gpu_pct"].median(),
             gpu_pct_max=g["gpu_pct_max"].max(), gpu_mem_mb=g["gpu_mem_mb"].max(), power_w=g["power_w"].median(),
-            energy_j_per_epoch=g["energy_j_per_epoch"].median(),
-            energy_above_idle_j_per_epoch=g["energy_above_idle_j_per_epoch"].median(),
-            idle_power_w=g["idle_power_w"].median(),
-            energy_method=", ".join(sorted(g["energy_method"].dropna().astype(str).unique())) or None,
-            **{c: g[c].median() for c in ("final_accuracy", "host_copy_s", "input_mb_per_step")}, **mfu.config(g),
+            energy_method=", ".join(sorted(g["energy_method"].dropna().astype(str).unique())) or None, **mfu.config(g),
+            **{c: g[c].median() for c in ("energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
+                                          "final_accuracy", "host_copy_s", "input_mb_per_step")},
             threads_eff=g["threads_eff"].median(), host=g["host"].iloc[0], gpu=g["gpu"].iloc[0],
             cpu_model=g["cpu_model"].iloc[0], cpus=g["cpus"].iloc[0], machine_cpus=g["machine_cpus"].max(),
             gpus=g["gpus"].iloc[0], fixture=bool(g["fixture"].any()), epochs=g["epochs"].median(),
-            schema_min=g["schema"].min(), n_earlier=n_earlier,
+            schema_min=g["schema"].min(), n_earlier=n_earlier, n_host_busy=n_busy, host_busy=bool(g["host_busy"].any()),
             # the most other runners busy on the host when one of its runs started: host-bound figures move
             shared_host=g["concurrent_runners"].max() if "concurrent_runners" in g else None,
             point_ids=",".join(str(p) for p in g["point_id"].dropna().unique()[:5]))
@@ -213,10 +211,13 @@ def labels(sub, keep=("device", "backend")) -> list[str]:
         return k in sub.columns and sub[k].astype(str).nunique(dropna=False) > 1
 
     knob_keys = sorted(varying_knobs(sub))
+    # a machine is named when two rows of one device differ by it (else a chart's key names it once)
+    machine_varies = varies("machine") and ("device" not in sub.columns or any(
+        g["machine"].astype(str).nunique() > 1 for _, g in sub.groupby("device")))
     out = []
     for _, r in sub.iterrows():
         parts = [str(r[k]) for k in keep if k in sub.columns]
-        if varies("machine"):
+        if machine_varies:
             parts.append(str(r["machine"]).split(" (")[0] + ("*" if r.get("fixture") else ""))
         if varies("batch_size") and not isnull(r["batch_size"]):
             parts.append(f"b{r['batch_size']:g}")
@@ -225,14 +226,14 @@ def labels(sub, keep=("device", "backend")) -> list[str]:
         if varies("threads"):
             t = r["threads"]
             parts.append("t?" if isnull(t) else ("t=all" if not t else f"t{int(t)}"))
-        if varies("jit_compile"):
+        if varies("jit_compile") and str(r["jit_compile"]) != "auto":  # the default goes unsaid
             parts.append(f"jit={r['jit_compile']}")
         if varies("augment"):
             parts.append("aug" if str(r["augment"]) == "true" else "no aug")
         if varies("workers") and not isnull(r["workers"]):
             parts.append(f"w{r['workers']:g}")
         items = _knob_items(r.get("knobs"))
-        parts.extend(f"{k}={items.get(k, '-')}" for k in knob_keys)
+        parts.extend(knob_short(k, items.get(k, "-")) for k in knob_keys)
         if varies("data_source"):
             parts.append(str(r["data_source"]))
         out.append(" · ".join(parts))

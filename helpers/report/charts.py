@@ -10,8 +10,9 @@ workload, so the page reads without endless scrolling; every axis says its unit.
 
 from __future__ import annotations
 
-import base64
+import hashlib
 import io
+import re
 
 from .fmt import esc, isnull, num
 
@@ -19,6 +20,7 @@ PALETTE = {"cpu": "#1f77b4", "gpu": "#d62728", "published": "#aaaaaa", "other": 
            "first": "#ff7f0e", "base": "#444444", "cost": "#2ca02c"}
 MAX_BARS = 30  # bars per panel; more configurations are listed in the tables, not drawn
 MAX_LINES = 8  # curves per panel
+LONG_LABEL = 62  # characters: a bar chart whose labels run longer draws one panel a row
 WIDTH = 12.0  # inches: the page's width
 DPI = 90  # the figures' dots per inch: a 12-inch chart is 1,080 px, shown at its own size on a 1,400 px page
 MIN_FONT_PT = 8.0  # no text of a chart is smaller: 8 pt at 90 dpi is 10 px, readable at 100% zoom
@@ -35,23 +37,21 @@ def setup_plots():
     return plt
 
 
+# lines and points: one colour per backend and one marker per device, the same in every chart that draws them
+BACKEND_COLOURS = {"jax": "#1f77b4", "torch": "#ff7f0e", "tensorflow": "#2ca02c"}
+DEVICE_MARKERS = {"cpu": "o", "gpu": "s"}
+
+
 def colour(device) -> str:
     return PALETTE.get(str(device), PALETTE["other"])
 
 
-def _palette_png(png: bytes) -> bytes:
-    """A chart's PNG as 256 colours (Pillow, matplotlib's own dependency): a third of the bytes for the flat
-    colours of a chart (the published report: 3.5 MB of figures -> 1.2 MB); the original if that fails."""
-    try:
-        from PIL import Image
+def backend_colour(backend) -> str:
+    return BACKEND_COLOURS.get(str(backend), PALETTE["other"])
 
-        im = Image.open(io.BytesIO(png)).convert("RGB")
-        out = io.BytesIO()
-        im.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(out, "PNG",
-                                                                                                optimize=True)
-        return out.getvalue() if out.tell() < len(png) else png
-    except Exception:  # a Pillow without quantize: the full-colour PNG
-        return png
+
+def device_marker(device) -> str:
+    return DEVICE_MARKERS.get(str(device), "^")
 
 
 def readable(fig):
@@ -64,17 +64,69 @@ def readable(fig):
     return fig
 
 
+_SVG_FONT = "'DejaVu Sans', 'Bitstream Vera Sans', Verdana, Arial, Helvetica, sans-serif"
+_FAMILY = re.compile(r"font-family: [^;\"]*;? ?")
+_GROUP_ID = re.compile(r'<g id="[^"]*"')
+_TEXT = re.compile(r"(<text\b.*?</text>)", re.DOTALL)
+_DECIMALS = re.compile(r"(\d\.\d{2})\d+")
+
+
+_DOTS = re.compile(r'<pattern id="([^"]+)" patternUnits="userSpaceOnUse" x="0" y="0" width="72" height="72">\s*'
+                   r'<rect [^>]*fill="([^"]+)"/>\s*<path d="([^"]*)" style="fill: ([^;"]+); stroke: ([^;"]+); '
+                   r'stroke-width: ([\d.]+)[^"]*"/>\s*</pattern>')
+
+
+def _small_dots(m) -> str:
+    """matplotlib's dot hatch ('...': dots 4 pt apart, every other row shifted by 2 pt) drawn from a 4 × 8 pt tile
+    instead of 700 Bézier circles in a 72-pt tile (300 KB a chart); the hatch's lines ('xx') kept as they are."""
+    pid, back, d, fill, stroke, width = m.groups()
+    if "C " not in d:
+        return m.group(0)
+    lines = "".join(part for part in re.split(r"(?=M )", d) if part.strip() and "C " not in part)
+    r = 0.4 + float(width) / 2
+    dots = "".join(f'<circle cx="{x}" cy="{y}" r="{r:g}" fill="{stroke}"/>' for x, y in
+                   ((0, 0), (4, 0), (0, 8), (4, 8), (2, 4)))
+    style = m.group(0)[m.group(0).index('style="', m.group(0).index("<path")):].split('"')[1]
+    return (f'<pattern id="{pid}-dots" patternUnits="userSpaceOnUse" x="0" y="0" width="4" height="8">{dots}</pattern>'
+            f'<pattern id="{pid}" patternUnits="userSpaceOnUse" x="0" y="0" width="72" height="72">'
+            f'<rect x="0" y="0" width="73" height="73" fill="{back}"/>'
+            + (f'<path d="{lines}" style="{style}"/>' if lines else "")
+            + f'<rect x="0" y="0" width="73" height="73" fill="url(#{pid}-dots)"/></pattern>')
+
+
+def svg_text(fig) -> str:
+    """``fig`` as an SVG element: text kept as text (``svg.fonttype: none``: a reader zooms, searches and copies
+    it), one font family on the root instead of on every text, group ids dropped and the ids left (clip paths,
+    markers) prefixed with the figure's own hash so that several figures share one page; no metadata, no
+    external reference."""
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "cgb", "svg.image_inline": True}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None,
+                                                                      "Format": None, "Type": None})
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.DOTALL)
+    svg = _GROUP_ID.sub("<g", _FAMILY.sub("", svg))
+    svg = _DOTS.sub(_small_dots, svg)
+    tag = "f" + hashlib.sha1(svg.encode()).hexdigest()[:6] + "-"
+    svg = re.sub(r'(id="|url\(#|href="#)', lambda m: m.group(1) + tag, svg)
+    # coordinates to 1/100 pt (the texts themselves untouched)
+    svg = "".join(part if part.startswith("<text") else _DECIMALS.sub(r"\1", part) for part in _TEXT.split(svg))
+    return "\n".join(line.strip() for line in svg.splitlines())
+
+
 def figure_html(fig, alt: str = "") -> str:
-    """The figure as an inline PNG image (the report needs no files beside it), every text at least
-    ``MIN_FONT_PT``; closes the figure."""
+    """The figure as inline SVG (the report needs no files beside it), every text at least ``MIN_FONT_PT``;
+    closes the figure."""
     import matplotlib.pyplot as plt
 
     readable(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight", dpi=DPI)
+    svg = svg_text(fig)
     plt.close(fig)
-    data = base64.b64encode(_palette_png(buf.getvalue())).decode("ascii")
-    return f'<img class="cgb-fig" alt="{esc(alt)}" src="data:image/png;base64,{data}">'
+    head = (f'<svg class="cgb-fig" role="img" aria-label="{esc(alt)}" style="font-family: {esc(_SVG_FONT)}" ')
+    return svg.replace("<svg ", head, 1)
 
 
 def plain_log(ax, axis: str = "x", base: int = 10, ticks=None):
@@ -85,6 +137,8 @@ def plain_log(ax, axis: str = "x", base: int = 10, ticks=None):
     a = ax.xaxis if axis == "x" else ax.yaxis
     if ticks is not None:
         a.set_major_locator(ticker.FixedLocator(sorted(set(ticks))))
+    elif axis == "x":  # at most 4 decades labelled: '100,000' and '1,000,000' side by side overlap on a narrow panel
+        a.set_major_locator(ticker.LogLocator(base=base, numticks=4))
     a.set_major_formatter(ticker.FuncFormatter(lambda v, _: num(v)))
     a.set_minor_formatter(ticker.NullFormatter())
 
@@ -113,12 +167,14 @@ def cap(sub, by: str, n: int = MAX_BARS, largest: bool = True):
 
 def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | None = None, xlabel: str = "",
                log: bool = False, facet: str = "workload", colour_by: str = "device", ncols: int = 2,
-               sort=("device", "backend", "machine", "batch_size"), annotate=None, refline: float | None = None):
+               sort=("device", "backend", "machine", "batch_size"), annotate=None, refline: float | None = None,
+               key: list | None = None):
     """Horizontal bars of ``value`` (whiskers ``lo``..``hi``), one panel per ``facet`` value, every panel on
     one shared axis.
 
-    ``labeller(sub) -> list[str]`` names the bars of one panel; ``annotate(value) -> str`` the text at
-    each bar's end. Returns None when nothing has a value."""
+    ``labeller(sub) -> list[str]`` names the bars of one panel; ``annotate(value) -> str`` the text past
+    each bar's whisker; ``key`` [(colour, text)] above the chart (default: ``machine_key``, each device's machine
+    named once). Returns None when nothing has a value."""
     import numpy as np
     import pandas as pd
 
@@ -131,14 +187,17 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
         sub, dropped = cap(s[s[facet] == f], value)
         sub = sub.sort_values([c for c in sort if c in sub.columns])
         panels.append((f, sub, dropped))
-    heights = [0.2 * len(p[1]) + 0.9 for p in panels]
+    names = [labeller(p[1]) for p in panels]
+    if max((len(t) for ts in names for t in ts), default=0) > LONG_LABEL:  # long labels: one panel a row, so
+        ncols = 1  # that no plot area is squeezed by them
+    heights = [max(1.1, 0.165 * len(p[1]) + 0.75) for p in panels]  # a bar a line of text
     fig, axes = grid(len(panels), heights, ncols=ncols)
     # one axis for every panel: a bar's length compares across workloads (its own range per panel hid 7x against 320x)
     drawn = pd.concat([p[1] for p in panels])
     ends = [drawn[value]] + [drawn[c] for c in (lo, hi) if c and c in drawn]
     vals = [float(v) for col in ends for v in col if not isnull(v) and (v > 0 or not log)]
     span = ((min(vals) / 1.6, max(vals) * 3.0) if log else (min(0.0, min(vals)), max(vals) * 1.25)) if vals else None
-    for ax, (f, sub, dropped) in zip(axes, panels):
+    for ax, (f, sub, dropped), labs in zip(axes, panels, names):
         med = sub[value].to_numpy(dtype=float)
         err = None
         if lo and hi:
@@ -147,11 +206,11 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
             err = [lo_v, hi_v]
         y = np.arange(len(sub))
         colours = [colour(d) for d in sub[colour_by]] if colour_by in sub else PALETTE["other"]
-        bars = ax.barh(y, med, xerr=err, color=colours, capsize=2, error_kw={"lw": 0.8})
+        bars = ax.barh(y, med, xerr=err, color=colours, capsize=2, error_kw={"lw": 0.8, "color": "#555555"})
         if "fixture" in sub:
             for b, fx in zip(bars, sub["fixture"]):
                 b.set_hatch("//" if fx else "")
-        ax.set_yticks(y, labeller(sub), fontsize=7)
+        ax.set_yticks(y, labs, fontsize=7)
         ax.invert_yaxis()
         if log:
             plain_log(ax)
@@ -159,10 +218,34 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
             ax.set_xlim(*span)
         if refline is not None:
             ax.axvline(refline, ls=":", color="k", lw=0.8)
-        for yi, m in zip(y, med):
-            ax.text(m, yi, " " + (annotate(m) if annotate else num(m)), va="center", fontsize=6.5)
+        ends = med if err is None else med + err[1]  # a value label starts past its whisker, never on it
+        for yi, m, end in zip(y, med, ends):
+            ax.annotate(annotate(m) if annotate else num(m), (end, yi), xytext=(4, 0), textcoords="offset points",
+                        va="center", fontsize=8)
         extra = f" (+{dropped} not drawn)" if dropped else ""
-        ax.set_title(f"{f}{extra}")
-        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_title(f"{f}{extra}", fontsize=9, fontweight="bold")
+    fig.supxlabel(xlabel, fontsize=8)  # once, under the panels
+    key = machine_key(drawn, colour_by) if key is None else key
     fig.tight_layout()
+    if key:
+        from matplotlib.patches import Patch
+
+        # the first panel's legend, placed above the figure: fig.legends stay free for the marks' key (mark_bars)
+        axes[0].legend(handles=[Patch(color=c, label=t) for c, t in key], loc="lower left", bbox_to_anchor=(0.0, 1.0),
+                       bbox_transform=fig.transFigure, ncols=min(len(key), 2), fontsize=8, frameon=False)
     return fig
+
+
+def machine_key(frame, colour_by: str = "device") -> list[tuple[str, str]]:
+    """[(colour, 'gpu: reference H100 2026-11-25: NVIDIA H100 80GB HBM3 · 16 CPUs'), ...]: each device's machine,
+    named once above a chart instead of in every bar's label ([] when a device has several machines: the labels
+    name them)."""
+    if colour_by not in frame or "machine" not in frame:
+        return []
+    key = []
+    for d, sub in frame.groupby(colour_by, sort=True):
+        machines = sub["machine"].dropna().astype(str).str.split(" (", regex=False).str[0].unique()
+        if len(machines) != 1:
+            return []
+        key.append((colour(d), f"{d}: {machines[0]}"))
+    return key

@@ -111,6 +111,12 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
                           "your CPU ones (same workload, backend, batch size, precision, knobs), compared per sample. "
                           "Its machine name says so wherever it appears; a speedup reads \"your CPU → reference\". "
                           "./run_all.sh --no-reference leaves it out.", ("; ".join(labels),), "info"))
+    conflicts = [r["_conflict"] for r in records if r.get("_conflict")]
+    if conflicts:  # read_records keeps every copy of a run that says different things, each apart
+        notes.append(("{} record file(s) are copies of one run that say different things. None is dropped (a forged "
+                      "copy must not delete the genuine run): each is a configuration of its own, its file named as "
+                      "copy=…; which is true is not for the report to guess: {}.",
+                      (len(conflicts), "; ".join(conflicts[:6]) + ("; ..." if len(conflicts) > 6 else "")), "warn"))
     summ = aggregate.summarise(df)
     prices = costs.load_prices(prices_file or None, price_set=price_set or None)
     # a record's price profile prices its own machine (host and hardware), never another of the same host name

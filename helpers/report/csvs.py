@@ -16,6 +16,7 @@ from pathlib import Path
 from .best import best_over_best
 from .fmt import marks, shown_path, speedup_shown, sps_shown, visible
 from .headline import sides
+from .protocol import HOST_BUSY, busy_sides, marked
 from .render import write_text_atomic
 
 RESULTS = "results.csv"
@@ -38,13 +39,15 @@ CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
     "precision": "precision", "jit_compile": "jit_compile", "batch_size": "batch_size", "threads": "threads",
     "n_train": "samples_per_epoch", "augment": "augment", "workers": "workers", "knobs": "knobs",
     "data_source": "data_source", "n_runs": "runs", "n_leases": "leases",
-    "n_earlier": "earlier_protocol_runs_left_out", "samples_per_s": "samples_per_s_median",
+    "n_earlier": "earlier_protocol_runs_left_out", "n_host_busy": "host_busy_runs_left_out",
+    "samples_per_s": "samples_per_s_median",
     "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "sps_interval": "interval_kind",
     "runs_sps_min": "samples_per_s_min_run", "runs_sps_max": "samples_per_s_max_run",
     "steady_s": "steady_window_s", "min_steady_s": "min_steady_s", "short_window": "short_window",
     "s_per_epoch": "steady_epoch_s", "s_per_step": "step_s", "first_epoch_s": "first_epoch_s",
     "source_samples": "source_epoch_samples", "source_epoch_s": "source_epoch_s",
-    "flops_per_sample": "flop_per_sample", "achieved_tflops": "achieved_tflop_per_s", "mfu": "mfu_fraction",
+    "flops_per_sample": "model_flop_per_sample", "optimizer_flops_per_step": "optimizer_flop_per_step",
+    "achieved_tflops": "achieved_tflop_per_s", "mfu": "mfu_fraction",
     "cpu_pct": "cpu_busy_pct", "gpu_pct": "gpu_busy_pct", "gpu_mem_mb": "gpu_mem_peak_mb",
     "energy_j_per_epoch": "energy_j_per_epoch", "on_demand_per_h": "on_demand_{cur}_per_h",
     "on_demand_per_source_epoch": "on_demand_{cur}_per_source_epoch",
@@ -92,7 +95,9 @@ def configurations_frame(costed, currency: str = "USD"):
         return pd.DataFrame(columns=[v.format(cur=currency.lower()) for v in CONFIG_COLUMNS.values()] + ["marks"])
     cols = {k: v.format(cur=currency.lower()) for k, v in CONFIG_COLUMNS.items() if k in costed.columns}
     out = costed[list(cols)].rename(columns=cols).copy()
-    out["marks"] = [marks(n, bool(s)) for n, s in zip(costed["n_runs"], costed["short_window"])]
+    busy = costed["host_busy"] if "host_busy" in costed else [False] * len(costed)
+    out["marks"] = [" ".join(filter(None, (marks(n, bool(s)), HOST_BUSY if marked(b) else "")))
+                    for n, s, b in zip(costed["n_runs"], costed["short_window"], busy)]
     return out
 
 
@@ -125,7 +130,8 @@ def verdict_frame(costed):
     out["speedup"], out["speedup_low"], out["speedup_high"] = rows["speedup"], rows["speedup_lo"], rows["speedup_hi"]
     out["interval_kind"] = rows["interval"]
     out["speedup_shown"] = [speedup_shown(r) for r in recs]
-    out["marks"] = [marks(n, bool(w)) for n, w in zip(rows["n_runs"], rows["short_window"])]
+    out["marks"] = [" ".join(filter(None, (marks(r["n_runs"], bool(r["short_window"])), busy_sides(r))))
+                    for r in recs]
     return out[VERDICT_COLUMNS]
 
 

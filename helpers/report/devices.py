@@ -177,7 +177,8 @@ def plot_devices(table, anchors=None):
 
     wls = sorted(set(table["workload"]))
     nw = len(wls)
-    fig, axes = grid(2 * nw, [3.0] * (2 * nw), ncols=nw)
+    n_lines = max(len(list(_lines(table[table["workload"] == wl]))) for wl in wls) + 2  # + published families
+    fig, axes = grid(2 * nw, [3.0] * nw + [3.0 + 0.18 * n_lines] * nw, ncols=nw)  # the key under the bottom row
     for i, wl in enumerate(wls):
         top, bot = axes[i], axes[nw + i]
         g = table[table["workload"] == wl]
@@ -213,6 +214,7 @@ def plot_devices(table, anchors=None):
         top.set_ylabel("samples/s (global; dotted: linear)", fontsize=8)
         bot.set_ylabel("scaling efficiency (bars: over the runs)", fontsize=8)
         top.set_title(wl)
-        bot.legend(*top.get_legend_handles_labels(), fontsize=5.5, loc="lower left")  # efficiency's empty corner
+        bot.legend(*top.get_legend_handles_labels(), fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.22),
+                   frameon=False, borderaxespad=0)  # under the panels: never over a line
     fig.tight_layout()
     return fig

@@ -6,7 +6,9 @@
 papermill's ``PapermillExecutionError`` prints as an empty message; its ``ename``, ``evalue`` and the last lines
 of the kernel's traceback say what went wrong and where (a record's file name when one is to blame). The old
 report is moved to ``report.previous.html`` and ``report.html`` becomes a short page that says the report
-failed, when, why, and links the previous one, so a reader never takes a stale report for today's.
+failed, when, why, and links the previous one, so a reader never takes a stale report for today's. A failure page
+is never moved there (a second failure keeps the last report that rendered), and where there is no previous report
+neither the page nor the log names one (``previous_report``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,22 @@ from .render import write_text_atomic
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 MAX_WHY = 2000  # characters of the reason kept
+MARK = '<meta name="cgb-report" content="failed">'  # in every failure page: never kept as the previous report
+
+
+def _is_failure_page(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return MARK in head or "<title>Report failed</title>" in head
+
+
+def previous_report(out_html: Path) -> Path | None:
+    """The last report that rendered, kept beside ``out_html`` by ``mark_failed``; None when there is none."""
+    previous = Path(out_html).with_name(Path(out_html).stem + ".previous.html")
+    return previous if previous.is_file() and not _is_failure_page(previous) else None
 
 
 def failure_text(exc: BaseException, executed: Path | None = None) -> str:
@@ -46,12 +64,12 @@ def mark_failed(out_html: Path, why: str) -> Path | None:
     out_html = Path(out_html)
     previous = out_html.with_name(out_html.stem + ".previous.html")
     try:
-        if out_html.is_file():
+        if out_html.is_file() and not _is_failure_page(out_html):  # a failure page is no previous report
             out_html.replace(previous)
         when = dt.datetime.now().astimezone().isoformat(timespec="seconds")
         link = (f'<p>The last report that rendered is <a href="{esc(previous.name)}">{esc(previous.name)}</a>.</p>'
-                if previous.is_file() else "")
-        page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+                if previous_report(out_html) else "<p>There is no earlier report to fall back on.</p>")
+        page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{MARK}'
                 f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}"><title>Report failed</title></head>'
                 f"<body><h1>The report failed</h1><p>Rendering at {esc(when)} failed: <code>{esc(why)}</code></p>"
                 f"{link}<p>Fix the cause (or set the named record aside) and run <code>./run_all.sh --report-only"

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..paths import PROJECT_ROOT
 
 MAX_ROWS = 80  # rows per HTML table; the rest is said in a line
+_NUMBER = re.compile(r"[-−+$]?\d[\d,.]*(\s?(×|%|s|ms|min|h|J|W|kWh|GB)(?!\w)|\s?[\[(†‡]|$)")  # right-aligned cells
 # table cells: up to WRAP_AT characters stay on one line; longer text wraps in a column of 40-48 em (about 75
 # characters a line at 12 px); text past FOLD_AT (under three such lines) is folded behind its first words
 WRAP_AT = 60
@@ -244,11 +245,12 @@ def speedup_text(p) -> str:
     return f"{text}{' ' + m if m else ''} ({how})"
 
 
-def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS) -> str:
+def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS, fold_after: int | None = None) -> str:
     """An HTML table with every cell escaped (text from records is never trusted as markup).
 
     Floats: ``floatfmt`` if given, else 4 significant digits with thousands separated. Rows past
-    ``max_rows`` are left out and counted in a line under the table."""
+    ``max_rows`` are left out and counted in a line under the table. With ``fold_after`` (and more columns than
+    one over it), the columns past the first ``fold_after`` are one "more" cell per row, folded (name: value)."""
 
     def fmt(v):
         if isnull(v):
@@ -260,7 +262,7 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS)
     def cell(v) -> str:
         text = fmt(v)
         if len(text) <= WRAP_AT:
-            return f"<td>{text}</td>"
+            return f'<td class="cgb-num">{text}</td>' if _NUMBER.match(text) else f"<td>{text}</td>"
         if len(str(v)) <= FOLD_AT:  # a sentence: wrapped in a bounded column, at most three lines
             return f'<td class="cgb-text">{text}</td>'
         head = esc(str(v)[:FOLD_HEAD].rsplit(" ", 1)[0]) + " …"
@@ -273,9 +275,26 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS)
         extra = note("… {} more rows not shown here; results.csv and configurations.csv beside this report hold "
                      "every run and every configuration.", len(df) - max_rows)
         df = df.head(max_rows)
+    k = fold_after if fold_after and len(df.columns) > fold_after + 1 else len(df.columns)
     head = "".join(f"<th>{esc(c)}</th>" if len(str(c)) <= WRAP_HEAD else
-                   f'<th class="cgb-text">{esc(c)}</th>' for c in df.columns)
-    rows = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>"
+                   f'<th class="cgb-text">{esc(c)}</th>' for c in df.columns[:k])
+
+    def more(row) -> str:  # the folded columns of one row: a click away, never the page's width
+        items = "".join(f"<dt>{esc(c)}</dt><dd>{fmt(v)}</dd>" for c, v in zip(df.columns[k:], row[k:]) if fmt(v))
+        return f'<td class="cgb-more"><details><summary>{len(row) - k} more</summary><dl>{items}</dl></details></td>'
+
+    head += "<th>more</th>" if k < len(df.columns) else ""
+    rows = "".join("<tr>" + "".join(cell(v) for v in row[:k]) + (more(row) if k < len(df.columns) else "") + "</tr>"
                    for row in df.itertuples(index=False))
-    return (f'<div style="overflow-x:auto"><table class="cgb"><thead><tr>{head}</tr></thead>'
+    return (f'<div class="cgb-scroll" style="overflow-x:auto"><table class="cgb"><thead><tr>{head}</tr></thead>'
             f"<tbody>{rows}</tbody></table></div>{extra}")
+
+
+_KNOB_SHORT = {"input_dtype": ("{} in", "float32"), "steps_per_execution": ("spe{}", "1"),  # (form, unset)
+               "data_placement": ("data on {}", "host"), "gpus": ("{} GPU", "1"), "augment_impl": ("{}", "-")}
+
+
+def knob_short(key: str, value) -> str:
+    """A knob as a chart's label says it: 'uint8 in', 'spe8', 'data on device', '2 GPU', 'matmul'; else 'key=value'."""
+    form, unset = _KNOB_SHORT.get(key, ("", ""))
+    return form.format(unset if str(value) == "-" else value) if form else f"{key}={value}"

@@ -8,8 +8,11 @@ followed) to a regular file inside one of the record folders or the index's own 
 sanitised (nbconvert's ``sanitize_html``: no script, no event handler, no JavaScript output survives) through
 the ``inert`` template (``inert.py``: no CDN loader, no widget state, a Content-Security-Policy that allows no
 script and no network request), one page per source file, at most ``MAX_NOTEBOOK_BYTES``. Pages already
-rendered from an unchanged notebook are kept; the others are rendered in a small process pool (about 0.2 s of
-CPU each) that survives a worker killed for memory (``workers.run_jobs``: that page is listed as lost).
+rendered from an unchanged notebook are kept; the others are rendered in worker processes (about 0.2 s of CPU
+each), never in the caller's: a worker killed for memory costs its page only (``workers.run_jobs``: listed as
+lost), and a page that takes longer than ``PAGE_LIMIT_S`` (a crafted notebook: nbconvert's markdown costs grow
+about quadratically with a cell's size) is stopped and replaced by a page saying "not rendered: too slow" with the
+limit; the rest of the index goes on.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 from helpers.record.ids import notebook_path
@@ -26,12 +30,13 @@ from helpers.record.reader import read_records
 from .fmt import esc
 from .inert import CSP, inert_html
 from .render import write_text_atomic
+from .workers import TOO_SLOW
 
 PAGES = "notebooks_html"
 # Pages rendered by an older index (unsanitised, or under another layout) are rendered again.
 RENDER_VERSION = "inert-3"
 MAX_NOTEBOOK_BYTES = 16 * 2**20  # an executed workload notebook is under 1 MB; rendering takes ~30x its size
-POOL_FROM = 8  # render in a process pool from this many pages on (a pool costs about a second to start)
+PAGE_LIMIT_S = 60.0  # one page's rendering: a workload notebook takes under a second; a crafted one, minutes
 
 
 def _render_notebook(src: Path, dst: Path) -> None:
@@ -42,8 +47,16 @@ def _render_notebook(src: Path, dst: Path) -> None:
     write_text_atomic(dst, inert_html(nb, sanitize=True, exclude_input_prompt=True, exclude_output_prompt=True))
 
 
+def _light_imports() -> None:
+    """Before nbformat is first imported (a fresh worker): its jsonschema's optional ``rfc3987_syntax`` compiles 38
+    grammars on import (5-15 s a worker); it checks only the "iri" formats, which no notebook schema uses."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)  # None: its import fails, and jsonschema goes without
+
+
 def _render_job(job: tuple[str, str]) -> str | None:
     src, dst = job
+    _light_imports()
     try:
         _render_notebook(Path(src), Path(dst))
         return None
@@ -97,26 +110,46 @@ def _up_to_date(digest: str | None, dst: Path, fresh_layout: bool, sources: dict
         return False
 
 
-def _render_all(jobs: list[tuple[str, str]], workers: int | None, job=None) -> dict[str, str | None]:
-    """Render ``(src, dst)`` pairs; {dst: why not (an error class name, or a dead worker) or None}. A pool when
-    there are many. ``job``: the function rendering one pair (tests pass one that dies)."""
+def _render_all(jobs: list[tuple[str, str]], workers: int | None, job=None,
+                limit_s: float | None = PAGE_LIMIT_S) -> dict[str, str | None]:
+    """Render ``(src, dst)`` pairs; {dst: why not (an error class name, a dead worker, ``workers.too_slow``) or
+    None}. In worker processes, each page within ``limit_s`` seconds; ``workers=0``: in this process, unbounded
+    (tests of the index itself). ``job``: the function rendering one pair (tests pass one that dies)."""
     job = job or _render_job
+    if not jobs:
+        return {}
+    if workers == 0:
+        return {j[1]: job(j) for j in jobs}
     if workers is None:
         workers = min(4, os.cpu_count() or 1)
-    if workers <= 1 or len(jobs) < POOL_FROM:
-        return {j[1]: job(j) for j in jobs}
     from .workers import run_jobs
 
-    return {j[1]: why for j, why in run_jobs(job, jobs, workers).items()}
+    return {j[1]: why for j, why in run_jobs(job, jobs, workers, limit_s).items()}
+
+
+def _too_slow_page(dst: Path, why: str, name: str) -> bool:
+    """The page in place of one stopped at its time limit: what it is and why (the limit); False if not written."""
+    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" '
+            f'content="{esc(CSP)}"><title>{name}: not rendered</title></head><body><h1>{name}</h1><p><b>{esc(why)}'
+            "</b>: rendering this notebook took longer than the limit, so it was stopped (a workload notebook "
+            "renders in about a second; one this slow is malformed or crafted). The rest of the index and the "
+            "report are unaffected; the notebook itself is unchanged.</p></body></html>\n")
+    try:
+        write_text_atomic(dst, page)
+        return True
+    except OSError:
+        return False
 
 
 def render_index(folders, out_html: Path, report_html: Path | None = None, workers: int | None = None,
-                 job=None) -> Path:
+                 job=None, limit_s: float | None = PAGE_LIMIT_S) -> Path:
     """outputs/index.html: a link to the report and to every executed workload notebook, rendered to HTML.
 
     Notebooks (the records' ``notebook`` key) are rendered next to the index under ``notebooks_html/``;
     one that is not on this machine, or lies outside the record folders and the index's folder, is listed
-    as such and not rendered. ``workers``: processes rendering pages (default: up to 4).
+    as such and not rendered. ``workers``: processes rendering pages (default: up to 4; 0: this process, without
+    a time bound). ``limit_s``: the most one page may take (``PAGE_LIMIT_S``); a page over it is replaced by one
+    that says so.
     """
     out_html = Path(out_html)
     root = out_html.parent
@@ -167,7 +200,7 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
         fixture = " <b>(fixture)</b>" if r.get("fixture") else ""
         rows.append((f"<tr><td>{cells[0]}{fixture}</td><td>{cells[1]}</td><td>{cells[2]}</td><td>{cells[3]}</td>"
                      f"<td>{host}</td><td>{when}</td><td>", link, page))
-    errors = _render_all(jobs, workers, job)
+    errors = _render_all(jobs, workers, job, limit_s)
     if not fresh_layout:  # pages of an older index (unsanitised, other names) must not stay published
         for old in (index_root / PAGES).rglob("*.html"):
             if str(old) not in pages:
@@ -178,7 +211,11 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
                                                 if v is not None and k not in failed}, indent=0) + "\n")
     body = []
     for head, link, dst in rows:
-        if dst is not None and errors.get(dst):
+        slow = dst is not None and str(errors.get(dst) or "").startswith(TOO_SLOW.split("{", 1)[0])
+        if slow and _too_slow_page(Path(dst), errors[dst], pages[dst]):
+            href = esc(Path(os.path.relpath(dst, index_root)).as_posix())
+            link = f'<a href="{href}">{pages[dst]}</a> <i>({esc(errors[dst])})</i>'
+        elif dst is not None and errors.get(dst):
             link = f"{pages[dst]} <i>(could not render: {esc(errors[dst])})</i>"
         elif dst is not None:
             link = f'<a href="{esc(Path(os.path.relpath(dst, index_root)).as_posix())}">{pages[dst]}</a>'

@@ -3,8 +3,10 @@
     row.update(**config(g))     # in aggregate.summarise: a configuration's runs -> its count and peak
     s = add(s)                  # in aggregate.per_sample: achieved TFLOP/s and MFU from its samples/s
 
-The tidy table carries each record's ``flops_per_sample`` (its own, else counted at report time from
-data/flops.csv: ``flops_source`` says which) and ``peak_flops`` of the devices it used (``peak_source``: the
+The tidy table carries each record's ``flops_per_sample``: the model's FLOPs per sample, forward + backward, what MFU
+counts (its own, else counted at report time from data/flops.csv: ``flops_source`` says which), with the optimiser's
+FLOPs per step apart (``optimizer_flops_per_step``: divided by the batch, the update would make MFU fall as the batch
+grows while throughput rises) and ``peak_flops`` of the devices it used (``peak_source``: the
 datasheet, the measured matmul peak, or why there is none); see ``helpers.measure.flops_analytic`` (the count) and
 ``helpers.measure.flops_table`` (the committed counts).
 """
@@ -13,7 +15,8 @@ from __future__ import annotations
 
 from helpers.measure import peaks
 
-COLUMNS = ["flops_per_sample", "flops_source", "peak_flops", "peak_source", "achieved_tflops", "mfu"]
+COLUMNS = ["flops_per_sample", "flops_source", "peak_flops", "peak_source", "achieved_tflops", "mfu",
+           "optimizer_flops_per_step"]
 TEXT = {"flops_source", "peak_source"}
 
 
@@ -22,12 +25,15 @@ def _joined(col) -> str | None:
 
 
 def config(g) -> dict:
-    """A configuration's FLOPs per sample (median of its runs), where the count comes from, and the peak of its
+    """A configuration's model FLOPs per sample and optimiser FLOPs per step (medians of its runs), where the count
+    comes from, and the peak of its
     devices (median over runs: a CPU's measured peak differs per run) with its source or why there is none."""
     if "flops_per_sample" not in g:
         return {}
     return {"flops_per_sample": g["flops_per_sample"].median(), "flops_source": _joined(g["flops_source"]),
-            "peak_flops": g["peak_flops"].median(), "peak_source": _joined(g["peak_source"])}
+            "peak_flops": g["peak_flops"].median(), "peak_source": _joined(g["peak_source"]),
+            "optimizer_flops_per_step": g["optimizer_flops_per_step"].median()
+            if "optimizer_flops_per_step" in g else None}
 
 
 def add(s):

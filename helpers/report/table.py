@@ -29,7 +29,7 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
            "boot_id", "cpu_id", "cpu_flags", "gpu_state", "gpu_sm_now", "gpu_mem_now", "cal_when", "cal_dispatch",
            "cal_matmul", "cal_matmul_1t", "cal_threads", "repeat", "config_id", "min_steady_s",
            "flops_per_sample", "flops_source", "peak_flops", "peak_source", "host_copy_s", "input_mb_per_step",
-           "concurrent_runners"]
+           "concurrent_runners", "host_busy", "host_others_cores", "optimizer_flops_per_step"]
 
 # Parameters every notebook has (their own columns, or not part of a configuration: seed, epochs,
 # output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
@@ -65,7 +65,8 @@ NUMERIC = ("first_epoch_s", "median_epoch_s", "epoch_q1", "epoch_q3", "epoch_min
            "final_accuracy", "batch_size", "threads", "threads_eff", "n_train", "cpus", "machine_cpus", "ram_gb",
            "gpus", "steps_per_epoch", "epochs", "n_steady", "steady_s", "workers", "schema", "cal_dispatch",
            "cal_matmul", "cal_matmul_1t", "cal_threads", "gpu_sm_now", "gpu_mem_now", "repeat", "min_steady_s",
-           "flops_per_sample", "peak_flops", "host_copy_s", "input_mb_per_step", "concurrent_runners")
+           "flops_per_sample", "peak_flops", "host_copy_s", "input_mb_per_step", "concurrent_runners",
+           "host_others_cores", "optimizer_flops_per_step")
 
 _BACKEND_PKG = {"tensorflow": ("tensorflow", "tensorflow-cpu"), "jax": ("jax",), "torch": ("torch",)}
 
@@ -223,23 +224,30 @@ def _row(r: dict) -> dict:
         "min_steady_s": _num(params.get("min_steady_s")),
         # other runners busy on the same host when the point started (None: not recorded)
         "concurrent_runners": _num(r.get("concurrent_runners")),
+        # another process used more than a quarter of the point's cores while it was timed (helpers.measure.host_load)
+        "host_busy": r.get("host_busy") is True,
+        "host_others_cores": _num((r.get("host_load") if isinstance(r.get("host_load"), dict) else {}).get(
+            "others_cores")),
         # how far from the limit: the record's count, else the committed one (helpers.measure.flops_table)
         **_limit(r, gpus[0] if gpus else None, cal, threads),
     }
 
 
 def _limit(r: dict, gpu, cal: dict, threads) -> dict:
-    """``flops_per_sample`` and ``flops_source`` (the record's, else counted at report time from data/flops.csv),
-    ``peak_flops`` (of the devices the point used) and ``peak_source`` (its source, or why there is none)."""
+    """``flops_per_sample``: the model's FLOPs per sample, forward + backward (what MFU counts; the optimiser's per
+    step apart, ``optimizer_flops_per_step``), and ``flops_source`` (``flops_table.for_record``), ``peak_flops``
+    (of the devices the point used) and ``peak_source`` (its source, or why there is none)."""
     from helpers.measure import flops_table, peaks
 
     if r.get("status") != "ok":
-        return {"flops_per_sample": None, "flops_source": None, "peak_flops": None, "peak_source": None}
-    fps, source = flops_table.for_record(r)
+        return {"flops_per_sample": None, "flops_source": None, "peak_flops": None, "peak_source": None,
+                "optimizer_flops_per_step": None}
+    fps, opt, source = flops_table.for_record(r)  # the model's (forward + backward); the optimiser's per step
     p = r.get("params") or {}
     pk, why = peaks.peak(r.get("device_used"), gpu, p.get("precision") or "float32", cal or None, threads or None,
                          gpus=int(_num(p.get("gpus")) or 1) * int(_num(p.get("hosts")) or 1))
-    return {"flops_per_sample": _num(fps), "flops_source": source, "peak_flops": pk, "peak_source": why}
+    return {"flops_per_sample": _num(fps), "flops_source": source, "peak_flops": pk, "peak_source": why,
+            "optimizer_flops_per_step": _num(opt)}
 
 
 def tidy(records: list[dict]):

@@ -136,13 +136,7 @@ def run_grid(args, prep: Prepared) -> Exit:
                 claim.release()
                 st = rec.get("status", "failed")
                 counts[st] = counts.get(st, 0) + 1
-                tail = ""
-                if st == "ok" and rec.get("samples_per_s"):
-                    tail = (f"  first epoch {rec['first_epoch_s']:.2f}s, {rec['median_epoch_s']:.3f} s/epoch, "
-                            f"{rec['samples_per_s']:.0f} samples/s ({rec.get('data_source')})")
-                elif rec.get("reason"):
-                    tail = "  " + rec["reason"].splitlines()[0][:200]
-                log(f"{head}  {st}  {rec.get('wall_s', 0):.1f}s{tail}  {after()}")
+                log(f"{head}  {st}  {rec.get('wall_s', 0):.1f}s{_progress.outcome(rec)}  {after()}")
         except KeyboardInterrupt:
             log("interrupted: the running point was stopped and left no complete record; run again to resume")
             return Exit.INTERRUPTED

@@ -3,20 +3,70 @@
     watch = KernelWatch(engine).start()    # engine: the registered papermill engine (``execute``)
     ...                                    # papermill runs the notebook
     watch.stop()
-    watch.death_reason()                   # "the kernel was killed (SIGKILL), likely out of memory: ..."
+    watch.death_reason()                   # "the kernel was killed (SIGKILL) by the out-of-memory killer: ..."
 
 nbclient reports a kernel that vanished as ``DeadKernelError: Kernel died``; the Linux OOM killer ends a
 process with SIGKILL and says nothing to it. A thread reads the kernel's peak resident memory (``VmHWM`` in
 ``/proc/<pid>/status``, the kernel's own high-water mark, so a sample between two reads is not missed) every
-half second and keeps the kernel's process handle, whose exit status names the signal.
+half second and keeps the kernel's process handle, whose exit status names the signal. A SIGKILL is told apart
+from one sent by someone else (``kill -9``, a scheduler) by the OOM killer's own counters (``oom_kill`` in
+``/proc/vmstat`` and the cgroup's memory events), read when the watch starts and when the kernel died: the reason
+says out of memory only when one of them rose, "from outside" when none did, and that it cannot tell when none
+can be read.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+from pathlib import Path
 
 EVERY_S = 0.5
+
+
+def _counter(path: Path, key: str = "oom_kill") -> int | None:
+    try:
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == key:
+                return int(parts[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def oom_kills(proc: Path = Path("/proc"), cgroup_fs: Path = Path("/sys/fs/cgroup")) -> dict[str, int]:
+    """The OOM killer's counters this process can read: {where: kills so far} (the system's, and its cgroup's
+    under cgroup v2 or v1); empty when none can be read."""
+    out = {}
+    n = _counter(proc / "vmstat")
+    if n is not None:
+        out["vmstat"] = n
+    try:
+        groups = (proc / "self" / "cgroup").read_text().splitlines()
+    except OSError:
+        groups = []
+    for line in groups:
+        hid, ctrl, path = (line.split(":", 2) + ["", ""])[:3]
+        rel = path.lstrip("/")
+        if hid == "0" and not ctrl:  # cgroup v2
+            n = _counter(cgroup_fs / rel / "memory.events")
+        elif "memory" in ctrl.split(","):  # cgroup v1
+            n = _counter(cgroup_fs / "memory" / rel / "memory.oom_control")
+        else:
+            continue
+        if n is not None:
+            out[f"cgroup:{ctrl or 'v2'}"] = n
+    return out
+
+
+def killed_by_oom(before: dict[str, int], after: dict[str, int]) -> bool | None:
+    """True when an OOM-kill counter rose between ``before`` and ``after``, False when none did, None when no
+    counter was read both times (it cannot be told)."""
+    both = [k for k in before if k in after]
+    if not both:
+        return None
+    return any(after[k] > before[k] for k in both)
 
 
 def _peak_kb(pid: int) -> int | None:
@@ -46,6 +96,7 @@ class KernelWatch:
         self.engine, self.every_s = engine, every_s
         self.peak_kb = 0
         self.process = None  # the kernel's Popen (jupyter_client's local provisioner)
+        self.oom_before = oom_kills()  # the OOM killer's counters now: a SIGKILL later is its or someone else's
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kernel-watch", daemon=True)
 
@@ -70,8 +121,9 @@ class KernelWatch:
             except Exception:  # noqa: BLE001 - a watcher must never break the run it watches
                 continue
 
-    def death_reason(self) -> str | None:
-        """Why the kernel ended, when a signal ended it; None when it exited by itself or was never seen."""
+    def death_reason(self, oom_after: dict[str, int] | None = None) -> str | None:
+        """Why the kernel ended, when a signal ended it; None when it exited by itself or was never seen.
+        ``oom_after``: the OOM counters now (default: read them)."""
         proc = self.process
         rc = proc.poll() if proc is not None else None
         if rc is None or rc >= 0:
@@ -84,5 +136,13 @@ class KernelWatch:
         ram = _ram_gb()
         peak += f" of {ram:.0f} GB RAM" if ram and self.peak_kb else ""
         if -rc == signal.SIGKILL:
-            return f"the kernel was killed ({name}), likely out of memory ({peak}): try a smaller batch_size or n_train"
+            oom = killed_by_oom(self.oom_before, oom_kills() if oom_after is None else oom_after)
+            if oom:
+                return (f"the kernel was killed ({name}) by the out-of-memory killer ({peak}): try a smaller "
+                        "batch_size or n_train")
+            if oom is False:
+                return (f"the kernel was killed ({name}) from outside, not for memory: the out-of-memory killer's "
+                        f"count did not change ({peak})")
+            return (f"the kernel was killed ({name}): by the out-of-memory killer or from outside, which cannot be "
+                    f"told here ({peak}); if for memory, try a smaller batch_size or n_train")
         return f"the kernel was killed ({name}; {peak})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from helpers import grid as _grid
@@ -22,6 +23,7 @@ from helpers.workloads import contents
 
 GUARD_RUNS = 500  # more runs than this: refused without --yes
 GUARD_S = 3 * 3600.0  # an estimated time over this: refused without --yes
+LOAD_WINDOW_S = 0.2  # the shortest window over which the start line judges whether the machine is already loaded
 
 
 def describe(p: dict) -> str:
@@ -138,8 +140,9 @@ def run_setup(log, gpu: bool) -> None:
     in the environment, by a parent run or shards started together, is reused) and, when GPU points will run, each
     GPU's idle
     power (so that no point waits for an idle window of its own)."""
-    from helpers.measure import calibration
+    from helpers.measure import calibration, host_load
 
+    before = host_load.reading()  # the machine's load while the run sets up: another process on its cores?
     note = bytecode_note()
     if note:
         log(note)
@@ -150,6 +153,10 @@ def run_setup(log, gpu: bool) -> None:
     log(f"host calibration: {cal.get('dispatch_mcalls_per_s')} M Python calls/s, matmul "
         f"{cal.get('matmul_gflops_1thread')} GFLOP/s on 1 thread, {cal.get('matmul_gflops_all')} on "
         f"{cal.get('matmul_threads')} ({how or str(cal.get('seconds')) + ' s'})")
+    time.sleep(max(0.0, LOAD_WINDOW_S - (time.perf_counter() - before["t"])))
+    loaded = host_load.loaded_line(before, host_load.reading())
+    if loaded:
+        log(loaded)
     if gpu:
         from helpers.measure.sampler import IDLE_ENV, measure_gpus_idle
 

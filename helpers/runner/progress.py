@@ -1,6 +1,7 @@
 """Progress of a run: runs left and time left, and the epoch lines of a long point as they come.
 
     progress(left, kernel_left, spent)        # "[5 left, ETA 02:10]"
+    outcome(rec)                              # "  first epoch 2.10s, 0.412 s/epoch, 2427 samples/s (synthetic)"
     sink = LiveEpochs(log, title=...).start() # fed the kernel's stdout; prints epochs after LIVE_AFTER_S
     engine = streaming_engine(base_engine)    # papermill engine feeding ``engine.sink``
 """
@@ -24,6 +25,22 @@ def progress(left: int, kernel_left: int, spent: list[float]) -> str:
     from tqdm import tqdm
 
     return f"[{left} left, ETA {tqdm.format_interval(statistics.fmean(spent) * kernel_left)}]"
+
+
+def outcome(rec: dict) -> str:
+    """What a point's progress line says of its record: its figures (an ok point), else the first line of its reason;
+    ``HOST BUSY`` and by how much where another process ate its cores while it was timed."""
+    from helpers.measure.host_load import busy_text
+
+    tail = ""
+    if rec.get("status") == "ok" and rec.get("samples_per_s"):
+        tail = (f"  first epoch {rec['first_epoch_s']:.2f}s, {rec['median_epoch_s']:.3f} s/epoch, "
+                f"{rec['samples_per_s']:.0f} samples/s ({rec.get('data_source')})")
+    elif rec.get("reason"):
+        tail = "  " + rec["reason"].splitlines()[0][:200]
+    if rec.get("host_busy") is True:
+        tail += "  HOST BUSY: " + (busy_text(rec.get("host_load")).removeprefix("host busy: ") or "see its record")
+    return tail
 
 
 class LiveEpochs:

@@ -67,11 +67,13 @@ def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, l
         if cannot_write(exc):
             log(f"report not written: {cannot_write_message(out_dir, cannot_write(exc))}")
             return Exit.CANNOT_WRITE
-        from helpers.report.failed import failure_text, mark_failed
+        from helpers.report.failed import failure_text, mark_failed, previous_report
 
         why = failure_text(exc, run_dir / "summary.ipynb")
         log(f"report failed: {why}")
         if mark_failed(out_dir / "report.html", why):  # an older report must not look current
-            log(f"report.html now says so; the last good one: {out_dir / 'report.previous.html'}")
+            prev = previous_report(out_dir / "report.html")
+            log("report.html now says so; " + (f"the last good one: {prev}" if prev else
+                                               "there is no earlier report to fall back on"))
         return Exit.FAILED
     return None

@@ -143,6 +143,21 @@ def _custom_objects(cfg: dict) -> list[str]:
 
 
 MAX_CONFIG_BYTES = 16 * 2**20  # config.json of a ResNet-50 is ~100 kB; a zip bomb inflates 1000:1
+# Keras stores a .keras archive's members uncompressed (1:1); weights deflate to ~0.9 of their size at best. A member
+# over MAX_CONFIG_BYTES once inflated and more than MAX_EXPANSION times its size in the archive is a bomb: refused
+# before Keras inflates it (its kernel's memory, or the disk it extracts to). Python's zipfile never inflates a member
+# past the size the archive declares for it, so the declared size bounds what Keras can be made to inflate.
+MAX_EXPANSION = 20
+
+
+def _no_bomb(zf: zipfile.ZipFile) -> None:
+    """``ValueError`` naming the first member that inflates past the bounds above (weights included)."""
+    for info in zf.infolist():
+        if info.file_size > MAX_CONFIG_BYTES and info.file_size > MAX_EXPANSION * max(1, info.compress_size):
+            raise ValueError(
+                f"has a member {info.filename[:100]!r} that inflates from {info.compress_size / 2**20:.1f} MB to "
+                f"{info.file_size / 2**20:,.0f} MB (more than {MAX_EXPANSION}:1; Keras stores its files "
+                "uncompressed): a zip bomb, not a model saved by Keras, refused before it is inflated")
 
 
 def _member(zf: zipfile.ZipFile, name: str) -> bytes:
@@ -166,6 +181,7 @@ def _read_keras(path: str, mtime_ns: int, size: int) -> dict:
                 raise ValueError("is a zip archive without config.json: not a model saved by Keras 3")
             cfg = json.loads(_member(zf, "config.json"))
             meta = json.loads(_member(zf, "metadata.json")) if "metadata.json" in names else {}
+            _no_bomb(zf)  # the weights too (and any other member): Keras would inflate them in the kernel
     except zipfile.BadZipFile:
         raise ValueError("is not a .keras archive (not a zip file)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -35,7 +35,7 @@ def page_facts(br) -> dict:
   out.api = document.body.innerText.match(new RegExp(API.source, 'g')) || [];
   const box = sel => { const e = document.querySelector(sel); if (!e) return null;
                        const r = e.getBoundingClientRect(); return [r.top + scrollY, r.bottom + scrollY]; };
-  out.chart = box('#verdict img.cgb-fig');
+  out.chart = box('#verdict .cgb-fig');
   out.verdict = box('#verdict ul.cgb-verdict');
   out.compared = box('#verdict p.cgb-finding');
   out.sentences = Array.from(document.querySelectorAll('#verdict ul.cgb-verdict li')).map(li => li.innerText);

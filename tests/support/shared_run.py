@@ -16,7 +16,7 @@ from pathlib import Path
 from helpers.paths import PROJECT_ROOT
 from helpers.point import device
 
-from . import POINT_ENV
+from . import FAST_XLA, POINT_ENV
 from .fixtures import write_fixtures
 
 BACKENDS = [b for b in ("jax", "torch", "tensorflow") if device.backend_installed(b)]
@@ -80,7 +80,8 @@ class SharedRun:
         self.grid = root / "shared.yaml"
         self.grid.write_text(grid_text())
         self.outputs = root / "outputs"
-        self.env = {"KERAS_HOME": str(root / "keras_home"), "CGB_OFFLINE": "1"}
+        # behaviour, not speed: XLA's cheapest code generation in the JAX kernels (kept through the kernel's clean-up)
+        self.env = {"KERAS_HOME": str(root / "keras_home"), "CGB_OFFLINE": "1", **FAST_XLA, "CGB_KEEP_ENV": "XLA_FLAGS"}
         self.shards: dict[int, subprocess.CompletedProcess] = {}
         self._report = self._again = None
 

@@ -19,7 +19,8 @@ from markupsafe import Markup
 
 from ..fmt import ONE_RUN, SHORT, digits, html_table, isnull, marks, note, num, rounded, visible
 
-FOLD_ROWS = 25  # tables longer than this are folded
+FOLD_ROWS = 16  # tables longer than this are folded (a click opens them)
+FOLD_COLUMNS = 7  # columns in view; a table's further columns fold into a "more" cell per row (the CSVs hold all)
 
 _ENV = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
 # A section opens with what it found (``finding``, generated from the records); what it shows and how it is
@@ -94,6 +95,7 @@ class Section:
         without endless scrolling."""
         if df is None or len(df) == 0:
             return self.note(empty) if empty else self
+        kw.setdefault("fold_after", FOLD_COLUMNS)
         if len(df) > FOLD_ROWS:
             return self.details(f"{caption[0].upper()}{caption[1:]}: {len(df)} rows (click to open)",
                                 html_table(df, **kw))
@@ -117,15 +119,16 @@ def _name(module) -> str:
     return module.__name__.rsplit(".", 1)[-1]
 
 
-def with_marks(labeller, runs: str = "n_runs", short: str = "short_window"):
-    """``labeller`` whose labels end with what each figure rests on and its marks: '... (n=1, 0.72 s) †‡'."""
+def with_marks(labeller, runs: str = "n_runs", short: str = "short_window", brief: bool = False):
+    """``labeller`` whose labels end with what each figure rests on and its marks: '... (n=1, 0.72 s) †‡'; with
+    ``brief``, the marks alone ('... †‡': a chart's label; the tables say the runs and windows)."""
     def label(sub) -> list[str]:
         out = []
         for text, r in zip(labeller(sub), sub.to_dict("records")):
             n, w = r.get(runs), r.get("steady_s")
             rest = ("n=?" if isnull(n) else f"n={int(n)}") + ("" if isnull(w) else f", {w:.2g} s")
             m = marks(n, bool(r.get(short)))
-            out.append(f"{text} ({rest}){' ' + m if m else ''}")
+            out.append(f"{text}{' ' + m if m else ''}" if brief else f"{text} ({rest}){' ' + m if m else ''}")
         return out
     return label
 
@@ -162,6 +165,6 @@ def mark_bars(fig):
              (SHORT, "xx", f"{SHORT} steady window under min_steady_s: fewer digits")]
     handles = [Patch(facecolor="#999999", edgecolor="white", hatch=h, label=t) for m, h, t in items if m in seen]
     if handles:
-        fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, 0.0), ncols=len(handles), fontsize=7,
-                   frameon=False, title="n = runs, then the median run's steady seconds", title_fontsize=7)
+        fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, 0.0), ncols=len(handles), fontsize=8,
+                   frameon=False)
     return fig

@@ -56,7 +56,8 @@ def build(ctx) -> Section:
     s = Section.of(__name__)
     e = e.assign(j_per_1k=1000 * e["energy_j_per_epoch"] / e["n_train"])
     s.found(*said.energy(e))
-    s.figure(mark_bars(bar_facets(e, "j_per_1k", with_marks(labels), log=True, annotate=at_digits(e, "j_per_1k", " J"),
+    s.figure(mark_bars(bar_facets(
+        e, "j_per_1k", with_marks(labels, brief=True), log=True, annotate=at_digits(e, "j_per_1k", " J"),
                                   xlabel="joules per 1,000 training samples (log scale)")))
     s.table(energy_table(summ))
     s.note("{}", MARKS_NOTE)

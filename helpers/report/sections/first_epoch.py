@@ -24,7 +24,8 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no first-epoch times recorded.")
     s_ = s_.assign(compile_s=(s_["first_epoch_s"] - s_["s_per_epoch"]).clip(lower=0))
     s = Section.of(__name__).found(*said.first_epoch(s_))
-    s.figure(mark_bars(bar_facets(s_, "compile_s", with_marks(labels), xlabel="first epoch − steady epoch, seconds",
+    s.figure(mark_bars(bar_facets(
+        s_, "compile_s", with_marks(labels, brief=True), xlabel="first epoch − steady epoch, seconds",
                                   annotate=lambda v: f"{rounded(v, 2)} s")))
     t = s_.sort_values(["workload", "machine", "device", "backend"])
     rows = t.to_dict("records")

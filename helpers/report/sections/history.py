@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import findings as said
 from ..aggregate import labels
-from ..charts import MAX_LINES, grid
+from ..charts import LONG_LABEL, backend_colour, device_marker, grid
 from ..table import latest_ok
 from .base import Section
 
@@ -22,25 +22,38 @@ def plot_history(df, records_by_path: dict):
     workloads = sorted(ok["workload"].dropna().unique()) if not ok.empty else []
     if not workloads:
         return None
-    fig, axes = grid(2 * len(workloads), [2.4] * (2 * len(workloads)), ncols=4)
+    subs = {wl: ok[ok["workload"] == wl].sort_values("started_at").tail(6) for wl in workloads}  # 6 keys a row
+    # room under each panel for its key (one line per run drawn)
+    names = {wl: labels(subs[wl]) for wl in workloads}
+    wide = max(len(t) for ts in names.values() for t in ts) > LONG_LABEL  # long keys: one workload a row
+    fig, axes = grid(2 * len(workloads), [1.7 + 0.16 * len(subs[wl]) for wl in workloads for _ in (0, 1)],
+                     ncols=2 if wide else 4)
     for i, wl in enumerate(workloads):
         a1, a2 = axes[2 * i], axes[2 * i + 1]
-        sub = ok[ok["workload"] == wl].sort_values("started_at").tail(MAX_LINES)
-        for lab, (_, r) in zip(labels(sub), sub.iterrows()):
+        sub = subs[wl]
+        styles: dict = {}
+        for lab, (_, r) in zip(names[wl], sub.iterrows()):
             h = records_by_path[r["path"]].get("history")
             h = h if isinstance(h, dict) else {}
             loss, acc = h.get("loss") or [], h.get("accuracy") or h.get("acc") or []
+            key = (r["backend"], r["device"])  # colour: backend; marker: device
+            n = styles[key] = styles.get(key, -1) + 1  # the lines of one backend and device: told apart by dashes
+            look = {"color": backend_colour(key[0]), "marker": device_marker(key[1]), "ms": 3,
+                    "ls": ["-", "--", ":", "-."][n % 4], "alpha": 1.0 - 0.35 * (n // 4 % 2)}
             if isinstance(loss, list) and loss:
-                a1.plot(range(1, len(loss) + 1), loss, marker=".", label=lab)
+                a1.plot(range(1, len(loss) + 1), loss, label=lab, **look)
             if isinstance(acc, list) and acc:
-                a2.plot(range(1, len(acc) + 1), acc, marker=".", label=lab)
-        a1.set_title(f"{wl}: training loss")
-        a2.set_title(f"{wl}: training accuracy")
+                a2.plot(range(1, len(acc) + 1), acc, label=lab, **look)
+        a1.set_title(f"{wl}: loss by epoch", fontsize=9, fontweight="bold")  # the axis's name in the title: the
+        a2.set_title(f"{wl}: accuracy by epoch", fontsize=9, fontweight="bold")  # key sits right under the ticks
         for a in (a1, a2):
-            a.set_xlabel("epoch", fontsize=8)
-            a.xaxis.set_major_locator(MaxNLocator(integer=True))
-        if a2.get_legend_handles_labels()[0]:  # a workload without accuracy draws no curve there
-            a2.legend(fontsize=5, loc="lower right")
+            a.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
+        if not a2.get_legend_handles_labels()[0]:  # a workload without accuracy: said, not an empty panel
+            a2.cla()
+            a2.axis("off")
+            a2.text(0.0, 0.9, f"{wl}: no accuracy recorded", fontsize=9, transform=a2.transAxes)
+        a1.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.0), frameon=False,
+                  borderaxespad=2.2)  # 2.2 font sizes under the axis: clear of its tick labels at any panel height
     fig.tight_layout()
     return fig
 

@@ -15,7 +15,8 @@ from .base import Section
 
 TITLE = "How far from the limit"
 NAV = "MFU and limit"  # its name in the one-line contents
-LEAD = ("How much of the machine each configuration uses: FLOPs per training sample (forward, backward and update), "
+LEAD = ("How much of the machine each configuration uses: the model's FLOPs per training sample (forward and "
+        "backward; the optimiser's update per step shown apart, never divided into the figure), "
         "achieved TFLOP/s (FLOPs per sample × samples/s) and MFU, the share of the device's peak arithmetic it "
         "achieved; then the tuning ladder, one knob at a time, and which rung went furthest.")
 
@@ -113,8 +114,11 @@ def limit_table(summ):
                                                       else r.get("flops_source"))
         rows.append({
             "workload": r["workload"], "configuration": describe(r), "samples/s": shown(r["samples_per_s"], r),
-            "GFLOP per sample (train step)": num(r["flops_per_sample"] / 1e9) if not isnull(r["flops_per_sample"])
-            else "", "achieved TFLOP/s": num(r["achieved_tflops"]) if not isnull(r["achieved_tflops"]) else "",
+            "GFLOP per sample (forward + backward)": num(r["flops_per_sample"] / 1e9)
+            if not isnull(r["flops_per_sample"]) else "",
+            "optimiser GFLOP per step": num(r["optimizer_flops_per_step"] / 1e9)
+            if not isnull(r.get("optimizer_flops_per_step")) else "",
+            "achieved TFLOP/s": num(r["achieved_tflops"]) if not isnull(r["achieved_tflops"]) else "",
             "peak TFLOP/s": num(r["peak_flops"] / 1e12) if not isnull(r["peak_flops"]) else "",
             "MFU": _pct(r["mfu"]), "why no MFU / peak source": reason or r.get("peak_source") or "",
             "FLOPs from": (r.get("flops_source") or "") if not isnull(r["flops_per_sample"]) else ""})
@@ -123,26 +127,25 @@ def limit_table(summ):
 
 def roofline(summ):
     """Achieved TFLOP/s of every configuration against FLOPs per sample, each device's peak a ceiling."""
-    from ..charts import colour, plain_log, setup_plots
+    from ..charts import backend_colour, colour, device_marker, plain_log, setup_plots
 
     s = summ[summ["achieved_tflops"].notna() & (summ["achieved_tflops"] > 0)] if len(summ) else summ
     if not len(s):
         return None
     plt = setup_plots()
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    for dev, g in s.groupby("device"):
-        ax.scatter(g["flops_per_sample"], g["achieved_tflops"], s=18, color=colour(dev), label=dev.upper(), alpha=0.8)
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    for (dev, be), g in s.groupby(["device", "backend"]):  # colour: backend; marker: device (as every chart)
+        ax.scatter(g["flops_per_sample"], g["achieved_tflops"], s=18, color=backend_colour(be), alpha=0.8,
+                   marker=device_marker(dev), label=f"{dev} · {be}")
     peaks = s[s["peak_flops"].notna()].groupby(["machine", "device", "precision"])["peak_flops"].median()
-    for (machine, dev, prec), pk in peaks.items():
-        ax.axhline(pk / 1e12, ls="--", lw=0.8, color=colour(dev))
-        ax.text(s["flops_per_sample"].min(), pk / 1e12, f" {str(machine).split(' (')[0][:40]} · {prec} peak",
-                fontsize=6.5, va="bottom", color=colour(dev))
+    for ls, ((_machine, dev, prec), pk) in zip(["--", ":", "-.", (0, (5, 1))] * 4, peaks.items()):
+        ax.axhline(pk / 1e12, ls=ls, lw=0.9, color=colour(dev), label=f"{dev} peak · {prec}")  # named in the key
     plain_log(ax, "x")
     plain_log(ax, "y")
     ax.set_xlabel("FLOPs per training sample (log)")
     ax.set_ylabel("achieved TFLOP/s (log)")
-    ax.set_title("achieved TFLOP/s against the peak (dashed: each machine's peak per precision)")
-    ax.legend(fontsize=7)
+    ax.set_title("achieved TFLOP/s against the peak (dashed: each device's peak per precision)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     return fig
 
@@ -161,25 +164,29 @@ def ladder_chart(lad, bare=None):
     if not groups:
         return None
     setup_plots()
-    fig, axes = grid(len(groups), [2.4] * len(groups), ncols=2)
+    few = max(len(g) for g in groups) <= 3  # rungs a panel: three panels a row, else two, taller for the labels
+    fig, axes = grid(len(groups), [1.9 if few else 2.7] * len(groups), ncols=3 if few else 2)
+    one = len({str(g.iloc[0]['machine']) for g in groups}) == 1  # then the machine is named once, above
     for ax, g in zip(axes, groups):
         x = list(range(len(g)))
         ax.bar(x, g["samples_per_s"], color=colour("gpu"), alpha=0.8)
-        ax.set_xticks(x, g["rung_label"], rotation=20, ha="right", fontsize=6.5)
+        ax.set_xticks(x, [t.replace(": source ", ": src ") for t in g["rung_label"]], rotation=60, ha="right",
+                      fontsize=6.5)
         ax.set_ylabel("samples/s", fontsize=7)
         r0 = g.iloc[0]
-        ax.set_title(f"{r0['workload']} · {r0['backend']} · {str(r0['machine']).split(' (')[0][:30]}")
+        ax.set_title(f"{r0['workload']} · {r0['backend']}" + ("" if one else f" · {str(r0['machine'])[:30]}"))
         loops = [b for b in (_bare.beside(bare, r0["workload"], r0["backend"], p, r0.get("host"))
                              for p in sorted(set(g["precision"]))) if b]
         if loops:
             top = max(loops, key=lambda b: b["samples_per_s"])
             ax.axhline(top["samples_per_s"], ls="--", color="k", lw=1)
-            ax.annotate(f"{top['impl']} b{top['batch']}", (0, top["samples_per_s"]), fontsize=6,
-                        textcoords="offset points", xytext=(2, 2))
+            ax.annotate(f"{top['impl']} b{top['batch']}", (0, top["samples_per_s"]), fontsize=6, va="top",
+                        textcoords="offset points", xytext=(2, -2))  # under its line: clear of the title
         if g["mfu"].notna().any():
             ax2 = ax.twinx()
             ax2.plot(x, g["mfu"] * 100, "o-", color="k", lw=1, ms=3)
             ax2.set_ylabel("MFU %", fontsize=7)
+            ax2.set_ylim(0, max(float(g["mfu"].max()) * 100 * 1.25, 1e-9))  # from 0: never a sliver stretched
             ax2.grid(False)
     fig.tight_layout()
     return fig
@@ -235,6 +242,8 @@ def build(ctx) -> Section:
         return s.note("The ladder has not been run yet: no GPU configuration in these records is one of its rungs "
                       "(./run_all.sh params/ladder.yaml on a GPU machine).")
     bare = getattr(ctx, "bare", None)
+    if len(lad) and lad["machine"].nunique() == 1:  # the charts' titles leave it out
+        s.note("Every rung ran on {}.", lad["machine"].iloc[0])
     s.figure(ladder_chart(lad, bare), "the tuning ladder: samples/s and MFU per rung")
     panels = len(_ladders(lad))
     if panels > MAX_PANELS:

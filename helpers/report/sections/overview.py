@@ -81,6 +81,13 @@ def build(ctx) -> Section:
                "configuration(s) that were measured again under the current one: a figure never mixes protocols. "
                "They stay in the records and in the run tables (schema 1).", left,
                int((ctx.summary["n_earlier"].fillna(0) > 0).sum()))
+    busy = df[(df["status"] == "ok") & df["host_busy"].astype(bool)] if "host_busy" in df else df.iloc[:0]
+    if len(busy) and len(ctx.summary):
+        s.note("⚠ {} run(s) were measured on a busy host: another process used more than a quarter of their cores "
+               "while they were timed. {} of them are left out of figures that have an unmarked run; {} "
+               "configuration(s) rest on such runs only, marked host busy wherever their figures appear.", len(busy),
+               int(ctx.summary["n_host_busy"].fillna(0).sum()), int(ctx.summary["host_busy"].astype(bool).sum()),
+               kind="warn")
     v2 = [r for r in ctx.records if r.get("schema") == 2 and r.get("energy_method") == COUNTER]
     if v2 and SCHEMA >= 3:
         s.note("⚠ {} record(s) measured GPU energy before the fix of record schema 3: their J/epoch is the median "

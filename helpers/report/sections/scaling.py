@@ -14,7 +14,7 @@ import math
 from ...params import LATER_DEFAULTS
 from .. import findings as said
 from ..aggregate import _knob_items, labels
-from ..charts import MAX_LINES, colour, grid, plain_log
+from ..charts import MAX_LINES, backend_colour, device_marker, grid, plain_log
 from ..devices import ONE_PROCESS, device_scaling, findings, plot_devices, published_devices
 from ..fmt import MARKS_NOTE, isnull, marks, num
 from ..table import CONFIG_KEYS
@@ -69,26 +69,35 @@ def plot_scaling(summ, x: str, xlabel: str):
     if not groups:
         return None
     other = [k for k in CONFIG_KEYS if k not in (x, "workload")]
-    fig, axes = grid(len(groups), [3.0] * len(groups), ncols=3)
+    heights = [2.2 + 0.16 * len(lines) for _, lines, _ in groups]  # room for the legend under each panel
+    fig, axes = grid(len(groups), heights, ncols=3)
     cat = x == "augment"
+    styles = ["-", "--", ":", "-."]
     for ax, (wl, lines, dropped) in zip(axes, groups):
-        for k, h in lines:
+        import pandas as pd
+
+        # each line named by what differs between the lines of this panel (not by what they share)
+        firsts = pd.DataFrame([h.iloc[0].to_dict() | dict(zip(other, k)) for k, h in lines]).drop(columns=[x])
+        names = labels(firsts)
+        seen: dict = {}
+        for (k, h), lab in zip(lines, names):
             h = h.sort_values("_x")
-            lab = labels(h.head(1).assign(**dict(zip(other, k))))[0]
             xs = h["_x"].astype(str) if cat else h["_x"].astype(float)
+            key = (k[other.index("backend")], k[other.index("device")])
+            style = styles[seen.setdefault(key, 0) % len(styles)]
+            seen[key] += 1
+            m = "".join(sorted({c for n, sh in zip(h["n_runs"], h["short_window"]) for c in marks(n, bool(sh))}))
             ax.errorbar(xs, h["samples_per_s"], yerr=[(h["samples_per_s"] - h["sps_lo"]).clip(lower=0).fillna(0),
                                                        (h["sps_hi"] - h["samples_per_s"]).clip(lower=0).fillna(0)],
-                        marker="o", capsize=2, label=lab,
-                        color=colour(k[other.index("device")]) if len(lines) <= 2 else None)
-            for xv, yv, n, sh in zip(xs, h["samples_per_s"], h["n_runs"], h["short_window"]):
-                if marks(n, bool(sh)):
-                    ax.annotate(marks(n, bool(sh)), (xv, yv), textcoords="offset points", xytext=(3, 3), fontsize=7)
+                        marker=device_marker(key[1]), capsize=2, label=lab + (f" {m}" if m else ""),
+                        color=backend_colour(key[0]), ls=style, ms=4)
         if x in ("batch_size", "threads") and not cat:
             plain_log(ax, base=2, ticks=[v for _, h in lines for v in h["_x"]])
         ax.set_xlabel(xlabel, fontsize=8)
-        ax.set_ylabel("samples/s (median of runs; bars: between runs)", fontsize=8)
-        ax.set_title(wl + (f" (+{dropped} lines not drawn)" if dropped else ""))
-        ax.legend(fontsize=5.5)
+        ax.set_ylabel("samples/s (bars: between runs)", fontsize=8)
+        ax.set_title(wl + (f" (+{dropped} lines not drawn)" if dropped else ""), fontsize=9, fontweight="bold")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.0), frameon=False,
+                  borderaxespad=4.2)  # 4.2 font sizes down: under the tick labels and the axis's name
     fig.tight_layout()
     return fig
 

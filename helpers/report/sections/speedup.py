@@ -23,6 +23,14 @@ def _label(sub) -> list[str]:
     return labels(sub, keep=("backend",))
 
 
+def _key(m) -> list:
+    """The two machines of the pairs, named once above the chart (none when the pairs span several)."""
+    from ..charts import PALETTE
+
+    sides = {(str(a).split(" (")[0], str(b).split(" (")[0]) for a, b in zip(m["machine"], m["gpu_machine"])}
+    return [(PALETTE["gpu"], f"CPU: {a}  →  GPU: {b}") for a, b in sides] if len(sides) == 1 else []
+
+
 def build(ctx) -> Section:
     import pandas as pd
 
@@ -32,24 +40,28 @@ def build(ctx) -> Section:
                                         "ran the same configuration on its CPU (see the skipped points under "
                                         "Provenance).")
     s = Section.of(__name__).found(*said.speedup(m))
-    fig = bar_facets(m.assign(device="gpu"), "speedup", with_marks(_label), lo="speedup_lo", hi="speedup_hi",
-                     log=True, xlabel="GPU ÷ CPU samples/s (log scale; 1 = no gain; whiskers: between runs)",
-                     refline=1.0, sort=("backend", "batch_size"), annotate=at_digits(m, "speedup", "×", "digits"))
+    fig = bar_facets(m.assign(device="gpu"), "speedup", with_marks(_label, brief=True), lo="speedup_lo",
+                     hi="speedup_hi", log=True,
+                     xlabel="GPU ÷ CPU samples/s (log scale; 1 = no gain; whiskers: between runs)",
+                     refline=1.0, sort=("backend", "batch_size"), annotate=at_digits(m, "speedup", "×", "digits"),
+                     key=_key(m))
     s.figure(mark_bars(fig))
     rows = m.to_dict("records")
+    one = m["machine"].nunique() == 1 and m["gpu_machine"].nunique() == 1  # then named once, above the table
     tab = pd.DataFrame({
-        "machine": m["machine"], "GPU machine": [r["gpu_machine"] if speedup_label(r) else "same" for r in rows],
-        "workload": m["workload"], "backend": m["backend"], "batch": m["batch_size"],
-        "precision": m["precision"], "knobs": m["knobs"],
+        "workload": m["workload"], "backend": m["backend"], "batch": m["batch_size"], "precision": m["precision"],
+        "speedup × [between runs]": [("" if one or not speedup_label(r) else speedup_label(r) + ": ")
+                                     + speedup_text(r) for r in rows],
         "CPU samples/s (median of runs)": [figure(r, suffix="_cpu") for r in rows],
-        "CPU samples/epoch": m["n_train_cpu"],
         "GPU samples/s (median of runs)": [figure(r, suffix="_gpu") for r in rows],
-        "GPU samples/epoch": m["n_train_gpu"],
-        "speedup × [between runs]": [(speedup_label(r) + ": " if speedup_label(r) else "") + speedup_text(r)
-                                     for r in rows],
         "% less time": [rounded(100 * (1 - 1 / r["speedup"]), r["digits"]) for r in rows],
+        "knobs": m["knobs"], "CPU samples/epoch": m["n_train_cpu"], "GPU samples/epoch": m["n_train_gpu"],
         "data": m["data_source"],
+        "machine": m["machine"], "GPU machine": [r["gpu_machine"] if speedup_label(r) else "same" for r in rows],
     })
+    if one:
+        tab = tab.drop(columns=["machine", "GPU machine"])
+        s.note("CPU: {}; GPU: {}.", m["machine"].iloc[0], m["gpu_machine"].iloc[0])
     s.table(tab)
     return s.note("{} A speedup keeps the digits of its own interval, else those of its less precise side.",
                   MARKS_NOTE)

@@ -53,7 +53,8 @@ def build(ctx) -> Section:
     if summ.empty:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__).found(*said.throughput(summ))
-    s.figure(mark_bars(bar_facets(summ, "samples_per_s", with_marks(labels), lo="sps_lo", hi="sps_hi", log=True,
+    s.figure(mark_bars(bar_facets(
+        summ, "samples_per_s", with_marks(labels, brief=True), lo="sps_lo", hi="sps_hi", log=True,
                                   annotate=at_digits(summ, "samples_per_s"),
                                   xlabel="samples per second (log scale; median over runs, whiskers: between runs)")))
     s.table(timing_table(summ), caption="samples/s, seconds per epoch and per step, and what each figure rests on")

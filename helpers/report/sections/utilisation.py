@@ -94,11 +94,13 @@ def plot_timeline(rec: dict):
         if has_mem:
             a2.plot(t, [s.get("gpu_mem_mb") for s in tl], color="#9467bd", label="GPU memory MiB")
             a2.set_ylabel("MiB")
+            a2.set_ylim(bottom=0)  # from 0: a flat line is not stretched into a wave
             a2.legend(fontsize=7, loc="upper left")
         if has_pow:
             a3 = a2.twinx() if has_mem else a2
             a3.plot(t, [s.get("power_w") for s in tl], color=PALETTE["cost"], label="board power W")
             a3.set_ylabel("W")
+            a3.set_ylim(0, max([s.get("power_w") or 0 for s in tl] + [1]) * 1.15)  # 73.2-73.4 W is not a swing
             a3.legend(fontsize=7, loc="lower right")
     axes[-1, 0].set_xlabel("seconds since the sampler started")
     fig.tight_layout()

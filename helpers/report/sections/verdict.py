@@ -14,6 +14,7 @@ from .. import headline as hl
 from ..best import best_over_best, one_side
 from ..charts import PALETTE, plain_log
 from ..fmt import ONE_RUN, SHORT, esc, html_table, isnull, marks, rounded, speedup_shown, sps_shown
+from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
 from .base import Section
 
@@ -52,7 +53,9 @@ def chart(rows):
         if not (isnull(r.get("speedup_lo")) or isnull(r.get("speedup_hi"))):
             a2.plot([r["speedup_lo"], r["speedup_hi"]], [y, y], color=PALETTE["gpu"], lw=1, zorder=1)
         m = marks(r["n_runs"], bool(r["short_window"]))
-        a2.annotate(f" {speedup_shown(r)}{' ' + m if m else ''}", (r["speedup"], y), fontsize=8, va="center")
+        end = r["speedup"] if isnull(r.get("speedup_hi")) else max(r["speedup"], r["speedup_hi"])  # past the whisker
+        a2.annotate(f"{speedup_shown(r)}{' ' + m if m else ''}", (end, y), xytext=(5, 0), textcoords="offset points",
+                    fontsize=8, va="center")
     a1.set_yticks(range(len(rows)), [_row_label(r) for _, r in rows.iterrows()], fontsize=9)
     a1.set_ylim(len(rows) - 0.5, -0.5)
     plain_log(a1)
@@ -90,7 +93,7 @@ def glance_table(rows):
             "workload": r["workload"],
             "sides compared: CPU → GPU": f"{hl.sides(r)} · b{r['batch_size']:g}" + (
                 f" · {hl.PREC.get(str(r['precision']), r['precision'])}" if str(r["precision"]) != "float32" else ""),
-            "GPU ÷ CPU": sp + (f" {m}" if m else ""),
+            "GPU ÷ CPU": sp + (f" {m}" if m else "") + (f" · {busy_sides(r)}" if busy_sides(r) else ""),
             "CPU s / source epoch": hl.duration(r.get("source_epoch_s_cpu")),
             "GPU s / source epoch": hl.duration(r.get("source_epoch_s_gpu")),
             "$ / source epoch, CPU · GPU": ("no price" if isnull(od_c) and isnull(od_g) else
@@ -145,6 +148,11 @@ def build(ctx) -> Section:
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
     s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
+    busy = [f"{r['workload']} ({busy_sides(r)})" for r in rows.to_dict("records") if busy_sides(r)]
+    if busy:
+        s.note("⚠ Host busy: {} rest(s) on runs measured while another process used more than a quarter of the "
+               "cores (no unmarked run of that configuration exists); measure it again on a quiet machine.",
+               ", ".join(busy), kind="warn")
     s.html(_key_note(rows))
     s.html(html_table(glance_table(rows)))
     if pairs is not None and len(pairs):

@@ -1,0 +1,139 @@
+"""A busy host caught (issue 44, item 3): a run records its own process's CPU time over the timed window against the
+busy time of the cores it was allowed; a run whose host was busier than itself by more than a quarter of those cores
+is marked host busy in its record, its progress line and the report, and left out of the configuration's figure
+while an unmarked run of it exists (marked where none does). The runner's start line warns when the machine is
+already loaded. Cheap: the measurement's own functions and a real busy loop for about a second, no kernel."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from support.records import _ctx, _rec
+
+from helpers.measure import host_load
+from helpers.measure.sampler import Sampler
+from helpers.point.record_figures import host_figures
+from helpers.report import csvs, sections
+from helpers.report.protocol import precision_marks
+from helpers.runner.progress import outcome
+
+SPIN = "import os, time\nos.sched_setaffinity(0, {%d})\nend = time.time() + 8\nwhile time.time() < end:\n    pass\n"
+
+
+@pytest.fixture()
+def one_core_spun():
+    """This process pinned to one core, and a busy loop on that core in a process that is not its child (started
+    through a shell that exits at once, so its CPU time is another process's): about one core of load that is not
+    this run's. Both undone after."""
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    before = os.sched_getaffinity(0)
+    core = min(before)
+    out = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$0" >/dev/null 2>&1 & echo $!', SPIN % core],
+                         capture_output=True, text=True, check=True)
+    pid = int(out.stdout.split()[0])
+    os.sched_setaffinity(0, {core})
+    try:
+        time.sleep(0.2)  # the loop is spinning
+        yield core
+    finally:
+        os.sched_setaffinity(0, before)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _busy_record(load: dict, i: int, sps: float) -> dict:
+    return _rec(i, schema=4, host_load=load, host_busy=load["host_busy"], samples_per_s=sps,
+                median_epoch_s=1000 / sps, epoch_s=[1000 / sps] * 3, point_id=f"busy-{i}", repeat=i)
+
+
+def test_a_busy_loop_on_the_cores_marks_the_run_and_the_report_says_so(one_core_spun, tmp_path, charts_not_drawn):
+    s = Sampler(interval=0.1, gpu_count=0, environ={})
+    assert s.cores == [one_core_spun]
+    with s:
+        t0 = time.perf_counter()
+        time.sleep(0.8)  # the "timed window": this process idles, the loop holds its one core
+        t1 = time.perf_counter()
+    rec = {}
+    host_figures(rec, s, [(s.t0, t0), (t0, t1)])  # as fit_figures calls it: the steady epochs' bounds
+    load = rec["host_load"]
+    assert rec["host_busy"] is True and load["window"] == "steady-state epochs", load
+    assert load["allowed_cores"] == 1 and load["others_cores"] > 0.5 > load["process_cores"], load
+    # its progress line
+    line = outcome({**_busy_record(load, 0, 1744.0), "status": "ok"})
+    assert "HOST BUSY: other processes used" in line and "of its 1 allowed cores" in line, line
+    # the report: alone, the figure rests on it and is marked; beside an unmarked run, it is left out
+    alone = _ctx(tmp_path / "alone", [_busy_record(load, 0, 1744.0)])
+    row = alone.summary.iloc[0]
+    assert bool(row["host_busy"]) and "host busy: every run measured" in precision_marks(row)
+    assert "host busy" in csvs.configurations_frame(alone.costed)["marks"].iloc[0]
+    assert "1 run(s) were measured on a busy host" in sections.build(sections.get("overview"), alone)._repr_html_()
+    quiet = {**load, "others_cores": 0.0, "host_busy": False}
+    both = _ctx(tmp_path / "both", [_busy_record(load, 0, 1744.0), _busy_record(quiet, 1, 3525.0)])
+    row = both.summary.iloc[0]
+    assert row["samples_per_s"] == pytest.approx(3525.0) and row["n_runs"] == 1 and row["n_host_busy"] == 1
+    assert not bool(row["host_busy"]) and "1 host busy run(s) left out" in precision_marks(row)
+
+
+def test_the_verdict_marks_a_side_that_rests_on_host_busy_runs_only(tmp_path, charts_not_drawn):
+    load = {"window_s": 2.0, "process_cpu_s": 2.0, "cores_busy_s": 4.0, "allowed_cores": 2, "process_cores": 1.0,
+            "others_cores": 1.0, "threshold_cores": 0.5, "host_busy": True}
+    cpu = _busy_record(load, 0, 1000.0)
+    gpu = _rec(1, schema=4, device="gpu", device_used="gpu", samples_per_s=50_000.0, median_epoch_s=0.02,
+               epoch_s=[0.02] * 3, point_id="gpu-1",
+               fingerprint={"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4,
+                            "gpu_names": ["NVIDIA H100 80GB HBM3"], "versions": {"keras": "3.15.1"}})
+    ctx = _ctx(tmp_path, [cpu, gpu])
+    v = csvs.verdict_frame(ctx.costed)
+    assert v["marks"].iloc[0].endswith("host busy (CPU side)"), v["marks"].tolist()
+    page = sections.build(sections.get("verdict"), ctx)._repr_html_()
+    assert "Host busy: cnn_cifar10 (host busy (CPU side))" in page and "· host busy (CPU side)" in page
+
+
+def test_the_threshold_is_a_quarter_of_the_allowed_cores_beside_the_runs_own_use():
+    a = {"t": 0.0, "proc_s": 0.0, "busy_s": 0.0, "cores": 2}
+
+    def load(own, busy):
+        return host_load.host_load(a, {"t": 2.0, "proc_s": own, "busy_s": busy, "cores": 2})
+
+    assert not load(4.0, 4.0)["host_busy"]  # the run itself holds both cores: not busy
+    assert not load(2.0, 2.9)["host_busy"]  # others 0.45 of 2 cores: under a quarter
+    assert load(2.0, 3.1)["host_busy"]  # others 0.55 cores
+    assert load(0.0, 4.0)["others_cores"] == 2.0
+    assert host_load.host_load(a, a) is None and host_load.loaded_line(a, None) is None
+    line = host_load.loaded_line(a, {"t": 1.0, "proc_s": 0.0, "busy_s": 1.5, "cores": 2})
+    assert line.startswith("warning: the machine is already loaded: other processes use 1.5 of the 2 cores"), line
+    assert host_load.loaded_line(a, {"t": 1.0, "proc_s": 0.5, "busy_s": 0.6, "cores": 2}) is None
+
+
+def test_the_runners_start_line_warns_when_the_machine_is_already_loaded(monkeypatch):
+    from helpers.measure import calibration
+    from helpers.runner import plan
+
+    readings = iter([{"t": 0.0, "proc_s": 0.0, "busy_s": 0.0, "cores": 2},
+                     {"t": 1.0, "proc_s": 0.1, "busy_s": 1.9, "cores": 2}])
+    monkeypatch.setattr(host_load, "reading", lambda *a, **k: next(readings))
+    monkeypatch.setattr(calibration, "reusable", lambda: {"when": "now", "dispatch_mcalls_per_s": 1})
+    monkeypatch.setattr(calibration, "export", lambda cal: None)
+    monkeypatch.setattr(plan, "LOAD_WINDOW_S", 0.0)
+    said = []
+    plan.run_setup(said.append, gpu=False)
+    assert any(s.startswith("warning: the machine is already loaded: other processes use 1.8 of the 2") for s in said)
+
+
+def test_a_point_of_several_processes_on_this_host_is_never_marked():
+    busy = {"window_s": 2.0, "process_cpu_s": 2.0, "cores_busy_s": 4.0, "allowed_cores": 2, "process_cores": 1.0,
+            "others_cores": 1.0, "threshold_cores": 0.5, "host_busy": True}
+    sampler = type("S", (), {"host_load": lambda self, a=None, b=None: dict(busy)})()
+    rec = {}
+    host_figures(rec, sampler, [(0.0, 1.0), (1.0, 3.0)], processes=2)  # its other process ate the second core
+    assert rec["host_busy"] is False and "2 processes of this point" in rec["host_load"]["note"]
+    host_figures(rec, sampler, [(0.0, 1.0), (1.0, 3.0)])
+    assert rec["host_busy"] is True
