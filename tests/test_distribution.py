@@ -316,7 +316,7 @@ def test_scaling_section_shows_efficiency_with_both_inputs_side_by_side(tmp_path
                                     (1, "uint8", 6000.0), (2, "uint8", 8640.0)])
     assert "samples/s against the number of GPUs" in page and "Not run yet" not in page
     assert "0.45" in page and "0.72" in page  # 3600 / (2 x 4000), 8640 / (2 x 6000)
-    assert page.count("uint8") >= 2 and page.count("float32") >= 2 and "<img" in page
+    assert page.count("uint8") >= 2 and page.count("float32") >= 2 and "class=\"cgb-fig\"" in page
 
 
 def test_scaling_section_says_not_run_yet_without_several_gpus(tmp_path):

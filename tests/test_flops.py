@@ -251,7 +251,7 @@ def test_every_ok_reference_record_gets_flops_per_sample_at_report_time(ref_ctx)
     assert cpu["achieved_tflops"].notna().all()
     # the CPU twins' records carry the host calibration (a measured matmul peak): MFU; the older ones cannot
     calibrated = cpu["peak_source"].str.contains("measured matmul peak")
-    assert calibrated.sum() == 20 and (cpu.loc[calibrated, "mfu"].between(0, 1)).all()
+    assert calibrated.sum() == 30 and (cpu.loc[calibrated, "mfu"].between(0, 1)).all()
     assert cpu.loc[~calibrated, "mfu"].isna().all() and cpu.loc[~calibrated, "peak_source"].str.contains(
         "calibration").all()
 
@@ -263,7 +263,7 @@ def test_limit_section_builds_over_the_reference_and_the_sentences_say_mfu(ref_c
     s = sections.build(sections.get("limit"), ref_ctx)
     html = s._repr_html_()
     assert s.present and "failed to build" not in html
-    assert "MFU" in html and "busy time" in html and "tuning ladder" in html and "<img" in html
+    assert "MFU" in html and "busy time" in html and "tuning ladder" in html and "class=\"cgb-fig\"" in html
     pairs = headline.best_pairs(all_pairs(ref_ctx.costed))
     assert pairs["mfu_gpu"].notna().all() and (pairs["mfu_gpu"] > 0).all()  # every GPU side of a pair has its MFU
     said = " ".join(headline.sentences(headline.per_workload(pairs), headline.compared(ref_ctx.df), pairs))

@@ -557,12 +557,12 @@ def test_a_conflicting_copy_keeps_both_copies_apart_and_named(tmp_path):
 def test_a_dead_renderer_is_called_out_of_memory_only_when_the_oom_killer_counted_it(tmp_path, monkeypatch):
     from support.slow_page import die_on_marker
 
+    from helpers.measure import oom
     from helpers.report import workers
-    from helpers.runner import kernel_watch
 
     jobs = [(str(tmp_path / "die.ipynb"), str(tmp_path / "die.html"))]
     counts = iter([{"vmstat": 1}, {"vmstat": 1}])
-    monkeypatch.setattr(kernel_watch, "oom_kills", lambda: next(counts))
+    monkeypatch.setattr(oom, "oom_kills", lambda: next(counts))
     t0 = time.perf_counter()
     assert workers.run_jobs(die_on_marker, jobs, 1) == {jobs[0]: workers.DIED_NOT_OOM}  # a kill -9: not memory
     assert time.perf_counter() - t0 < 10

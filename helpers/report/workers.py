@@ -111,11 +111,11 @@ def _drain(pool, fn, jobs: list, results: dict, limit_s: float | None = None) ->
 def run_jobs(fn, jobs: list, workers: int, limit_s: float | None = None) -> dict:
     """``{job: fn(job)}`` over ``workers`` spawned processes; a job whose worker died gets ``DIED*``, one that ran
     longer than ``limit_s`` seconds ``too_slow(limit_s)`` (the others go on in a fresh pool)."""
-    from helpers.runner.kernel_watch import killed_by_oom, oom_kills
+    from helpers.measure import oom
 
     ctx = mp.get_context("spawn")
     results: dict = {}
-    oom_before = oom_kills()  # a worker that died is called out of memory only when the OOM killer counted it
+    oom_before = oom.oom_kills()  # a worker that died is called out of memory only when the OOM killer counted it
     todo, state = list(jobs), "slow"
     while todo and state == "slow":  # each round ends at least one job: the one stopped at its limit
         pool = _pool(ctx, max(1, min(workers, len(todo))), len(todo))
@@ -134,11 +134,11 @@ def run_jobs(fn, jobs: list, workers: int, limit_s: float | None = None) -> dict
         pool[0].shutdown(wait=True)
     died = [j for j, why in results.items() if why == DIED]
     if died:
-        why = died_reason(killed_by_oom(oom_before, oom_kills()))
+        why = died_reason(oom.killed_by_oom(oom_before, oom.oom_kills()))
         results.update(dict.fromkeys(died, why))
     return results
 
 
 def died_reason(oom: bool | None) -> str:
-    """Why a worker died, as far as the OOM killer's counters tell (``kernel_watch.killed_by_oom``)."""
+    """Why a worker died, as far as the OOM killer's counters tell (``helpers.measure.oom.killed_by_oom``)."""
     return DIED_OOM if oom else DIED_NOT_OOM if oom is False else DIED
