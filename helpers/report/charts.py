@@ -190,7 +190,7 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
     names = [labeller(p[1]) for p in panels]
     if max((len(t) for ts in names for t in ts), default=0) > LONG_LABEL:  # long labels: one panel a row, so
         ncols = 1  # that no plot area is squeezed by them
-    heights = [max(1.1, 0.165 * len(p[1]) + 0.75) for p in panels]  # a bar a line of text
+    heights = [max(1.35, 0.165 * len(p[1]) + 0.9) for p in panels]  # a bar a line of text, room for title and axis
     fig, axes = grid(len(panels), heights, ncols=ncols)
     # one axis for every panel: a bar's length compares across workloads (its own range per panel hid 7x against 320x)
     drawn = pd.concat([p[1] for p in panels])

@@ -39,7 +39,7 @@ def plot_relative(rel):
     several = r["machine"].nunique() > 1
     cost_all = r["cost × base (preemptible)"].fillna(r["cost × base (on-demand)"])
     tlim, clim = _limits(r["time × base"]), _limits(cost_all)
-    fig, axes = grid(2 * len(panels), [h for _, sub in panels for h in [0.17 * len(sub) + 0.8] * 2], ncols=2)
+    fig, axes = grid(2 * len(panels), [h for _, sub in panels for h in [0.2 * len(sub) + 1.0] * 2], ncols=2)
     for i, (wl, sub) in enumerate(panels):
         a1, a2 = axes[2 * i], axes[2 * i + 1]
         y = np.arange(len(sub))

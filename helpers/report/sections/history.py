@@ -44,8 +44,9 @@ def plot_history(df, records_by_path: dict):
                 a1.plot(range(1, len(loss) + 1), loss, label=lab, **look)
             if isinstance(acc, list) and acc:
                 a2.plot(range(1, len(acc) + 1), acc, label=lab, **look)
-        a1.set_title(f"{wl}: loss by epoch", fontsize=9, fontweight="bold")  # the axis's name in the title: the
-        a2.set_title(f"{wl}: accuracy by epoch", fontsize=9, fontweight="bold")  # key sits right under the ticks
+        short = wl if len(wl) <= 22 else wl[:21] + "…"  # four panels a row: a title never runs into the next one
+        a1.set_title(f"{short}: loss by epoch", fontsize=9, fontweight="bold")  # the axis's name in the title: the
+        a2.set_title(f"{short}: accuracy by epoch", fontsize=9, fontweight="bold")  # key sits right under the ticks
         for a in (a1, a2):
             a.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
         if not a2.get_legend_handles_labels()[0]:  # a workload without accuracy: said, not an empty panel
