@@ -161,10 +161,11 @@ GRID2 = "points:\n  - workload: cnn_cifar10\n    backend: jax\n    device: cpu\n
 
 @pytest.fixture
 def fake_papermill(monkeypatch, tmp_path):
-    """``runner.main`` in this process with papermill's execution faked (no kernel: instant). The fake writes the
-    record and the notebook a real run writes; ``state["calls"]`` lists the parameters of every notebook run, in
-    order; ``state["behaviour"]`` makes it fail as a full disk (``"notebook disk full"``) or a SIGTERM right after
-    the record (``"sigterm after finish"``) would. Yields (state, outputs); SIGTERM and SIGINT restored after."""
+    """``runner.main`` in this process with papermill's execution faked (no kernel: instant). The fake stages the record
+    (``writer.keep``) and writes the notebook a real run writes; ``state["calls"]`` lists the parameters of every
+    notebook run, in order; ``state["behaviour"]`` makes it fail as a full disk (``"notebook disk full"``) or a SIGTERM
+    right after the record (``"sigterm after finish"``) would. Yields (state, outputs); SIGTERM and SIGINT restored
+    after."""
     import errno
     import signal
 
@@ -191,7 +192,9 @@ def fake_papermill(monkeypatch, tmp_path):
         rec.update(status="ok", started_at=f"2026-01-01T00:00:{n:02d}", fingerprint={"host": "h"},
                    first_epoch_s=2.0, epoch_s=[1.0], median_epoch_s=1.0, samples_per_s=100.0,
                    notebook=str((kw.get("kernel_env") or {}).get("CGB_EXECUTED_NOTEBOOK", "")))
-        write_atomic(Path(parameters["output_dir"]) / record_name(parameters, parameters["point_id"]), rec)
+        staged = (kw.get("kernel_env") or {}).get(writer.STAGE_ENV)  # as writer.keep: staged for the runner
+        write_atomic(Path(staged) if staged else
+                     Path(parameters["output_dir"]) / record_name(parameters, parameters["point_id"]), rec)
         text = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]))
         how = state["behaviour"]
         if how == "notebook disk full":

@@ -331,7 +331,7 @@ def test_full_disk_stops_cleanly_with_status_4_and_consistent_records(in_process
     state, gridfile, outputs = in_process_runner
     if where == "notebook":
         state["behaviour"] = "notebook disk full"
-    elif where == "record":  # the runner's own rewrite of the record hits the full disk
+    elif where == "record":  # the runner's one write of the record hits the full disk
         def full(path, data):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         monkeypatch.setattr(writer, "write_atomic", full)
@@ -361,7 +361,7 @@ def test_sigterm_right_after_finish_leaves_no_record_that_resume_trusts(in_proce
     state["behaviour"] = "sigterm after finish"
     assert runner.main([str(gridfile), "--no-report"]) == 130
     out = capsys.readouterr().out
-    assert "set aside" in out and "runs again on resume" in out
+    assert "the record its notebook had made is not written" in out and "runs again on resume" in out
     assert read_records([outputs / "runs"])[0] == [] and notebook.done_point_ids(outputs / "runs") == set()
     state["behaviour"] = "ok"
     assert runner.main([str(gridfile), "--no-report"]) == 0

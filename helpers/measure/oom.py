@@ -1,4 +1,4 @@
-"""The OOM killer's own counters (issue 48): whether a process killed with SIGKILL was killed for memory, told
+"""The OOM killer's own counters: whether a process killed with SIGKILL was killed for memory, told
 apart from a ``kill -9`` sent by someone else (a scheduler, a user). Read by the runner's kernel watcher
 (``helpers.runner.kernel_watch``) and the report's page workers (``helpers.report.workers``)."""
 

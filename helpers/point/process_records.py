@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 
 from helpers.measure.timing import steady_figures
@@ -30,28 +31,30 @@ def finish_processes(point) -> dict:
     rec = point.record
     rec.update(status="ok", reason=None, duration_s=round(time.perf_counter() - point.t_start, 3))
     name = process_record_name(rec, pid)
-    point.path = writer.write_atomic(own / name, rec)
+    point.path = writer.write_record(rec, own, name=name)
     print(f"process {pid} record: {point.path}")
-    if pid:  # where the point's record goes, a pointer (written before the gather, so on a folder the
-        # processes share process 0's merged record, written after it, replaces it)
-        stub = empty_record(point.params, point.point_id)
-        stub.update(status="skipped", process_id=pid, fingerprint=rec.get("fingerprint"),
-                    started_at=point.started_at, duration_s=rec["duration_s"],
-                    reason=f"process {pid} of {point.dist.hosts}: its figures are in process 0's merged record "
-                           f"(its own record: {PROCESS_FOLDER}/{name})")
-        writer.write_record(stub, own.parent)
     records = gather(rec)
     # every process leaves JAX's runtime here, together: a coordinator whose kernel ended first (the notebook's
     # later cells are quicker on one process) would take the runtime down under the others (SIGABRT)
     leave()
     if pid:
+        # where the point's record goes, a pointer, on a host whose folder process 0 does not share (process 0's own
+        # record, written before the gather, is not in it): the point's record is written once, by process 0
+        shared = (own / process_record_name(records[0], 0)).exists()
+        stub = empty_record(point.params, point.point_id)
+        stub.update(status="skipped", process_id=pid, fingerprint=rec.get("fingerprint"), shared_folder=shared,
+                    started_at=point.started_at, duration_s=rec["duration_s"],
+                    reason=f"process {pid} of {point.dist.hosts}: its figures are in process 0's merged record "
+                           f"(its own record: {PROCESS_FOLDER}/{name})")
+        if not shared or os.environ.get(writer.STAGE_ENV):  # a runner started this process: it decides
+            writer.keep(stub, own.parent)
         return rec
     merged = merge(records)
     merged["duration_s"] = round(time.perf_counter() - point.t_start, 3)
     merged["process_records"] = [  # on each process's host, beside its point's record
         f"{PROCESS_FOLDER}/{process_record_name(r, i)}" for i, r in enumerate(records)]
     point.record = merged
-    point.path = writer.write_record(merged, point.folder)
+    point.path = writer.keep(merged, point.folder)
     print(f"record (merged from {len(records)} processes): {point.path}; "
           f"{merged.get('samples_per_s') or 0:.0f} samples/s over every process")
     return merged

@@ -96,7 +96,7 @@ class Point:
                            duration_s=round(time.perf_counter() - self.t_start, 3))
         if self.record.get("fingerprint") is None:
             self.record["fingerprint"] = fingerprint()
-        self.path = writer.write_record(self.record, self.folder)
+        self.path = writer.keep(self.record, self.folder)
         return self.record
 
     def skip(self, reason: str):

@@ -1,7 +1,14 @@
 """Writing a record: JSON-safe values, written atomically (temp file, fsync, rename) with the process's file mode.
 
-    write_record(record, folder)   # checks the keys and status, names the file (``ids.record_name``)
-    write_atomic(path, data)       # any JSON file the suite writes beside its records
+    write_record(record, folder)   # THE writer of records: checks keys and status, names the file (``ids.record_name``)
+    write_atomic(path, data)       # any other JSON file the suite writes (never one under a ``records/`` folder)
+    keep(record, folder)           # a kernel's record: staged for the runner that started it, else write_record
+
+``write_record`` is the only code that writes a file under a ``records/`` folder (tests/test_record_writes.py follows
+every process of a run and fails on any other writer, and on a record written twice). A point run by the runner is
+written once, by the runner, after its kernel ended: the kernel *stages* its record (``stage``: a hidden file beside
+the executed notebook, named in ``$CGB_RECORD_STAGE``) and the runner adds its own facts (wall time, notebook,
+repeat, configuration) before the one write. A notebook run by hand (JupyterLab, papermill) writes its record itself.
 """
 
 from __future__ import annotations
@@ -69,10 +76,28 @@ def write_atomic(path: Path, data: dict) -> Path:
     return path
 
 
-def write_record(record: dict, folder: Path) -> Path:
+STAGE_ENV = "CGB_RECORD_STAGE"  # set by the runner in its kernel's environment: where the kernel stages its record
+
+
+def keep(record: dict, folder: Path) -> Path:
+    """A kernel's record: handed to the runner that started it (``$CGB_RECORD_STAGE``: the runner writes it, once,
+    with its own facts), else, run by hand, written here (``write_record``)."""
+    staged = os.environ.get(STAGE_ENV)
+    if staged:
+        return write_atomic(Path(staged), _checked(record))
+    return write_record(record, folder)
+
+
+def _checked(record: dict) -> dict:
     missing = [k for k in REQUIRED_KEYS if k not in record]
     if missing:
         raise KeyError(f"record lacks keys {missing}")
     if record["status"] not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, not {record['status']!r}")
-    return write_atomic(Path(folder) / record_name(record["params"], record["point_id"]), record)
+    return record
+
+
+def write_record(record: dict, folder: Path, name: str | None = None) -> Path:
+    """Write ``record`` under ``folder`` (``name``: the file name, else ``ids.record_name``), atomically."""
+    _checked(record)
+    return write_atomic(Path(folder) / (name or record_name(record["params"], record["point_id"])), record)

@@ -21,7 +21,6 @@ import uuid
 from pathlib import Path
 
 from helpers.exits import Exit
-from helpers.record import writer
 from helpers.runner import plan as _plan
 from helpers.runner import processes as _local_launch
 from helpers.runner import progress as _progress
@@ -118,8 +117,7 @@ def run_grid(args, prep: Prepared) -> Exit:
                     continue
                 fields = {"repeat": p["_repeat"], "config_id": p["_config_id"], **fleet.fields()}
                 if prep.reasons[i]:
-                    rec = {**skip_without_kernel(p, run_dir, prep.reasons[i]), **fields}
-                    writer.write_record(rec, run_dir / "records")
+                    rec = skip_without_kernel(p, run_dir, prep.reasons[i], fields)
                 else:
                     title = f"{head}  running for over {_progress.LIVE_AFTER_S:g} s:"
                     engine.sink = LiveEpochs(log, title=title).start()

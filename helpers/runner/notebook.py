@@ -4,10 +4,12 @@
     done = done_point_ids(out_root / "runs")                         # complete points only
 
 The kernel and the engine (``engine = register_engine()``) are ``engine.py``.
-A point is *complete* when its record has the runner's own fields (``wall_s``) and, when ok, its executed
-notebook is there and whole. The notebook is executed to a hidden temporary file and renamed once
-papermill has written it; the record is rewritten last. A record the notebook wrote before an interrupt
-or a write failure is set aside (a hidden ``.<name>.incomplete``): no reader and no resume sees it.
+The record is written once, last, by the runner (``writer.write_record``): the kernel stages the record it made
+(``writer.keep``, a hidden file beside the executed notebook) and the runner adds its own facts (wall time,
+notebook, repeat, configuration) before that one write. The notebook is executed to a hidden temporary file and
+renamed once papermill has written it. An interrupt or a write failure leaves no record (the point runs again).
+A point is *complete* when its record has the runner's own fields (``wall_s``: a folder of an older suite could
+hold a record its notebook wrote before an interrupt) and, when ok, its executed notebook is there and whole.
 """
 
 from __future__ import annotations
@@ -74,14 +76,17 @@ def notebook_params(p: dict) -> dict:
 
 
 def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log,
-              price_profile: str | None = None, record_fields: dict | None = None) -> dict:
-    """Execute one point's notebook; return its record (written by the notebook or, on a crash, here).
+              price_profile: str | None = None, record_fields: dict | None = None, kernel_env: dict | None = None,
+              write: bool = True) -> dict:
+    """Execute one point's notebook; write its record (the kernel's, staged, or on a crash one made here) and
+    return it.
 
     The notebook is executed to a hidden temporary file and renamed once papermill has written it whole;
-    the record is rewritten last with the runner's fields. On an interrupt, or when nothing more can be
-    written (``CannotWrite``), a record the notebook had already written is set aside: record, notebook and
-    resume stay consistent (the point runs again). ``record_fields`` go into the record as they are (the
-    runner's ``repeat`` and ``config_id``)."""
+    the record is written last, once, with the runner's fields. On an interrupt, or when nothing more can be
+    written (``CannotWrite``), no record is written: record, notebook and resume stay consistent (the point
+    runs again). ``record_fields`` go into the record as they are (the runner's ``repeat`` and ``config_id``);
+    ``kernel_env``: more of the kernel's environment (never this process's); ``write=False``: the caller writes
+    the record (``processes.run``: a point of several processes, its processes' parts added first)."""
     import papermill as pm
 
     params = notebook_params(p)
@@ -92,7 +97,10 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     nb_out = run_dir / "notebooks" / f"{stem}.ipynb"
     nb_tmp = nb_out.with_name(f".{nb_out.stem}.partial.ipynb")
     rec_path = run_dir / "records" / f"{stem}.json"
-    facts = {"CGB_EXECUTED_NOTEBOOK": str(nb_out), "CGB_KERNEL_STDERR": str(nb_out.with_suffix(".stderr.log")),
+    staged = nb_out.with_name(f".{stem}.{os.getpid()}.record.json")  # the kernel's record, for the runner to write
+    staged.unlink(missing_ok=True)
+    facts = {**(kernel_env or {}), writer.STAGE_ENV: str(staged),
+             "CGB_EXECUTED_NOTEBOOK": str(nb_out), "CGB_KERNEL_STDERR": str(nb_out.with_suffix(".stderr.log")),
              # no timing window (min_steady_s) extends past this: the timeout less a margin for the record and plots
              "CGB_POINT_DEADLINE": str(time.time() + timeout_s - min(60.0, 0.2 * timeout_s))}
     cleared, env_kept = inherited(), kept()  # what the kernel launcher removes / keeps
@@ -104,10 +112,9 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
 
     def abandon(why: str) -> None:
         nb_tmp.unlink(missing_ok=True)
-        aside = set_aside(rec_path)
-        if aside is not None:
-            log(f"  {why}: the record its notebook had written was set aside ({aside.name}); "
-                "the point runs again on resume")
+        if staged.exists():
+            staged.unlink(missing_ok=True)
+            log(f"  {why}: the record its notebook had made is not written; the point runs again on resume")
 
     watchdog = threading.Timer(timeout_s, on_timeout)
     watchdog.daemon = True
@@ -134,7 +141,7 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
             raise CannotWrite(cannot_write(error))
         if nb_tmp.exists():
             os.replace(nb_tmp, nb_out)  # papermill wrote it whole (also after a failed cell)
-        rec, why = read_json_file(rec_path) if rec_path.exists() else (None, None)
+        rec, why = read_json_file(staged) if staged.exists() else (None, None)
         if why is not None or not isinstance(rec, dict):
             rec = None
         ename = getattr(error, "ename", type(error).__name__ if error else None)
@@ -164,7 +171,9 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
         rec["wall_s"] = round(wall, 3)
         if rec.get("duration_s") is None:
             rec["duration_s"] = round(wall, 3)
-        writer.write_atomic(rec_path, rec)
+        if write and not rec.get("shared_folder"):  # shared_folder: process 0 of its point writes the record
+            writer.write_record(rec, rec_path.parent, name=rec_path.name)
+        staged.unlink(missing_ok=True)
         finished = True
     except KeyboardInterrupt:  # Ctrl-C / SIGTERM: no orphan kernel, no record that looks complete
         if not finished:
@@ -183,12 +192,12 @@ def run_point(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log
     return {**rec, "_path": str(rec_path)}
 
 
-def skip_without_kernel(p: dict, run_dir: Path, reason: str) -> dict:
+def skip_without_kernel(p: dict, run_dir: Path, reason: str, record_fields: dict | None = None) -> dict:
     """A ``skipped`` record for a point that cannot run here, written without starting a kernel."""
     params = notebook_params(p)
     params["output_dir"] = str(run_dir / "records")
     rec = empty_record(params, p["point_id"])
     rec.update(status="skipped", reason=reason, fingerprint=fingerprint(), wall_s=0.0, duration_s=0.0,
-               started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+               started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **(record_fields or {}))
     writer.write_record(rec, run_dir / "records")
     return rec

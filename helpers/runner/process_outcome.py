@@ -2,7 +2,7 @@
 and when one did not finish, the cause (which process ended first, and why) and no figure
 (``process_records.strip_figures``: a figure needs every process's part).
 
-    rec = outcome(rec, n, workers, ended, first_bad, t_done, slices, stopped)   # rewritten in place
+    rec = outcome(rec, n, workers, ended, first_bad, t_done, slices, stopped)   # completed, then written (once)
     exit_text(code)                                                           # "signal SIGKILL", "exit status 1"
 """
 
@@ -38,7 +38,7 @@ def outcome(rec: dict, n: int, workers: dict, ended: dict, first_bad: list, t_do
     rec["launch_processes"] = parts  # each process the runner started: its GPUs, exit, notebook and log
     bad = [q for q in parts[1:] if q["exit"] != 0]
     if rec.get("status") == "ok" and not bad:
-        return _rewrite(rec)
+        return _write(rec)
     # the cause: a process whose kernel was killed (the others then fail on a closed connection), else the first
     # process that ended badly before process 0 was done, else process 0
     killed = [q for q in parts[1:] if q["exit"] and q["status"] != "stopped"
@@ -60,12 +60,13 @@ def outcome(rec: dict, n: int, workers: dict, ended: dict, first_bad: list, t_do
     rec.update(status=status, reason=(cause + "; the other processes were stopped, and the point has no figure (it "
                                       "needs every process's)")[:2000])
     strip_figures(rec)
-    return _rewrite(rec)
+    return _write(rec)
 
 
-def _rewrite(rec: dict) -> dict:
-    path = rec["_path"]
-    writer.write_atomic(Path(path), {k: v for k, v in rec.items() if k != "_path"})
+def _write(rec: dict) -> dict:
+    path = Path(rec["_path"])
+    if not rec.get("shared_folder"):
+        writer.write_record({k: v for k, v in rec.items() if k != "_path"}, path.parent, name=path.name)
     return rec
 
 

@@ -28,7 +28,6 @@ from pathlib import Path
 
 from helpers.paths import PROJECT_ROOT, workload_notebook
 from helpers.point import launcher as _launch
-from helpers.record import writer
 from helpers.record.ids import record_name
 from helpers.runner.process_outcome import exit_text, outcome
 
@@ -74,9 +73,7 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
         return run_point(engine, p, run_dir, kernel, timeout_s, log, price_profile, record_fields=record_fields)
     slices, why = gpu_slices(p)
     if why:
-        rec = {**skip_without_kernel(p, run_dir, why), **(record_fields or {})}
-        writer.write_record(rec, run_dir / "records")
-        return rec
+        return skip_without_kernel(p, run_dir, why, record_fields)
     params = notebook_params(p)
     params.update(point_id=p["point_id"], output_dir=str(run_dir / "records"))
     stem = record_name(params, p["point_id"])[:-5]
@@ -127,18 +124,12 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
             done.wait(POLL_S)
 
     watcher = threading.Thread(target=watch, daemon=True)
-    saved = {k: os.environ.get(k) for k in env_of(0)}
-    os.environ.update(env_of(0))
     watcher.start()
     rec = None
-    try:
-        rec = run_point(engine, p, run_dir, kernel, timeout_s, log, price_profile, record_fields=record_fields)
+    try:  # process 0: the runner's own kernel, its record written by ``outcome`` with every process's part
+        rec = run_point(engine, p, run_dir, kernel, timeout_s, log, price_profile, record_fields=record_fields,
+                        kernel_env=env_of(0), write=False)
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         t_end = time.time()
         if rec is not None and not first_bad:  # the others end their part themselves (ok), or say why they failed
             wait_s = AFTER_S if rec.get("status") == "ok" else PEER_S

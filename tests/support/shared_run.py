@@ -16,7 +16,7 @@ from pathlib import Path
 from helpers.paths import PROJECT_ROOT
 from helpers.point import device
 
-from . import FAST_XLA, POINT_ENV
+from . import FAST_XLA, POINT_ENV, record_audit
 from .fixtures import write_fixtures
 
 BACKENDS = [b for b in ("jax", "torch", "tensorflow") if device.backend_installed(b)]
@@ -82,6 +82,9 @@ class SharedRun:
         self.outputs = root / "outputs"
         # behaviour, not speed: XLA's cheapest code generation in the JAX kernels (kept through the kernel's clean-up)
         self.env = {"KERAS_HOME": str(root / "keras_home"), "CGB_OFFLINE": "1", **FAST_XLA, "CGB_KEEP_ENV": "XLA_FLAGS"}
+        # every write into a records folder, by any process of the run, logged (support/record_audit)
+        self.audit = root / "record_writes.jsonl"
+        self.env.update(record_audit.environment(self.audit))
         self.shards: dict[int, subprocess.CompletedProcess] = {}
         self._report = self._again = None
 
