@@ -26,7 +26,7 @@ def _host_calibrated_once():
     from helpers.measure import calibration
 
     if calibration.reusable() is None:
-        calibration.export(calibration.measure())
+        os.environ.update(calibration.export(calibration.measure()))
     yield
 
 

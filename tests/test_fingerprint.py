@@ -86,14 +86,14 @@ def test_this_machines_cpu_is_recorded_and_the_machine_key_is_unchanged(monkeypa
     machine.machine_key.cache_clear()
     before = machine.machine_key()
     machine.machine_key.cache_clear()
-    calibration.export({"dispatch_mcalls_per_s": 1.0, "when": "x"})
+    other = calibration.export({"dispatch_mcalls_per_s": 1.0, "when": "x"})
+    monkeypatch.setenv(calibration.ENV, other[calibration.ENV])
     monkeypatch.setattr(F, "boot_id", lambda path=boot.BOOT_ID: "0123456789ab")
     try:
         assert machine.machine_key() == before
         assert "0123456789ab" not in before and not (fp["boot_id"] and fp["boot_id"] in before)
         assert "0123456789ab" not in F.machine_key()
     finally:
-        calibration.export(None)
         machine.machine_key.cache_clear()
 
 
@@ -172,9 +172,10 @@ def test_calibration_measures_positive_figures_quickly_and_travels_through_the_e
     assert cal["when"].endswith("+00:00") and cal["dispatch_calls"] == calibration.DISPATCH_CALLS
     monkeypatch.delenv(calibration.ENV, raising=False)
     assert calibration.from_env() is None
-    calibration.export(cal)
+    monkeypatch.setenv(calibration.ENV, calibration.export(cal)[calibration.ENV])
     assert calibration.from_env() == json.loads(json.dumps(cal)) and F.fingerprint()["calibration"] == cal
-    calibration.export(None)
+    assert calibration.export(None) == {}
+    monkeypatch.delenv(calibration.ENV)
     assert calibration.ENV not in os.environ and F.fingerprint()["calibration"] is None
     for bad in ("{not json", "[1, 2]", "3"):
         monkeypatch.setenv(calibration.ENV, bad)

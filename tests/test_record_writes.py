@@ -62,3 +62,18 @@ def test_the_audit_catches_a_record_written_by_other_code(tmp_path):
     log.write_text("".join(line + "\n" for line in log.read_text().splitlines() if "by_hand" not in line))
     with pytest.raises(AssertionError, match="written more than once"):
         assert_one_writer_each_record_once(log, [tmp_path])
+
+
+def test_the_record_type_names_every_key_a_record_must_have():
+    from helpers.record.schema import REQUIRED_KEYS, SCHEMA, Record, empty_record
+    from helpers.record.writer import write_record
+
+    runner_keys = ["wall_s", "repeat", "config_id"]
+    assert list(Record.__annotations__) == [*REQUIRED_KEYS, *runner_keys]
+    rec = empty_record({"workload": "mlp_mnist", "backend": "jax", "device": "cpu"}, "abc")
+    assert rec["schema"] == SCHEMA and set(rec) >= set(REQUIRED_KEYS)
+    with pytest.raises(ValueError, match="status must be one of"):
+        write_record(rec, Path("/nonexistent"))  # status still None: refused before anything is written
+    del rec["history"]
+    with pytest.raises(KeyError, match="history"):
+        write_record({**rec, "status": "ok"}, Path("/nonexistent"))

@@ -1,7 +1,7 @@
 """A short host calibration, measured once per run: how fast this host is today, in two figures.
 
     cal = measure()          # {'dispatch_mcalls_per_s': 14.2, 'matmul_gflops_all': 180.0, ...}, ~1-3 s
-    export(cal)              # os.environ["CGB_CALIBRATION"] = JSON: the kernels of this run inherit it
+    export(cal)              # {"CGB_CALIBRATION": JSON}: the runner gives it to each kernel of the run
     reusable()               # the exported one when this boot measured it within the hour (a parent run's), or None
     from_env()               # in a kernel: the dict (None when unset or not valid JSON)
     python -m helpers.measure.calibration   # measure and print it
@@ -143,12 +143,9 @@ def reusable(now: dt.datetime | None = None) -> dict | None:
     return cal if 0 <= age <= REUSE_S else None
 
 
-def export(d: dict | None) -> None:
-    """Put ``d`` in this process's environment as JSON (``ENV``): kernels started after inherit it."""
-    if d is None:
-        os.environ.pop(ENV, None)
-    else:
-        os.environ[ENV] = json.dumps(d, sort_keys=True)
+def export(d: dict | None) -> dict:
+    """``d`` as the environment variable (``ENV``, JSON) a kernel reads it from (``from_env``); empty for None."""
+    return {} if d is None else {ENV: json.dumps(d, sort_keys=True)}
 
 
 def from_env() -> dict | None:

@@ -35,6 +35,8 @@ of records back: ``helpers.record.reader``.
 
 from __future__ import annotations
 
+from typing import Any, Literal, TypedDict
+
 from helpers.record.check import problem as _problem
 
 SCHEMA = 4
@@ -47,8 +49,44 @@ REQUIRED_KEYS = ("schema", "point_id", "workload", "backend", "device", "device_
                  "notebook")
 
 
-def empty_record(params: dict, pid: str) -> dict:
-    rec = {k: None for k in REQUIRED_KEYS}
+class Record(TypedDict, total=False):
+    """The record's type: the keys every record has (``REQUIRED_KEYS``, None where a figure was not measured) and the
+    runner's own. Further keys (utilisation details, energy, FLOPs, distribution) are listed in the docstring above and
+    in docs/protocol.md; ``helpers.record.check`` bounds what any key may hold."""
+    schema: int
+    point_id: str
+    workload: str
+    backend: Literal["jax", "torch", "tensorflow"]
+    device: Literal["cpu", "gpu"]
+    device_used: str | None
+    status: Literal["ok", "failed", "skipped"]
+    reason: str | None
+    params: dict[str, Any]
+    data_source: str | None
+    n_train: int | None
+    batch_size: int | None
+    epochs: int | None
+    first_epoch_s: float | None
+    epoch_s: list[float]
+    median_epoch_s: float | None
+    step_s: float | None
+    samples_per_s: float | None
+    history: dict[str, list[float]]
+    utilisation: dict[str, Any]
+    energy_j_per_epoch: float | None
+    fingerprint: dict[str, Any] | None
+    started_at: str | None
+    duration_s: float | None
+    notebook: str | None
+    # the runner's, added before the record's one write
+    wall_s: float
+    repeat: int
+    config_id: str
+
+
+def empty_record(params: dict, pid: str) -> Record:
+    """A record of ``params`` with every key of ``REQUIRED_KEYS`` and no figure (``status`` still None)."""
+    rec: Record = {k: None for k in REQUIRED_KEYS}  # type: ignore[assignment]
     rec.update(schema=SCHEMA, point_id=pid, workload=params.get("workload"),
                backend=params.get("backend"), device=params.get("device"), params=dict(params),
                n_train=params.get("n_train"), batch_size=params.get("batch_size"),

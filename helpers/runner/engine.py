@@ -4,7 +4,9 @@
     engine = register_engine()                           # papermill's engine "cgb", its running client exposed
     kill_kernel(engine)                                  # the watchdog's (and an interrupt's) way out
 
-Kernels start through ``kernel_launcher`` (thread variables cleared, an empty IPython profile).
+Kernels start through ``kernel_launcher`` (thread variables cleared, an empty IPython profile). What a run tells
+every kernel it starts (its IPython profile folder, the host calibration, the GPUs' idle power) is kept in
+``RUN_FACTS`` and given to each kernel's environment (``kernel_env``), never set in the runner's own.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from helpers.paths import CODE_ROOT
 
 KERNEL_NAME = "cgb-python"
+RUN_FACTS: dict[str, str] = {}  # this run's facts for every kernel it starts (name -> text): ``kernel_env`` adds them
 
 
 def install_kernelspec(root: Path) -> str:
@@ -47,8 +50,9 @@ def install_kernelspec(root: Path) -> str:
 
 
 def kernel_env(facts: dict) -> dict:
-    """The environment a point's kernel starts with: this process's, plus ``facts`` (name -> text)."""
-    return {**os.environ, **facts}
+    """The environment a point's kernel starts with: this process's, the run's (``RUN_FACTS``), then the point's
+    ``facts`` (name -> text)."""
+    return {**os.environ, **RUN_FACTS, **facts}
 
 
 def register_engine():

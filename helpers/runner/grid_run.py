@@ -12,7 +12,6 @@ full disk or a read-only folder stops the run cleanly (``Exit.CANNOT_WRITE``); t
 from __future__ import annotations
 
 import datetime as dt
-import os
 import signal
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from helpers.exits import Exit
 from helpers.runner import plan as _plan
 from helpers.runner import processes as _local_launch
 from helpers.runner import progress as _progress
-from helpers.runner.engine import install_kernelspec, register_engine
+from helpers.runner.engine import RUN_FACTS, install_kernelspec, register_engine
 from helpers.runner.notebook import skip_without_kernel
 from helpers.runner.orphans import set_aside_orphans
 from helpers.runner.outputs import CannotWrite, acquire_lock, cannot_write, cannot_write_message
@@ -61,7 +60,7 @@ def run_grid(args, prep: Prepared) -> Exit:
         return Exit.CANNOT_WRITE
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)  # also where the parent left SIGINT ignored (a background job)
-    os.environ["CGB_KERNEL_IPYTHONDIR"] = str(run_dir / ".ipython")  # kernels: an empty IPython profile
+    RUN_FACTS["CGB_KERNEL_IPYTHONDIR"] = str(run_dir / ".ipython")  # kernels: an empty IPython profile
     engine = streaming_engine(register_engine())
 
     def log(msg: str) -> None:
@@ -183,6 +182,6 @@ def report_only(args, prep: Prepared) -> Exit:
     with tempfile.TemporaryDirectory(prefix="cgb-report-") as tmp:
         work = Path(tmp)
         kernel = install_kernelspec(work / ".jupyter")
-        os.environ["CGB_KERNEL_IPYTHONDIR"] = str(work / ".ipython")  # the kernel: an empty IPython profile
+        RUN_FACTS["CGB_KERNEL_IPYTHONDIR"] = str(work / ".ipython")  # the kernel: an empty IPython profile
         failed = report_after_run(args, out_root, work, kernel, register_engine(), lambda msg: print(msg, flush=True))
     return Exit.OK if failed is None else failed

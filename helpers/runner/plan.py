@@ -18,6 +18,7 @@ from helpers import grid as _grid
 from helpers.params import LATER_DEFAULTS
 from helpers.record.ids import point_id
 from helpers.record.reader import read_records
+from helpers.runner.engine import RUN_FACTS
 from helpers.runner.notebook import is_complete, notebook_params
 from helpers.workloads import contents
 
@@ -149,7 +150,7 @@ def run_setup(log, gpu: bool) -> None:
     cal = calibration.reusable()
     how = f"measured by an earlier run of this boot at {cal['when']}" if cal else ""
     cal = cal or calibration.measure()
-    calibration.export(cal)
+    RUN_FACTS.update(calibration.export(cal) or {})
     log(f"host calibration: {cal.get('dispatch_mcalls_per_s')} M Python calls/s, matmul "
         f"{cal.get('matmul_gflops_1thread')} GFLOP/s on 1 thread, {cal.get('matmul_gflops_all')} on "
         f"{cal.get('matmul_threads')} ({how or str(cal.get('seconds')) + ' s'})")
@@ -162,6 +163,6 @@ def run_setup(log, gpu: bool) -> None:
 
         idle = measure_gpus_idle(1.0)
         if idle:
-            os.environ[IDLE_ENV] = json.dumps(idle)
+            RUN_FACTS[IDLE_ENV] = json.dumps(idle)
             log("GPU idle power: " + ", ".join(f"{w:.0f} W" for w in idle["per_gpu_w"].values())
                 + f" (energy counter, {idle['window_s']:.1f} s, before any point)")

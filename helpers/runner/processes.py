@@ -29,6 +29,7 @@ from pathlib import Path
 from helpers.paths import PROJECT_ROOT, workload_notebook
 from helpers.point import launcher as _launch
 from helpers.record.ids import record_name
+from helpers.runner.engine import kernel_env
 from helpers.runner.process_outcome import exit_text, outcome
 
 POLL_S = 0.2
@@ -96,7 +97,7 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
                 "status": str(folder / f"{stem}-p{i}.status.json"), "pidfile": str(folder / f"{stem}-p{i}.kernel.pid"),
                 "timeout_s": timeout_s}
         (folder / f"{stem}-p{i}.spec.json").write_text(json.dumps(spec, indent=1))
-        env = {**os.environ, **env_of(i), "CGB_POINT_DEADLINE": str(deadline),
+        env = {**kernel_env(env_of(i)), "CGB_POINT_DEADLINE": str(deadline),
                "CGB_KERNEL_STDERR": str(folder / f"{stem}-p{i}.kernel.log")}
         out = open(folder / f"{stem}-p{i}.log", "w")  # noqa: SIM115 - closed below
         workers[i] = (subprocess.Popen([sys.executable, "-m", "helpers.runner.process_worker",
