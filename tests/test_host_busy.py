@@ -2,15 +2,18 @@
 busy time of the cores it was allowed; a run whose host was busier than itself by more than a quarter of those cores
 is marked host busy in its record, its progress line and the report, and left out of the configuration's figure
 while an unmarked run of it exists (marked where none does). The runner's start line warns when the machine is
-already loaded. Cheap: the measurement's own functions and a real busy loop for about a second, no kernel."""
+already loaded. Cheap: the measurement's own functions and a real busy loop for about a second, no kernel; and one
+real point (a tiny mlp_mnist on JAX, in a kernel the runner starts) on a core that a busy loop holds while it trains."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from support.records import _ctx, _rec
@@ -18,9 +21,12 @@ from support.records import _ctx, _rec
 from helpers.measure import host_load
 from helpers.measure.sampler import Sampler
 from helpers.point.record_figures import host_figures
+from helpers.record.ids import notebook_path
 from helpers.report import csvs, sections
 from helpers.report.protocol import precision_marks
 from helpers.runner.progress import outcome
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SPIN = "import os, time\nos.sched_setaffinity(0, {%d})\nend = time.time() + 8\nwhile time.time() < end:\n    pass\n"
 
@@ -137,3 +143,102 @@ def test_a_point_of_several_processes_on_this_host_is_never_marked():
     assert rec["host_busy"] is False and "2 processes of this point" in rec["host_load"]["note"]
     host_figures(rec, sampler, [(0.0, 1.0), (1.0, 3.0)])
     assert rec["host_busy"] is True
+
+
+# ------------------------------------------------------------------ a real point on a busy core
+
+# A busy loop that waits for the point's training cell, then holds ``core`` with two spinning processes: started
+# through a shell that exits at once (not a child of the run, nor of this process), in a session (and process group,
+# so that one kill ends both) of its own. It spins from the moment papermill marks the ``pt.fit(`` cell running in
+# the executed notebook (papermill saves it as each cell starts): the kernel's start and imports run at full speed,
+# the timed window shares its core. ``spinning`` is touched when it starts; it gives up after 120 s whatever happens.
+WATCH_AND_SPIN = """import glob, json, os, sys, time
+core, pattern, flag = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+os.setsid()
+os.sched_setaffinity(0, {core})
+give_up = time.time() + 120
+
+
+def training(path):
+    try:
+        with open(path) as f:
+            cells = json.load(f)["cells"]
+    except (OSError, ValueError, KeyError):
+        return False  # not there yet, or caught half-written
+    return any("pt.fit(" in "".join(c.get("source", "")) and
+               c.get("metadata", {}).get("papermill", {}).get("status") in ("running", "completed") for c in cells)
+
+
+while time.time() < give_up and not any(training(p) for p in glob.glob(pattern)):
+    time.sleep(0.05)
+open(flag, "w").close()
+os.fork()
+while time.time() < give_up:
+    pass
+"""
+
+BUSY_GRID = """timeout_s: 300
+points:
+  - workload: mlp_mnist
+    backend: jax
+    device: cpu
+    batch_size: 50
+    n_train: 200
+    epochs: 2
+    min_steady_s: 0.6
+    data_source: synthetic
+"""
+
+
+@pytest.mark.xdist_group("timing")  # its busy loop holds a core for seconds: never beside a test that times something
+def test_a_real_point_on_a_core_held_by_a_busy_loop_is_marked_and_the_report_says_so(tmp_path, charts_not_drawn):
+    """One real CPU point (mlp_mnist on JAX, tiny, in a real papermill kernel started by ``./run_all.sh``) with the
+    runner, and so its kernel, pinned to one core, and a busy loop that is not the run's holding that core while
+    the point trains: the record is marked host busy (another process used more than a quarter of the one allowed
+    core over the timed window), the runner's progress line says HOST BUSY, and the report built from that record
+    says the run was measured on a busy host."""
+    from support import FAST_XLA
+    from support.shared_run import env_for
+
+    from helpers import report
+
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    core = min(os.sched_getaffinity(0))
+    outputs = tmp_path / "outputs"
+    grid = tmp_path / "busy.yaml"
+    grid.write_text(BUSY_GRID)
+    flag = tmp_path / "spinning"
+    pattern = str(outputs / "runs" / "*" / "notebooks" / ".*.partial.ipynb")  # the notebook papermill executes
+    out = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$0" "$1" "$2" "$3" >/dev/null 2>&1 & echo $!',
+                          WATCH_AND_SPIN, str(core), pattern, str(flag)], capture_output=True, text=True, check=True)
+    spinner = int(out.stdout.split()[0])  # its process group's id too (os.setsid)
+    try:
+        # behaviour, not speed: XLA's cheapest code generation in the kernel (kept through the kernel's clean-up)
+        env = env_for(outputs, **FAST_XLA, CGB_KEEP_ENV="XLA_FLAGS")
+        res = subprocess.run(["bash", str(ROOT / "run_all.sh"), "--current-python", str(grid), "--no-report"],
+                             capture_output=True, text=True, env=env, timeout=240,
+                             preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+    finally:
+        for kill in (lambda: os.killpg(spinner, signal.SIGKILL), lambda: os.kill(spinner, signal.SIGKILL)):
+            try:
+                kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-3000:]
+    assert flag.exists(), "the busy loop never saw the training cell start"
+    (path,) = outputs.glob("runs/*/records/*.json")
+    rec = json.loads(path.read_text())
+    load = rec["host_load"]
+    assert rec["status"] == "ok" and rec["device_used"] == "cpu", rec.get("reason")
+    assert rec["host_busy"] is True and load["allowed_cores"] == 1, load
+    assert load["others_cores"] > load["threshold_cores"] == 0.25, load
+    # the runner's progress line, and the executed notebook's output
+    (line,) = [s for s in res.stdout.splitlines() if s.startswith("[1/1] mlp_mnist jax/cpu")]
+    assert "  ok  " in line and "  HOST BUSY: other processes used " in line and "of its 1 allowed cores" in line, line
+    assert "host busy: other processes used" in notebook_path(rec, path).read_text()
+    # the report, from that record
+    ctx = report.build_context([outputs / "runs"], use_reference=False)
+    row = ctx.summary.iloc[0]
+    assert bool(row["host_busy"]) and "host busy: every run measured" in precision_marks(row)
+    assert "1 run(s) were measured on a busy host" in sections.build(sections.get("overview"), ctx)._repr_html_()

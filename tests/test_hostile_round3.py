@@ -4,7 +4,9 @@ Each test builds the report's context (``build_context``), every section's HTML 
 or the grid reader's own functions) and checks: every good record tabulated, the bad file listed with its reason,
 nothing raw that a page or a CSV must not carry, within ``BOUND_S``. Then the issue's smaller items: a slow notebook
 page (3), a conflicting copy, a .keras weights bomb, a SIGKILL's wording, a missing report.previous.html, a grid given
-twice. None starts a kernel or a browser; the index's workers run renderers of ``support/slow_page.py``.
+twice. None starts a browser; the index's workers run renderers of ``support/slow_page.py``, but for the slow page's
+real case: a crafted notebook beside good records through the runner's ``--report-only`` (the one test here that
+starts a kernel, the summary notebook's; its page limit lowered to 2 s through ``CGB_PAGE_LIMIT_S``).
 """
 
 from __future__ import annotations
@@ -369,8 +371,9 @@ def test_a_record_cannot_reprice_another_machine_of_the_same_host_name(tmp_path)
 
 def test_a_notebook_page_over_the_time_limit_is_replaced_and_the_rest_goes_on(tmp_path):
     """A page stopped at its limit (a tiny one here, and a renderer that never ends on one notebook: the real slow
-    case, a 1 MB markdown cell of brackets, takes minutes) becomes a page naming the limit; the others render, in
-    worker processes even though there are only three (the runner's own process never renders one)."""
+    case, a 1 MB markdown cell of brackets, takes hours; it has its own test below, through the runner) becomes a page
+    naming the limit; the others render, in worker processes even though there are only three (the runner's own
+    process never renders one)."""
     from support.slow_page import slow_on_marker
 
     from helpers.report import index
@@ -398,6 +401,131 @@ def test_a_notebook_page_over_the_time_limit_is_replaced_and_the_rest_goes_on(tm
     assert text.count("<a href=") == 3 and f"slow.ipynb</a> <i>({why})</i>" in text
     sources = json.loads((folder / index.PAGES / index.SOURCES).read_text())
     assert sorted(Path(k).stem for k in sources) == ["n0", "n1"]  # the slow one is tried again next time
+
+
+def _crafted_notebook(path: Path, cell: str) -> Path:
+    """An executed-looking notebook holding one markdown ``cell`` (and a code cell with its output)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell(cell),
+        nbformat.v4.new_code_cell("print('trained')", execution_count=1,
+                                  outputs=[nbformat.v4.new_output("stream", name="stdout", text="trained\n")])])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def _tree_peak_kb(proc, stop, peaks: dict) -> None:
+    """Until ``stop`` is set: every 0.1 s, the peak resident size (VmHWM) of ``proc`` and of each process it started
+    (a kernel, the index's workers), the largest seen of each kept in ``peaks`` (pid -> kB)."""
+    import psutil
+
+    try:
+        root = psutil.Process(proc.pid)
+    except psutil.Error:
+        return
+    while not stop.is_set():
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = []
+        for p in tree:
+            try:
+                with open(f"/proc/{p.pid}/status") as f:
+                    hwm = next(int(x.split()[1]) for x in f if x.startswith("VmHWM"))
+            except (OSError, StopIteration, ValueError):
+                continue
+            peaks[p.pid] = max(peaks.get(p.pid, 0), hwm)
+        stop.wait(0.1)
+
+
+def test_a_crafted_notebook_that_renders_for_hours_beside_good_records_costs_its_page_only(tmp_path):
+    """Issue 48, defect 3, for real: an executed notebook whose one markdown cell is 1 MB of ``[`` (nbconvert's
+    HTML export: ~3 s at 16 kB, ~35 s at 64 kB here, growing about quadratically: hours at 1 MB), beside good
+    records, through the runner's own ``--report-only`` (the summary notebook in a kernel, the report, the index
+    with its pages in workers) with the page limit at 2 s (``CGB_PAGE_LIMIT_S``): exit 0, every record in the
+    report's table, the crafted page replaced by one naming the limit and listed so in the index; the whole run
+    within 60 s, the run's processes at most 1 GB together. (That the other pages render meanwhile, in workers:
+    ``test_a_notebook_page_over_the_time_limit_is_replaced_and_the_rest_goes_on``; no good notebook here, whose
+    page could itself pass 2 s on a loaded 2-core machine.)"""
+    import threading
+
+    from helpers.report import index
+    from helpers.report.workers import too_slow
+
+    good, bad, out = tmp_path / "good", tmp_path / "bad", tmp_path / "out"
+    for i in range(2):
+        write_atomic(good / "records" / f"good{i}.json", _rec(i))
+    crafted = _crafted_notebook(bad / "notebooks" / "crafted.ipynb", "[" * 2**20)
+    assert 2**20 < crafted.stat().st_size < index.MAX_NOTEBOOK_BYTES  # rendered, not refused for its size
+    write_atomic(bad / "records" / "crafted.json", _rec(2, workload="mlp_mnist", notebook="../notebooks/crafted.ipynb"))
+    env = {**os.environ, "CGB_OUTPUTS": str(out), index.PAGE_LIMIT_ENV: "2"}
+    for k in ("CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR", "CGB_POINT_DEADLINE"):
+        env.pop(k, None)
+    peaks, stop = {}, threading.Event()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "helpers.runner", "--report-only", "--no-reference", "--inputs",
+                             str(good), str(bad)], cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    watch = threading.Thread(target=_tree_peak_kb, args=(proc, stop, peaks), daemon=True)
+    watch.start()
+    try:
+        said, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+        stop.set()
+        watch.join()
+    took = time.perf_counter() - t0
+    assert proc.returncode == 0, said[-4000:]
+    assert took <= 60.0, took
+    assert peaks and sum(peaks.values()) <= 2**20, peaks  # kB: every process's own peak, summed: at most 1 GB
+    # every record in the report's table (the crafted notebook's record is a good record too)
+    import csv
+
+    with open(out / "results.csv", newline="") as f:
+        assert sorted(row["point_id"] for row in csv.DictReader(f)) == GOOD + ["p2"]
+    report = unescape((out / "report.html").read_text())
+    assert "The report failed" not in report and "mlp_mnist" in report and "cnn_cifar10" in report
+    # the index: every record listed; the crafted page replaced by one naming the limit, and said so beside it
+    why = too_slow(2.0)
+    assert why == "not rendered: too slow (over 2 s)"
+    listing = (out / "index.html").read_text()
+    assert "Executed workload notebooks (3)" in listing and listing.count("no notebook recorded") == 2, listing
+    assert f"crafted.ipynb</a> <i>({why})</i>" in listing, listing
+    (page,) = (out / index.PAGES).rglob("*.html")
+    text = page.read_text()
+    assert page.stem == "crafted" and why in text and "Content-Security-Policy" in text and "[[[[" not in text
+    assert json.loads((out / index.PAGES / index.SOURCES).read_text()) == {}  # it is tried again next time
+
+
+def test_the_page_limit_comes_from_the_environment_and_a_bad_value_is_refused(tmp_path, monkeypatch, capsys):
+    from helpers.report import index
+
+    monkeypatch.delenv(index.PAGE_LIMIT_ENV, raising=False)
+    assert index.page_limit_s() == index.PAGE_LIMIT_S == 60.0
+    assert index.page_limit_s({index.PAGE_LIMIT_ENV: "2.5"}) == 2.5
+    assert index.page_limit_s({index.PAGE_LIMIT_ENV: " "}) == 60.0  # set but empty: the default
+    for bad, why in [("soon", "not a number"), ("0", "not a positive, finite number"),
+                     ("-3", "not a positive, finite number"), ("inf", "not a positive, finite number"),
+                     ("nan", "not a positive, finite number")]:
+        with pytest.raises(ValueError, match=f"CGB_PAGE_LIMIT_S='{bad}' is {why} of seconds"):
+            index.page_limit_s({index.PAGE_LIMIT_ENV: bad})
+    monkeypatch.setenv(index.PAGE_LIMIT_ENV, "0")
+    with pytest.raises(ValueError, match="CGB_PAGE_LIMIT_S='0'"):  # before any page is rendered or written
+        index.render_index([tmp_path], tmp_path / "index.html")
+    assert not (tmp_path / "index.html").exists() and not (tmp_path / index.PAGES).exists()
+    assert index.render_index([tmp_path], tmp_path / "index.html", limit_s=5.0).is_file()  # given: not read
+    # the runner refuses a bad value at its start, before anything runs (not after the grid, at the report)
+    from helpers.runner import cli
+
+    monkeypatch.setenv("CGB_OUTPUTS", str(tmp_path / "out"))
+    monkeypatch.setenv(index.PAGE_LIMIT_ENV, "soon")
+    assert cli.main(["--report-only", "--inputs", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "error: CGB_PAGE_LIMIT_S='soon' is not a number of seconds" in err and "nothing was run." in err
+    assert not (tmp_path / "out").exists()
 
 
 # ---- smaller: an outside SIGKILL is not called "out of memory"

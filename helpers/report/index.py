@@ -13,12 +13,19 @@ each), never in the caller's: a worker killed for memory costs its page only (``
 lost), and a page that takes longer than ``PAGE_LIMIT_S`` (a crafted notebook: nbconvert's markdown costs grow
 about quadratically with a cell's size) is stopped and replaced by a page saying "not rendered: too slow" with the
 limit; the rest of the index goes on.
+
+The limit is ``PAGE_LIMIT_S`` (60 s) unless the environment sets ``CGB_PAGE_LIMIT_S`` (``PAGE_LIMIT_ENV``) to
+another number of seconds, read each time the index is rendered (``page_limit_s``): a machine much slower than
+this one, or a test that must see the limit met in seconds. A value that is not a positive finite number is
+refused with a ``ValueError`` naming the variable, before any page is rendered (the runner checks it when it
+starts: exit 2, nothing run).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import stat
 import sys
@@ -36,7 +43,37 @@ PAGES = "notebooks_html"
 # Pages rendered by an older index (unsanitised, or under another layout) are rendered again.
 RENDER_VERSION = "inert-3"
 MAX_NOTEBOOK_BYTES = 16 * 2**20  # an executed workload notebook is under 1 MB; rendering takes ~30x its size
-PAGE_LIMIT_S = 60.0  # one page's rendering: a workload notebook takes under a second; a crafted one, minutes
+PAGE_LIMIT_S = 60.0  # one page's rendering: a workload notebook takes under a second; a crafted one, hours
+PAGE_LIMIT_ENV = "CGB_PAGE_LIMIT_S"  # seconds: overrides PAGE_LIMIT_S where set
+
+
+class _FromEnvironment:
+    """``render_index``'s default ``limit_s``: ``page_limit_s()``, read when the index is rendered (a ``limit_s``
+    of None, given, means no bound)."""
+
+    def __repr__(self) -> str:
+        return f"PAGE_LIMIT_S or ${PAGE_LIMIT_ENV}"
+
+
+FROM_ENV = _FromEnvironment()
+
+
+def page_limit_s(environ=None) -> float:
+    """The most one page's rendering may take, in seconds: ``CGB_PAGE_LIMIT_S`` where the environment sets it (a
+    positive finite number), else ``PAGE_LIMIT_S``. A value that is not one raises ``ValueError`` naming it."""
+    raw = (os.environ if environ is None else environ).get(PAGE_LIMIT_ENV)
+    if raw is None or not raw.strip():
+        return PAGE_LIMIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value <= 0:
+        why = "not a number" if value is None else "not a positive, finite number"
+        raise ValueError(f"{PAGE_LIMIT_ENV}={raw[:100]!r} is {why} of seconds: it sets the most one notebook page "
+                         f"of the index may take to render (default {PAGE_LIMIT_S:g}); unset it or give e.g. "
+                         f"{PAGE_LIMIT_ENV}=120")
+    return value
 
 
 def _render_notebook(src: Path, dst: Path) -> None:
@@ -111,11 +148,13 @@ def _up_to_date(digest: str | None, dst: Path, fresh_layout: bool, sources: dict
 
 
 def _render_all(jobs: list[tuple[str, str]], workers: int | None, job=None,
-                limit_s: float | None = PAGE_LIMIT_S) -> dict[str, str | None]:
+                limit_s: float | None = FROM_ENV) -> dict[str, str | None]:
     """Render ``(src, dst)`` pairs; {dst: why not (an error class name, a dead worker, ``workers.too_slow``) or
     None}. In worker processes, each page within ``limit_s`` seconds; ``workers=0``: in this process, unbounded
     (tests of the index itself). ``job``: the function rendering one pair (tests pass one that dies)."""
     job = job or _render_job
+    if limit_s is FROM_ENV:
+        limit_s = page_limit_s()
     if not jobs:
         return {}
     if workers == 0:
@@ -142,15 +181,17 @@ def _too_slow_page(dst: Path, why: str, name: str) -> bool:
 
 
 def render_index(folders, out_html: Path, report_html: Path | None = None, workers: int | None = None,
-                 job=None, limit_s: float | None = PAGE_LIMIT_S) -> Path:
+                 job=None, limit_s: float | None = FROM_ENV) -> Path:
     """outputs/index.html: a link to the report and to every executed workload notebook, rendered to HTML.
 
     Notebooks (the records' ``notebook`` key) are rendered next to the index under ``notebooks_html/``;
     one that is not on this machine, or lies outside the record folders and the index's folder, is listed
     as such and not rendered. ``workers``: processes rendering pages (default: up to 4; 0: this process, without
-    a time bound). ``limit_s``: the most one page may take (``PAGE_LIMIT_S``); a page over it is replaced by one
-    that says so.
+    a time bound). ``limit_s``: the most one page may take (default ``page_limit_s()``: ``PAGE_LIMIT_S``, or
+    ``CGB_PAGE_LIMIT_S`` where set; None: no bound); a page over it is replaced by one that says so.
     """
+    if limit_s is FROM_ENV:
+        limit_s = page_limit_s()  # a bad value refused before anything is read or rendered
     out_html = Path(out_html)
     root = out_html.parent
     index_root = root.resolve()

@@ -67,6 +67,12 @@ def prepare(args) -> Prepared | Exit:
         shard = None if args.report_only else _shard.resolve(args.shard, args.shard_count)
     except _shard.ShardError as exc:
         return refuse([str(exc)])
+    from helpers.report.index import page_limit_s
+
+    try:  # the report's page time bound from the environment: a bad one refused now, not after the run
+        page_limit_s()
+    except ValueError as exc:
+        return refuse([str(exc)])
     fleet = Fleet(out_root, shard, grids=args.grids or [PARAMS / "quick.yaml"])
     missing = [str(f) for f in args.inputs or [] if not Path(f).is_dir()]
     if missing:

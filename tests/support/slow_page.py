@@ -12,7 +12,7 @@ from pathlib import Path
 def slow_on_marker(job) -> None:
     src, dst = map(Path, job)
     if "slow" in src.name:
-        time.sleep(600)  # a crafted notebook whose rendering would take minutes
+        time.sleep(600)  # a crafted notebook whose rendering takes hours (the real one: test_hostile_round3.py)
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(f"{src.read_text()} rendered-in-pid-{os.getpid()}")
 
