@@ -78,7 +78,7 @@ def test_the_verdict_section_shows_chart_sentences_and_a_short_table(known):
     assert list(tab["GPU ÷ CPU"]) == ["330× †", "5.60× †"]  # one run: 3 significant digits (fmt.sig_digits)
     assert list(tab["sides compared: CPU → GPU"]) == ["JAX on 2 CPU cores → JAX on the H100 · b128",
                                                       "JAX on 2 CPU cores → JAX on the H100 · b100"]
-    assert list(tab["CPU s / source epoch"]) == ["1.7 h", "8.3 min"]
+    assert list(tab["CPU time / source epoch"]) == ["1.7 h", "8.3 min"]
 
 
 def test_every_present_section_opens_with_what_it_found(known, charts_not_drawn):

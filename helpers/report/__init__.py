@@ -8,7 +8,8 @@ Layout (each module one job; sections read only the finished context):
     published.py   the figures the source documents published
     context.py     all of the above built once: ``build_context(folders, ...) -> Context``
     sections/      one module per report section (``build(ctx) -> Section``), registry in __init__
-    charts.py      one chart style (seaborn theme, fixed CPU/GPU colours), faceted bar charts
+    charts.py      one chart style (seaborn theme), faceted bar charts, inline SVG
+    style.py       the one palette: a colour per backend, a mark per device (solid/pale bars, square/circle)
     fmt.py         numbers, escaped HTML tables and notes
     render.py      the executed summary notebook to self-contained HTML (nbconvert)
     index.py       the index page linking the report and every executed notebook

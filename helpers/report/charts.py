@@ -1,8 +1,9 @@
-"""One chart style for the whole report: seaborn's theme, one palette, CPU and GPU colours fixed.
+"""One chart style for the whole report: seaborn's theme, the palette and marks of ``style`` (one colour per
+backend, one mark per device), faceted bar charts, inline SVG.
 
     plt = setup_plots()
-    fig = bar_facets(summ, "samples_per_s", lo="sps_q1", hi="sps_q3", xlabel="samples/s", log=True)
-    html = figure_html(fig)               # a PNG <img> (data URI); the figure is closed
+    fig = bar_facets(summ, "samples_per_s", labels, lo="sps_q1", hi="sps_q3", xlabel="samples/s", log=True)
+    html = figure_html(fig)               # inline SVG; the figure is closed
 
 Charts are facets (one small panel per workload, several per row) rather than one tall chart per
 workload, so the page reads without endless scrolling; every axis says its unit.
@@ -15,9 +16,8 @@ import io
 import re
 
 from .fmt import esc, isnull, num
+from .style import bars_look, column, key_above, style_key
 
-PALETTE = {"cpu": "#1f77b4", "gpu": "#d62728", "published": "#aaaaaa", "other": "#7f7f7f",
-           "first": "#ff7f0e", "base": "#444444", "cost": "#2ca02c"}
 MAX_BARS = 30  # bars per panel; more configurations are listed in the tables, not drawn
 MAX_LINES = 8  # curves per panel
 LONG_LABEL = 62  # characters: a bar chart whose labels run longer draws one panel a row
@@ -35,23 +35,6 @@ def setup_plots():
     plt.rcParams.update({"text.parse_math": False, "figure.dpi": DPI, "savefig.dpi": DPI,
                          "figure.max_open_warning": 0, "axes.titlesize": 9, "axes.titlelocation": "left"})
     return plt
-
-
-# lines and points: one colour per backend and one marker per device, the same in every chart that draws them
-BACKEND_COLOURS = {"jax": "#1f77b4", "torch": "#ff7f0e", "tensorflow": "#2ca02c"}
-DEVICE_MARKERS = {"cpu": "o", "gpu": "s"}
-
-
-def colour(device) -> str:
-    return PALETTE.get(str(device), PALETTE["other"])
-
-
-def backend_colour(backend) -> str:
-    return BACKEND_COLOURS.get(str(backend), PALETTE["other"])
-
-
-def device_marker(device) -> str:
-    return DEVICE_MARKERS.get(str(device), "^")
 
 
 def readable(fig):
@@ -166,15 +149,15 @@ def cap(sub, by: str, n: int = MAX_BARS, largest: bool = True):
 
 
 def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | None = None, xlabel: str = "",
-               log: bool = False, facet: str = "workload", colour_by: str = "device", ncols: int = 2,
+               log: bool = False, facet: str = "workload", ncols: int = 2,
                sort=("device", "backend", "machine", "batch_size"), annotate=None, refline: float | None = None,
                key: list | None = None):
     """Horizontal bars of ``value`` (whiskers ``lo``..``hi``), one panel per ``facet`` value, every panel on
-    one shared axis.
+    one shared axis; each bar in its backend's colour and its device's mark (``bar_look``).
 
     ``labeller(sub) -> list[str]`` names the bars of one panel; ``annotate(value) -> str`` the text past
-    each bar's whisker; ``key`` [(colour, text)] above the chart (default: ``machine_key``, each device's machine
-    named once). Returns None when nothing has a value."""
+    each bar's whisker; ``key`` (legend handles) above the chart (default: ``style_key``: the backends drawn and
+    each device's mark with its machine, named once). Returns None when nothing has a value."""
     import numpy as np
     import pandas as pd
 
@@ -205,8 +188,8 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
             hi_v = np.clip(sub[hi].fillna(sub[value]).to_numpy(dtype=float) - med, 0, None)
             err = [lo_v, hi_v]
         y = np.arange(len(sub))
-        colours = [colour(d) for d in sub[colour_by]] if colour_by in sub else PALETTE["other"]
-        bars = ax.barh(y, med, xerr=err, color=colours, capsize=2, error_kw={"lw": 0.8, "color": "#555555"})
+        look = bars_look(column(sub, "backend"), column(sub, "device"))
+        bars = ax.barh(y, med, xerr=err, capsize=2, error_kw={"lw": 0.8, "color": "#555555"}, **look)
         if "fixture" in sub:
             for b, fx in zip(bars, sub["fixture"]):
                 b.set_hatch("//" if fx else "")
@@ -225,27 +208,9 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
         extra = f" (+{dropped} not drawn)" if dropped else ""
         ax.set_title(f"{f}{extra}", fontsize=9, fontweight="bold")
     fig.supxlabel(xlabel, fontsize=8)  # once, under the panels
-    key = machine_key(drawn, colour_by) if key is None else key
+    key = style_key(drawn) if key is None else key
     fig.tight_layout()
-    if key:
-        from matplotlib.patches import Patch
-
-        # the first panel's legend, placed above the figure: fig.legends stay free for the marks' key (mark_bars)
-        axes[0].legend(handles=[Patch(color=c, label=t) for c, t in key], loc="lower left", bbox_to_anchor=(0.0, 1.0),
-                       bbox_transform=fig.transFigure, ncols=min(len(key), 2), fontsize=8, frameon=False)
+    key_above(fig, axes[0], key)  # the first panel's legend(s), above the figure: fig.legends stay free for mark_bars
     return fig
 
 
-def machine_key(frame, colour_by: str = "device") -> list[tuple[str, str]]:
-    """[(colour, 'gpu: reference H100 2026-11-25: NVIDIA H100 80GB HBM3 · 16 CPUs'), ...]: each device's machine,
-    named once above a chart instead of in every bar's label ([] when a device has several machines: the labels
-    name them)."""
-    if colour_by not in frame or "machine" not in frame:
-        return []
-    key = []
-    for d, sub in frame.groupby(colour_by, sort=True):
-        machines = sub["machine"].dropna().astype(str).str.split(" (", regex=False).str[0].unique()
-        if len(machines) != 1:
-            return []
-        key.append((colour(d), f"{d}: {machines[0]}"))
-    return key

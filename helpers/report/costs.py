@@ -249,6 +249,7 @@ def relative_table(costed, base_config: dict):
         for _, r in g.sort_values("samples_per_s", ascending=False).iterrows():
             rows.append({
                 "workload": wl, "machine": r["machine"], "device · backend": r["config"], "batch": r["batch_size"],
+                "precision": r.get("precision"), "jit": r.get("jit_compile"),
                 "threads": "all" if r["threads"] == 0 else r["threads"],
                 "base": "◀ base" if r.name == base.name else "",
                 "samples/s [IQR]": spread_text(r["samples_per_s"], r["sps_q1"], r["sps_q3"]),

@@ -174,6 +174,7 @@ def plot_devices(table, anchors=None):
     """Per workload: samples/s against devices (top row; dotted: linear from one device) and the efficiency
     (bottom row), one line per backend, precision and input path; a published family in grey beside."""
     from .charts import grid
+    from .style import backend_colour, dark, point_look
 
     wls = sorted(set(table["workload"]))
     nw = len(wls)
@@ -183,17 +184,21 @@ def plot_devices(table, anchors=None):
         top, bot = axes[i], axes[nw + i]
         g = table[table["workload"] == wl]
         xs_all = set(g["devices"])
+        seen: dict = {}
         for (be, prec, inp, on, w), h in _lines(g):
             h = h.sort_values("devices")
             label = f"{be} · {prec} · {_path(inp, on)}" + ("" if w is None else f" · {w}")
-            line = top.plot(h["devices"], h["samples/s"], marker="o", label=label,
-                            linestyle="--" if w not in (None, ONE_PROCESS) else "-")[0]
+            paths = seen.setdefault(be, {})  # one backend's lines: its hue; a precision and input path each its
+            n = paths.setdefault((prec, inp, on), len(paths))  # shade and dashes; the other way: dashed
+            ls = "--" if w not in (None, ONE_PROCESS) else ["-", "-", "-.", "-."][n % 4]
+            look = point_look(be, "gpu", dark(backend_colour(be)) if n % 2 else None)  # the GPU's filled square
+            line = top.plot(h["devices"], h["samples/s"], label=label, linestyle=ls, **look)[0]
             one = h[h["devices"] == 1]["samples/s"]
             if len(one):
                 xs = sorted(set(h["devices"]))
                 top.plot(xs, [float(one.iloc[0]) * x for x in xs], linestyle=":", color=line.get_color())
             rng = [r if r else (e, e) for r, e in zip(h["efficiency over the runs"], h["efficiency"])]
-            bot.errorbar(h["devices"], h["efficiency"], marker="o", color=line.get_color(), capsize=2,
+            bot.errorbar(h["devices"], h["efficiency"], linestyle=ls, capsize=2, **look,
                          yerr=[[max(0.0, e - r[0]) for r, e in zip(rng, h["efficiency"])],
                                [max(0.0, r[1] - e) for r, e in zip(rng, h["efficiency"])]])
         a = anchors[anchors["workload"] == wl] if anchors is not None else None

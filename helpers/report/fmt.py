@@ -19,7 +19,7 @@ from pathlib import Path
 from ..paths import PROJECT_ROOT
 
 MAX_ROWS = 80  # rows per HTML table; the rest is said in a line
-_NUMBER = re.compile(r"[-−+$]?\d[\d,.]*(\s?(×|%|s|ms|min|h|J|W|kWh|GB)(?!\w)|\s?[\[(†‡]|$)")  # right-aligned cells
+_NUMBER = re.compile(r"[-−+$]?\d[\d,.]*(\s?(×|%|s|ms|min|h|days|J|W|kWh|GB)(?!\w)|\s?[\[(†‡]|\s[·/]\s\d|$)")  # right
 # table cells: up to WRAP_AT characters stay on one line; longer text wraps in a column of 40-48 em (about 75
 # characters a line at 12 px); text past FOLD_AT (under three such lines) is folded behind its first words
 WRAP_AT = 60

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from helpers.report.charts import PALETTE
+from helpers.report.style import PALETTE, bar_look
 
 
 def plot_point(record: dict):
@@ -18,9 +18,12 @@ def plot_point(record: dict):
     times = ([first] if first is not None else []) + list(record.get("epoch_s") or [])
     if times:
         steady = len(record.get("epoch_s") or [])
-        colours = ([PALETTE["first"]] if first is not None else []) + [PALETTE["cpu"]] * steady
-        a1.bar(range(1, len(times) + 1), times, color=colours)
-        a1.set_xlabel("epoch (orange: first epoch, includes compilation)")
+        look = bar_look(record.get("backend"), record.get("device_used"))  # its backend's colour, its device's mark
+        first_look = {"facecolor": PALETTE["first"], "edgecolor": "white", "linewidth": 0.5}
+        looks = ([first_look] if first is not None else []) + [look] * steady
+        a1.bar(range(1, len(times) + 1), times, color=[x["facecolor"] for x in looks],
+               edgecolor=[x["edgecolor"] for x in looks], linewidth=[x["linewidth"] for x in looks])
+        a1.set_xlabel("epoch (pink: first epoch, includes compilation)")
         a1.set_ylabel(f"seconds (training, {record.get('n_train')} samples)")
     else:
         a1.text(0.5, 0.5, "no epochs timed", ha="center")

@@ -1,6 +1,7 @@
 """Is every chart and table of the page open in a browser readable at 1400×900 (issue 45)? ``readability(br)``
 opens every ``<details>``, then measures: in each chart (an inline ``svg.cgb-fig``), text elements whose boxes
-overlap by more than ``OVERLAP`` of the smaller one, and text drawn under ``MIN_TEXT_PX``; on the page, a
+overlap by more than ``OVERLAP`` of the smaller one, text drawn under ``MIN_TEXT_PX`` and text cut off by the chart's
+own edge (a legend placed outside the saved box); on the page, a
 horizontal scroll, and tables wider than the window that do not scroll inside a box of their own.
 ``assert_readable`` is the Done-when on those facts."""
 
@@ -12,7 +13,7 @@ MIN_TEXT_PX = 9.0
 _JS = r"""
 (() => {
   const out = {scroll_width: document.documentElement.scrollWidth, window: innerWidth, charts: 0, overlaps: [],
-               small: [], tables: 0, wide: []};
+               small: [], clipped: [], tables: 0, wide: []};
   document.querySelectorAll('details').forEach(d => { d.open = true; });
   for (const svg of document.querySelectorAll('svg.cgb-fig')) {
     out.charts += 1;
@@ -20,6 +21,12 @@ _JS = r"""
     const scale = svg.getScreenCTM() ? svg.getScreenCTM().a : 1;
     const texts = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.trim());
     const boxes = texts.map(t => t.getBoundingClientRect());
+    const edge = svg.getBoundingClientRect();
+    texts.forEach((t, i) => {
+      const b = boxes[i];
+      if (b.top < edge.top - 1 || b.bottom > edge.bottom + 1 || b.left < edge.left - 1 || b.right > edge.right + 1)
+        out.clipped.push([where, t.textContent.slice(0, 40)]);
+    });
     texts.forEach((t, i) => {
       const px = parseFloat(getComputedStyle(t).fontSize) * scale;
       if (px < MIN_PX) out.small.push([where, t.textContent.slice(0, 40), Math.round(px * 10) / 10]);
@@ -62,4 +69,5 @@ def assert_readable(facts: dict, min_charts: int = 1) -> None:
     assert facts["scroll_width"] <= facts["window"], f"the page scrolls sideways: {facts['scroll_width']} px"
     assert facts["overlaps"] == [], f"{len(facts['overlaps'])} overlapping chart texts: {facts['overlaps'][:8]}"
     assert facts["small"] == [], f"{len(facts['small'])} chart texts under {MIN_TEXT_PX} px: {facts['small'][:8]}"
+    assert facts.get("clipped", []) == [], f"chart texts cut off by the chart's edge: {facts['clipped'][:8]}"
     assert facts["wide"] == [], f"tables wider than the window, not scrolling in their own box: {facts['wide']}"

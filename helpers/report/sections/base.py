@@ -133,6 +133,21 @@ def with_marks(labeller, runs: str = "n_runs", short: str = "short_window", brie
     return label
 
 
+def config_labels(frame, by: str = "workload") -> list[str]:
+    """Each row's configuration as a table's column names it beside its machine, batch and threads columns (and
+    the epoch's samples): device · backend, then what differs between the rows of its workload (precision, jit,
+    knobs...), as the charts' labels do (``aggregate.labels``)."""
+    from ..aggregate import labels
+
+    rows = frame.reset_index(drop=True)
+    beside = ("machine", "batch_size", "threads", "n_train")  # columns of their own in the tables
+    out = [""] * len(rows)
+    for _, g in rows.groupby(by, sort=False, dropna=False):
+        for i, text in zip(g.index, labels(g.drop(columns=[c for c in beside if c in g]))):
+            out[i] = text
+    return out
+
+
 def at_digits(frame, value: str, unit: str = "", digits_col: str | None = None):
     """A bar chart's ``annotate``: each bar's value to the significant digits of its own figure."""
     texts = {}

@@ -8,6 +8,7 @@ from helpers.measure import peaks
 from ..aggregate import labels
 from ..charts import grid
 from ..fmt import isnull, rounded
+from ..style import PALETTE
 from ..table import CONFIG_KEYS
 from .base import Section
 
@@ -23,7 +24,7 @@ LEAD = ("Points run with profile: true train a few more steps after their timed 
 
 PARTS = ("device_busy", "copies", "host_only")
 PART_LABEL = {"device_busy": "device busy", "copies": "copies", "host_only": "host only (device idle)"}
-COLOURS = {"device_busy": "#2ca02c", "copies": "#ff7f0e", "host_only": "#7f7f7f"}
+COLOURS = {part: PALETTE[part] for part in PARTS}  # none of them a backend's colour (style.PALETTE)
 MAX_BARS = 16  # configurations per panel
 
 
@@ -151,17 +152,17 @@ def chart(conf):
             vals = p[part].to_numpy(dtype=float)
             ax.barh(y, vals, left=left, color=COLOURS[part], label=PART_LABEL[part])
             left += vals
-        ax.set_yticks(y, labels(p), fontsize=7)
+        ax.set_yticks(y, labels(p), fontsize=8)
         ax.invert_yaxis()
         for yi, total, m in zip(y, left, p["mfu"]):
             mfu = "" if isnull(m) else f" · MFU {m * 100:.2g}%"
-            ax.text(total, yi, f" {rounded(total, 2)} ms{mfu}", va="center", fontsize=6.5)
+            ax.text(total, yi, f" {rounded(total, 2)} ms{mfu}", va="center", fontsize=8)
         ax.set_title(w)
         ax.set_xlabel("ms per step, as traced", fontsize=8)
         ax.set_xlim(0, max(left.max(), 1e-9) * 1.45)
     fig.tight_layout()
     handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="upper left", bbox_to_anchor=(0.0, 0.0), ncols=len(PARTS), fontsize=7,
+    fig.legend(handles, names, loc="upper left", bbox_to_anchor=(0.0, 0.0), ncols=len(PARTS), fontsize=8,
                frameon=False)
     return fig
 
@@ -179,7 +180,7 @@ def table(conf):
         **{f"{PART_LABEL[p]} ms (share)": ms_share(p) for p in PARTS},
         "unprofiled ms/step": [rounded(v, 3) for v in conf["unprofiled_ms"]],
         "profiler ×": [rounded(v, 2) for v in conf["overhead"]],
-        "MFU": ["" if isnull(v) else f"{v * 100:.2g}%" for v in conf["mfu"]],
+        "MFU %": ["" if isnull(v) else f"{v * 100:.2g}" for v in conf["mfu"]],
         "top kernels / ops (ms per step)": conf["top"], "GPU kernels by family (ms per step)": conf["families"],
         "trace (beside the record)": conf["trace"],
         "runs": conf["runs"],

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..charts import PALETTE, grid, plain_log
+from ..aggregate import labels
+from ..charts import grid, plain_log
 from ..costs import price_sources, relative_table
 from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, marks, rounded
+from ..style import PALETTE, bars_look, key_above, style_key
 from .base import Section, mark_bars
 
 TITLE = "Training time and cost relative to a base configuration"
@@ -28,26 +30,32 @@ def _top(g, n: int = 12):
 
 def plot_relative(rel):
     """Per workload, time and cost per sample × the base, on log axes shared by every panel (a bar's length
-    compares across workloads); machines are named only when the records hold several."""
+    compares across workloads); each bar in its backend's colour and its device's mark, the base outlined in black
+    and labelled; a bar's label says what differs between the workload's configurations (``label``, else device,
+    backend and batch); the key names each device's machine once."""
     import numpy as np
+    import pandas as pd
 
     r = rel[rel["time × base"].notna()]
     if r.empty:
         return None
     workloads = sorted(r["workload"].unique())
     panels = [(wl, _top(r[r["workload"] == wl])) for wl in workloads]
-    several = r["machine"].nunique() > 1
     cost_all = r["cost × base (preemptible)"].fillna(r["cost × base (on-demand)"])
     tlim, clim = _limits(r["time × base"]), _limits(cost_all)
-    fig, axes = grid(2 * len(panels), [h for _, sub in panels for h in [0.2 * len(sub) + 1.0] * 2], ncols=2)
+    fig, axes = grid(2 * len(panels), [h for _, sub in panels for h in [0.18 * len(sub) + 1.0] * 2], ncols=2)
     for i, (wl, sub) in enumerate(panels):
         a1, a2 = axes[2 * i], axes[2 * i + 1]
         y = np.arange(len(sub))
-        labs = [(f"{m.split(' (')[0]} · " if several else "") + f"{c} · b{b:g}{' ' + k if k else ''}" for m, c, b, k
-                in zip(sub["machine"], sub["device · backend"], sub["batch"], sub.get("marks", [""] * len(sub)))]
-        dev = [c.split(" · ")[0] for c in sub["device · backend"]]
-        a1.barh(y, sub["time × base"], color=[PALETTE["base"] if b else PALETTE.get(d, PALETTE["other"])
-                                              for b, d in zip(sub["base"], dev)])
+        names = sub["label"] if "label" in sub else [f"{c} · b{b:g}" for c, b in zip(sub["device · backend"],
+                                                                                 sub["batch"])]
+        labs = [f"{n}{' ◀ base' if b else ''}{' ' + k if k else ''}" for n, b, k
+                in zip(names, sub["base"], sub.get("marks", [""] * len(sub)))]
+        dev, be = zip(*[(c.split(" · ") + ["?"])[:2] for c in sub["device · backend"]])
+        look = bars_look(be, dev)
+        look["edgecolor"] = [PALETTE["base"] if b else e for b, e in zip(sub["base"], look["edgecolor"])]
+        look["linewidth"] = [1.8 if b else w for b, w in zip(sub["base"], look["linewidth"])]
+        a1.barh(y, sub["time × base"], **look)
         a1.axvline(1.0, ls=":", color="k", lw=0.8)
         a1.set_yticks(y, labs, fontsize=8)
         a1.invert_yaxis()
@@ -56,7 +64,7 @@ def plot_relative(rel):
         a1.set_title(f"{wl}: time per sample", fontsize=9, fontweight="bold")
         a1.set_xlabel("× the base's time per sample (log; lower is better)", fontsize=8)
         cost = sub["cost × base (preemptible)"].fillna(sub["cost × base (on-demand)"])
-        a2.barh(y, cost.fillna(0), color=[PALETTE["base"] if b else PALETTE["cost"] for b in sub["base"]])
+        a2.barh(y, cost.fillna(0), **look)
         plain_log(a2)
         a2.set_xlim(*clim)
         for yi, c in zip(y, cost):
@@ -68,7 +76,23 @@ def plot_relative(rel):
         a2.set_title("cost per sample", fontsize=9, fontweight="bold")
         a2.set_xlabel("× the base's cost per sample (log; preemptible, else on-demand)", fontsize=8)
     fig.tight_layout()
+    from matplotlib.patches import Patch
+
+    drawn = pd.DataFrame([c.split(" · ")[:2] for c in r["device · backend"]], columns=["device", "backend"])
+    base = Patch(facecolor="white", edgecolor=PALETTE["base"], linewidth=1.8, label="◀ base: outlined in black")
+    key_above(fig, axes[0], style_key(drawn.assign(machine=list(r["machine"])), extra=[base]))
     return fig
+
+
+def with_labels(rel, src):
+    """``rel`` with ``label``: each configuration as the report's other charts name it (``aggregate.labels``: device
+    and backend, then what differs between the workload's configurations: batch, precision, threads, jit, knobs)."""
+    import pandas as pd
+
+    out = []
+    for wl in rel["workload"].drop_duplicates():
+        out += labels(pd.DataFrame([s for s in src if s["workload"] == wl]))
+    return rel.assign(label=out)
 
 
 def _sources(c, rel) -> list | None:
@@ -96,7 +120,13 @@ def shown_relative(rel, src):
                     ("cost × base (preemptible)", db)):
         if col in rel:
             rel[col] = [rounded(v, k) for v, k in zip(rel[col], dd)]
-    return rel
+    if "label" not in rel:
+        return rel
+    # in view: what tells the rows apart and the figures read first; the rest one click away (the CSVs hold all)
+    rel = rel.rename(columns={"label": "configuration"}).drop(columns=["device · backend"])
+    front = ["workload", "configuration", "base", "samples/s: median of runs [between runs]", "time × base",
+             "$/1k samples on-demand", "cost × base (on-demand)"]
+    return rel[[c for c in front if c in rel] + [c for c in rel.columns if c not in front]]
 
 
 def build(ctx) -> Section:
@@ -117,7 +147,7 @@ def build(ctx) -> Section:
                    kind="warn")
         src = _sources(c, rel)
         if src is not None:
-            rel = rel.assign(marks=[marks(r["n_runs"], bool(r["short_window"])) for r in src])
+            rel = with_labels(rel, src).assign(marks=[marks(r["n_runs"], bool(r["short_window"])) for r in src])
         s.figure(mark_bars(plot_relative(rel)))
         s.table(shown_relative(rel.drop(columns=["marks"]), src) if src is not None else rel)
         s.note("{}", MARKS_NOTE)

@@ -6,7 +6,7 @@ from .. import findings as said
 from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import MARKS_NOTE, shown
-from .base import Section, at_digits, mark_bars, with_marks
+from .base import Section, at_digits, config_labels, mark_bars, with_marks
 
 TITLE = "Energy per epoch and per 1,000 samples"
 NAV = "Energy"  # its name in the one-line contents
@@ -35,7 +35,7 @@ def energy_table(summ):
         return [shown(v, r, mark) for v, r in zip(values, rows)]
 
     return pd.DataFrame({
-        "workload": e["workload"], "machine": e["machine"], "device · backend": e["config"], "batch": e["batch_size"],
+        "workload": e["workload"], "machine": e["machine"], "configuration": config_labels(e), "batch": e["batch_size"],
         "J per 1k samples": col(1000 * per_sample, True), "J per 1k samples above idle": col(1000 * above),
         "J per source epoch": col(per_sample * e["source_samples"]),
         "Wh per source epoch": col(per_sample * e["source_samples"] / 3600),

@@ -6,7 +6,7 @@ from .. import findings as said
 from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import MARKS_NOTE, rounded, shown, spread_text
-from .base import Section, mark_bars, with_marks
+from .base import Section, config_labels, mark_bars, with_marks
 
 TITLE = "First epoch (compilation) beside the steady state"
 NAV = "First epoch"  # its name in the one-line contents
@@ -30,13 +30,13 @@ def build(ctx) -> Section:
     t = s_.sort_values(["workload", "machine", "device", "backend"])
     rows = t.to_dict("records")
     s.table(pd.DataFrame({
-        "workload": t["workload"], "machine": t["machine"], "device · backend": t["config"], "batch": t["batch_size"],
+        "workload": t["workload"], "machine": t["machine"], "configuration": config_labels(t), "batch": t["batch_size"],
         "samples/epoch": t["n_train"],
         "first epoch s (median [min–max])": [spread_text(*v) for v in zip(t["first_epoch_s"], t["first_min"],
                                                                            t["first_max"])],
         "steady s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],
         "compile overhead s": [rounded(v, 2) for v in t["compile_s"]],
-        "first ÷ steady": [rounded(v, 2) for v in t["first_epoch_s"] / t["s_per_epoch"]],
+        "first ÷ steady ×": [rounded(v, 2) for v in t["first_epoch_s"] / t["s_per_epoch"]],
         "runs": t["n_runs"],
     }))
     return s.note("First epoch: median over runs [min–max]; the overhead and the ratio to 2 significant digits (a "

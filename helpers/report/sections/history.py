@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .. import findings as said
 from ..aggregate import labels
-from ..charts import LONG_LABEL, backend_colour, device_marker, grid
+from ..charts import LONG_LABEL, grid
+from ..style import point_look
 from ..table import latest_ok
 from .base import Section
 
@@ -38,8 +39,8 @@ def plot_history(df, records_by_path: dict):
             loss, acc = h.get("loss") or [], h.get("accuracy") or h.get("acc") or []
             key = (r["backend"], r["device"])  # colour: backend; marker: device
             n = styles[key] = styles.get(key, -1) + 1  # the lines of one backend and device: told apart by dashes
-            look = {"color": backend_colour(key[0]), "marker": device_marker(key[1]), "ms": 3,
-                    "ls": ["-", "--", ":", "-."][n % 4], "alpha": 1.0 - 0.35 * (n // 4 % 2)}
+            look = {**point_look(*key), "ms": 3.5, "ls": ["-", "--", ":", "-."][n % 4],
+                    "alpha": 1.0 - 0.35 * (n // 4 % 2)}
             if isinstance(loss, list) and loss:
                 a1.plot(range(1, len(loss) + 1), loss, label=lab, **look)
             if isinstance(acc, list) and acc:

@@ -33,7 +33,8 @@ NVML_VS_MFU = ("NVML's GPU utilisation (the utilisation section) is busy time: t
 
 
 def _pct(v) -> str:
-    return "" if isnull(v) else f"{v * 100:.3g}%"
+    """A fraction as percent, its unit in the column's header ("MFU %")."""
+    return "" if isnull(v) else f"{v * 100:.3g}"
 
 
 @functools.lru_cache(maxsize=2)
@@ -120,26 +121,28 @@ def limit_table(summ):
             if not isnull(r.get("optimizer_flops_per_step")) else "",
             "achieved TFLOP/s": num(r["achieved_tflops"]) if not isnull(r["achieved_tflops"]) else "",
             "peak TFLOP/s": num(r["peak_flops"] / 1e12) if not isnull(r["peak_flops"]) else "",
-            "MFU": _pct(r["mfu"]), "why no MFU / peak source": reason or r.get("peak_source") or "",
+            "MFU %": _pct(r["mfu"]), "why no MFU / peak source": reason or r.get("peak_source") or "",
             "FLOPs from": (r.get("flops_source") or "") if not isnull(r["flops_per_sample"]) else ""})
     return pd.DataFrame(rows)
 
 
 def roofline(summ):
     """Achieved TFLOP/s of every configuration against FLOPs per sample, each device's peak a ceiling."""
-    from ..charts import backend_colour, colour, device_marker, plain_log, setup_plots
+    from ..charts import plain_log, setup_plots
+    from ..style import backend_name, scatter_look
 
     s = summ[summ["achieved_tflops"].notna() & (summ["achieved_tflops"] > 0)] if len(summ) else summ
     if not len(s):
         return None
     plt = setup_plots()
     fig, ax = plt.subplots(figsize=(9, 3.8))
-    for (dev, be), g in s.groupby(["device", "backend"]):  # colour: backend; marker: device (as every chart)
-        ax.scatter(g["flops_per_sample"], g["achieved_tflops"], s=18, color=backend_colour(be), alpha=0.8,
-                   marker=device_marker(dev), label=f"{dev} · {be}")
+    for (dev, be), g in s.groupby(["device", "backend"]):  # colour: backend; mark: device (as every chart)
+        ax.scatter(g["flops_per_sample"], g["achieved_tflops"], s=18, alpha=0.85, label=f"{dev.upper()} · "
+                   f"{backend_name(be)}", **scatter_look(be, dev))
     peaks = s[s["peak_flops"].notna()].groupby(["machine", "device", "precision"])["peak_flops"].median()
     for ls, ((_machine, dev, prec), pk) in zip(["--", ":", "-.", (0, (5, 1))] * 4, peaks.items()):
-        ax.axhline(pk / 1e12, ls=ls, lw=0.9, color=colour(dev), label=f"{dev} peak · {prec}")  # named in the key
+        ax.axhline(pk / 1e12, ls=ls, lw=0.9, color="#222222" if dev == "gpu" else "#888888",  # no backend's colour
+                   label=f"{dev.upper()} peak · {prec}")  # named in the key
     plain_log(ax, "x")
     plain_log(ax, "y")
     ax.set_xlabel("FLOPs per training sample (log)")
@@ -158,7 +161,8 @@ def _ladders(lad) -> list:
 def ladder_chart(lad, bare=None):
     """One panel per (workload, backend, machine): samples/s per rung (bars) and MFU (line, right axis); a dashed
     line where a bare loop of that workload and backend ran on that host (its best precision)."""
-    from ..charts import colour, grid, setup_plots
+    from ..charts import grid, setup_plots
+    from ..style import bar_look
 
     groups = _ladders(lad)[:MAX_PANELS]
     if not groups:
@@ -169,7 +173,8 @@ def ladder_chart(lad, bare=None):
     one = len({str(g.iloc[0]['machine']) for g in groups}) == 1  # then the machine is named once, above
     for ax, g in zip(axes, groups):
         x = list(range(len(g)))
-        ax.bar(x, g["samples_per_s"], color=colour("gpu"), alpha=0.8)
+        look = bar_look(g.iloc[0]["backend"], "gpu")  # a ladder's rungs: one backend's, on the GPU
+        ax.bar(x, g["samples_per_s"], color=look["facecolor"], edgecolor=look["edgecolor"], lw=look["linewidth"])
         ax.set_xticks(x, [t.replace(": source ", ": src ") for t in g["rung_label"]], rotation=60, ha="right",
                       fontsize=6.5)
         ax.set_ylabel("samples/s", fontsize=7)
@@ -184,7 +189,7 @@ def ladder_chart(lad, bare=None):
                         textcoords="offset points", xytext=(2, -2))  # under its line: clear of the title
         if g["mfu"].notna().any():
             ax2 = ax.twinx()
-            ax2.plot(x, g["mfu"] * 100, "o-", color="k", lw=1, ms=3)
+            ax2.plot(x, g["mfu"] * 100, "x-", color="k", lw=1, ms=4)  # not a device's mark
             ax2.set_ylabel("MFU %", fontsize=7)
             ax2.set_ylim(0, max(float(g["mfu"].max()) * 100 * 1.25, 1e-9))  # from 0: never a sliver stretched
             ax2.grid(False)
@@ -253,8 +258,8 @@ def build(ctx) -> Section:
     for (wl, be, machine), g in lad.groupby(["workload", "backend", "machine"], sort=True):
         top = g.loc[g["samples_per_s"].idxmax()]
         first = g[g["rung"] == 0]
-        gain = (f"× {rounded(top['samples_per_s'] / first.iloc[0]['samples_per_s'], 3)} over the source's rung"
-                if len(first) else "source's rung not run")
+        gain = (rounded(top["samples_per_s"] / first.iloc[0]["samples_per_s"], 3) if len(first)
+                else "source's rung not run")
         chain = rungs().get((wl, be), [])
         loop, against = _bare.beside(bare, wl, be, top["precision"], top.get("host")), top
         if not loop:  # no bare loop at the best rung's precision: set the best rung of a precision it has beside it
@@ -267,9 +272,10 @@ def build(ctx) -> Section:
         best.append({"workload": wl, "backend": be, "machine": machine,
                      "rungs run": f"{len(g)} of {len(chain)}", "best rung": top["rung_label"],
                      "largest step (× the rung before)": up, "rungs that lost": down,
-                     "samples/s": shown(top["samples_per_s"], top), "MFU": _pct(top["mfu"]), "gain": gain,
+                     "samples/s": shown(top["samples_per_s"], top), "MFU %": _pct(top["mfu"]),
+                     "gain over the source's rung ×": gain,
                      "bare loop (same host, precision)": _loop_text(loop, against, top),
-                     "suite / bare": f"{against['samples_per_s'] / loop['samples_per_s']:.2f}" if loop else ""})
+                     "suite / bare ×": f"{against['samples_per_s'] / loop['samples_per_s']:.2f}" if loop else ""})
     import pandas as pd
 
     s.table(pd.DataFrame(best), caption="the best rung per workload and backend")

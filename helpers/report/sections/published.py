@@ -8,10 +8,11 @@ import warnings
 import numpy as np
 
 from .. import findings as said
-from ..charts import PALETTE, colour, grid, plain_log
+from ..charts import grid, plain_log
 from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, marks, rounded
 from ..published import INFERRED, SYNTHETIC_IMAGES, coverage
 from ..published_match import other_figures, versus_published
+from ..style import PALETTE, bar_look, key_above, style_key
 from .base import Section, mark_bars
 
 TITLE = "Your machine against the published figures"
@@ -57,7 +58,7 @@ def shown_table(vs, src):
             out.iat[i, out.columns.get_loc("samples/s")] = figure(r)
             for col in ("low", "high"):
                 out.iat[i, out.columns.get_loc(col)] = rounded(out.iat[i, out.columns.get_loc(col)], d)
-    return out
+    return out.rename(columns={"low": "low samples/s", "high": "high samples/s"})  # the unit in the header
 
 
 MAX_PUBLISHED = 5  # published bars per panel (the fastest; the table below has every one)
@@ -88,23 +89,28 @@ def plot_vs_published(vs):
     if not panels:
         return None
     fig, axes = grid(len(panels), [0.16 * len(p[1]) + 0.7 for p in panels], ncols=2)
+    fig.set_figheight(fig.get_figheight() + 0.4)  # the axis's name under the panels: on one row of panels alone
     for ax, (wl, idx, left) in zip(axes, panels):
         sub = v.loc[idx]
         y = np.arange(len(sub))
         val = sub["samples/s"].to_numpy(dtype=float)
         lo = np.clip(val - sub["low"].fillna(sub["samples/s"]).to_numpy(dtype=float), 0, None)
         hi = np.clip(sub["high"].fillna(sub["samples/s"]).to_numpy(dtype=float) - val, 0, None)
-        colours = [PALETTE["published"] if w == "published" else colour(d) for w, d in zip(sub["who"], sub["device"])]
-        ax.barh(y, val, xerr=[lo, hi], color=colours, capsize=2, error_kw={"lw": 0.8, "color": "#555555"})
+        looks = [bar_look(None, "gpu", PALETTE["published"]) if w == "published" else bar_look(_backend(f), d)
+                 for w, f, d in zip(sub["who"], sub["framework"], sub["device"])]  # yours: backend and device
+        ax.barh(y, val, xerr=[lo, hi], capsize=2, error_kw={"lw": 0.8, "color": "#555555"},
+                **{k: [x[n] for x in looks] for k, n in (("color", "facecolor"), ("edgecolor", "edgecolor"),
+                                                         ("linewidth", "linewidth"))})
         labs = []
-        for w, h, s, b, k, c, d in zip(sub["who"], sub["hardware / configuration"], sub["source"], sub["batch"],
-                                       sub.get("marks", [""] * len(sub)), sub["comparison"], sub["device"]):
+        for w, h, s, b, k, c, d, f in zip(sub["who"], sub["hardware / configuration"], sub["source"], sub["batch"],
+                                          sub.get("marks", [""] * len(sub)), sub["comparison"], sub["device"],
+                                          sub["framework"]):
             var = " · ".join(c.split(" · ")[1:-1])  # variant (and augmentation), between workload and epoch
             # short labels: the seed and the hardware's first words (the table below has every word); yours by
-            # device and backend (the machines are named in the key of the throughput chart)
+            # device and backend (the machines are named in the key above the chart)
             tail = f" · {_short(var, 14)}" if var else ""
             lab = (f"[{_short(s.split('_')[0], 8)}] {_short(h.split(' · ')[0], 30)}{tail}"
-                   if w == "published" else f"you · {d} · {h.split(' · ')[-2] if ' · ' in h else ''}")
+                   if w == "published" else f"you · {d} · {_backend(f)}")
             labs.append(lab + (f" · b{b:g}" if not isnull(b) else "") + (f" {k}" if k else ""))
         ax.set_yticks(y, labs, fontsize=8)
         ax.invert_yaxis()
@@ -116,12 +122,26 @@ def plot_vs_published(vs):
         ax.set_xlim(right=ax.get_xlim()[1] * 6)  # room for the value labels
         ax.xaxis.set_major_locator(LogLocator(numticks=3))  # a narrow panel: every other decade labelled
         ax.set_title(wl + (f" (+{left} published not drawn)" if left else ""), fontsize=9, fontweight="bold")
-    fig.supxlabel("samples per second (log scale; grey: published, [seed]; colour: your runs; whiskers: yours "
+    fig.supxlabel("samples per second (log scale; grey: published, [seed]; coloured: your runs; whiskers: yours "
                   "between runs, or the stated range)", fontsize=8)
     with warnings.catch_warnings():  # long labels: matplotlib warns when it cannot fit them, the chart still reads
         warnings.simplefilter("ignore", UserWarning)
         fig.tight_layout()
+    from matplotlib.patches import Patch
+
+    drawn = v.loc[np.concatenate([idx for _, idx, _ in panels])]
+    mine = drawn[drawn["who"].str.startswith("you")]
+    be = [_backend(f) for f in mine["framework"]]  # yours: 'machine · backend[ · with validation]'
+    hw = mine["hardware / configuration"]
+    mine = mine.assign(backend=be, machine=[h.split(f" · {b}")[0] for h, b in zip(hw, be)])
+    published = Patch(**bar_look(None, "gpu", PALETTE["published"]), label="published [seed]")
+    key_above(fig, axes[0], style_key(mine, extra=[published]))
     return fig
+
+
+def _backend(framework) -> str:
+    """Your row's backend, from its framework ('Keras 3 / jax')."""
+    return str(framework).rsplit(" / ", 1)[-1]
 
 
 def build(ctx) -> Section:

@@ -14,9 +14,10 @@ import math
 from ...params import LATER_DEFAULTS
 from .. import findings as said
 from ..aggregate import _knob_items, labels
-from ..charts import MAX_LINES, backend_colour, device_marker, grid, plain_log
+from ..charts import MAX_LINES, grid, plain_log
 from ..devices import ONE_PROCESS, device_scaling, findings, plot_devices, published_devices
 from ..fmt import MARKS_NOTE, isnull, marks, num
+from ..style import point_look
 from ..table import CONFIG_KEYS
 from .base import Section
 
@@ -89,8 +90,7 @@ def plot_scaling(summ, x: str, xlabel: str):
             m = "".join(sorted({c for n, sh in zip(h["n_runs"], h["short_window"]) for c in marks(n, bool(sh))}))
             ax.errorbar(xs, h["samples_per_s"], yerr=[(h["samples_per_s"] - h["sps_lo"]).clip(lower=0).fillna(0),
                                                        (h["sps_hi"] - h["samples_per_s"]).clip(lower=0).fillna(0)],
-                        marker=device_marker(key[1]), capsize=2, label=lab + (f" {m}" if m else ""),
-                        color=backend_colour(key[0]), ls=style, ms=4)
+                        capsize=2, label=lab + (f" {m}" if m else ""), ls=style, ms=4, **point_look(*key))
         if x in ("batch_size", "threads") and not cat:
             plain_log(ax, base=2, ticks=[v for _, h in lines for v in h["_x"]])
         ax.set_xlabel(xlabel, fontsize=8)

@@ -24,11 +24,14 @@ def _label(sub) -> list[str]:
 
 
 def _key(m) -> list:
-    """The two machines of the pairs, named once above the chart (none when the pairs span several)."""
-    from ..charts import PALETTE
+    """The backends' colours, and the two machines of the pairs named once (not when the pairs span several)."""
+    from matplotlib.patches import Patch
+
+    from ..style import NEUTRAL, bar_look, key_handles
 
     sides = {(str(a).split(" (")[0], str(b).split(" (")[0]) for a, b in zip(m["machine"], m["gpu_machine"])}
-    return [(PALETTE["gpu"], f"CPU: {a}  →  GPU: {b}") for a, b in sides] if len(sides) == 1 else []
+    text = ("GPU ÷ CPU, same backend" + (": CPU {} → GPU {}".format(*next(iter(sides))) if len(sides) == 1 else ""))
+    return key_handles(m["backend"], extra=[Patch(**bar_look(None, "gpu", NEUTRAL), label=text)])
 
 
 def build(ctx) -> Section:

@@ -6,13 +6,14 @@ from .. import findings as said
 from ..aggregate import MIN_STEPS, labels, precision_marks, source_epochs
 from ..charts import bar_facets
 from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, rounded, shown
-from .base import Section, at_digits, mark_bars, with_marks
+from .base import Section, at_digits, config_labels, mark_bars, with_marks
 
 TITLE = "Samples per second by workload × backend × device"
 NAV = "Samples/s"  # its name in the one-line contents
 LEAD = ("Training throughput of every configuration: the median over its runs of each run's steady-state samples "
         "per second; whiskers: the between-run interval (range of 2–4 runs, bootstrap 95% from 5; none for one "
-        "run). Blue: CPU, red: GPU; hatched: fixture (test) data, one run (dots) or a short window (crosses). "
+        "run). Colour: the backend; solid bars: GPU, pale outlined bars: CPU (the key names each device's machine); "
+        "hatched: fixture (test) data, one run (dots) or a short window (crosses). "
         "Points that trained on different numbers of samples compare here, per sample; raw seconds per epoch "
         "are listed in the table with the number of samples each epoch held.")
 
@@ -29,7 +30,7 @@ def timing_table(summ):
     rows = s.to_dict("records")
     return pd.DataFrame({
         "workload": s["workload"], "machine": s["machine"] + s["fixture"].map({True: " (fixture)", False: ""}),
-        "device · backend": s["config"], "batch": s["batch_size"],
+        "configuration": config_labels(s), "batch": s["batch_size"],
         "threads": s["threads"].map(lambda t: "all" if t == 0 else ("" if pd.isna(t) else f"{t:g}")),
         "samples/s, median of runs [between runs]": [figure(r) for r in rows],
         "within-run epoch IQR, samples/s (not its uncertainty)": [_iqr(r["sps_q1"], r["sps_q3"], r)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import findings as said
 from .. import mfu as mfu_of
-from ..charts import PALETTE
 from ..fmt import MARKS_NOTE, digits, figure, isnull, rounded, short_path, shown
+from ..style import PALETTE
 from .base import Section
 
 TITLE = "Comparison summary and utilisation over time"
@@ -73,13 +73,13 @@ def plot_timeline(rec: dict):
     n = 1 + int(has_mem or has_pow)
     fig, axes = plt.subplots(n, 1, figsize=(12, 2.3 * n), sharex=True, squeeze=False)
     ax = axes[0, 0]
-    ax.plot(t, [s.get("cpu_pct") for s in tl], label="CPU % (system-wide, 0–100)", color=PALETTE["cpu"])
+    ax.plot(t, [s.get("cpu_pct") for s in tl], label="CPU % (system-wide, 0–100)", color=PALETTE["util_cpu"])
     if any(s.get("proc_cpu_pct") is not None for s in tl):
         cores = max(1, int((rec.get("fingerprint") or {}).get("cpu_logical") or 1))
         ax.plot(t, [None if s.get("proc_cpu_pct") is None else s["proc_cpu_pct"] / cores for s in tl],
-                label="CPU % (this process, 0–100 of all cores)", color=PALETTE["cpu"], ls="--")
+                label="CPU % (this process, 0–100 of all cores)", color=PALETTE["util_cpu"], ls="--")
     if any(s.get("gpu_pct") is not None for s in tl):
-        ax.plot(t, [s.get("gpu_pct") for s in tl], label="GPU % (NVML busy time)", color=PALETTE["gpu"])
+        ax.plot(t, [s.get("gpu_pct") for s in tl], label="GPU % (NVML busy time)", color=PALETTE["util_gpu"])
     ax.set_ylabel("utilisation %")
     for i, b in enumerate(rec.get("epoch_bounds_s") or []):
         if isinstance(b, (list, tuple)) and len(b) == 2:
@@ -88,17 +88,18 @@ def plot_timeline(rec: dict):
                           lw=0)
     ax.legend(fontsize=7, loc="upper right")
     ax.set_title(f"{rec.get('workload')} · {rec.get('backend')} · {rec.get('device_used')} on "
-                 f"{(rec.get('fingerprint') or {}).get('host')}  (orange: first epoch; grey: later epochs)")
+                 f"{(rec.get('fingerprint') or {}).get('host')}  (pink: first epoch; grey: later epochs)")
     if n > 1:
         a2 = axes[1, 0]
         if has_mem:
-            a2.plot(t, [s.get("gpu_mem_mb") for s in tl], color="#9467bd", label="GPU memory MiB")
+            a2.plot(t, [s.get("gpu_mem_mb") for s in tl], color=PALETTE["memory"], label="GPU memory MiB")
             a2.set_ylabel("MiB")
-            a2.set_ylim(bottom=0)  # from 0: a flat line is not stretched into a wave
+            a2.set_ylim(0, max([s.get("gpu_mem_mb") or 0 for s in tl] + [1]) * 1.15)  # from 0: a flat line is
+            # not stretched into a wave; headroom: JAX's preallocation, flat at its top, is not hidden by the frame
             a2.legend(fontsize=7, loc="upper left")
         if has_pow:
             a3 = a2.twinx() if has_mem else a2
-            a3.plot(t, [s.get("power_w") for s in tl], color=PALETTE["cost"], label="board power W")
+            a3.plot(t, [s.get("power_w") for s in tl], color=PALETTE["power"], label="board power W")
             a3.set_ylabel("W")
             a3.set_ylim(0, max([s.get("power_w") or 0 for s in tl] + [1]) * 1.15)  # 73.2-73.4 W is not a swing
             a3.legend(fontsize=7, loc="lower right")

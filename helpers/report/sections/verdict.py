@@ -12,10 +12,11 @@ from helpers.measure.fingerprint import cpu_model
 
 from .. import headline as hl
 from ..best import best_over_best, one_side
-from ..charts import PALETTE, plain_log
+from ..charts import plain_log
 from ..fmt import ONE_RUN, SHORT, esc, html_table, isnull, marks, rounded, speedup_shown, sps_shown
 from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
+from ..style import PALETTE, key_handles, scatter_look
 from .base import Section
 
 TITLE = "The verdict: how much faster the GPU trains, per workload"
@@ -38,20 +39,20 @@ def chart(rows):
     fastest CPU and fastest GPU configuration (left, one shared log axis) and GPU ÷ CPU (right, one shared log
     axis), each speedup labelled as the sentences and the table show it (``fmt.speedup_shown``)."""
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
 
     rows = rows.sort_values("speedup").reset_index(drop=True)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 0.3 * len(rows) + 0.95), sharey=True,
                                  gridspec_kw={"width_ratios": [1.25, 1]})
+    ratio = {"marker": "D", "color": PALETTE["ratio"], "s": 26}
     for y, r in rows.iterrows():
         c, g = r.get("source_epoch_s_cpu"), r.get("source_epoch_s_gpu")
-        if not (isnull(c) or isnull(g)):
+        if not (isnull(c) or isnull(g)):  # each side in its backend's colour and its device's mark
             a1.plot([g, c], [y, y], color="#bbbbbb", lw=1, zorder=1)
-            a1.scatter([c], [y], marker="o", color=PALETTE["cpu"], s=30, zorder=2)
-            a1.scatter([g], [y], marker="o", color=PALETTE["gpu"], s=30, zorder=2)
-        a2.scatter([r["speedup"]], [y], marker="o", color=PALETTE["gpu"], s=30, zorder=2)
+            a1.scatter([c], [y], s=30, zorder=2, **scatter_look(r["backend_cpu"], "cpu"))
+            a1.scatter([g], [y], s=30, zorder=2, **scatter_look(r["backend_gpu"], "gpu"))
+        a2.scatter([r["speedup"]], [y], zorder=2, **ratio)
         if not (isnull(r.get("speedup_lo")) or isnull(r.get("speedup_hi"))):
-            a2.plot([r["speedup_lo"], r["speedup_hi"]], [y, y], color=PALETTE["gpu"], lw=1, zorder=1)
+            a2.plot([r["speedup_lo"], r["speedup_hi"]], [y, y], color=PALETTE["ratio"], lw=1, zorder=1)
         m = marks(r["n_runs"], bool(r["short_window"]))
         end = r["speedup"] if isnull(r.get("speedup_hi")) else max(r["speedup"], r["speedup_hi"])  # past the whisker
         a2.annotate(f"{speedup_shown(r)}{' ' + m if m else ''}", (end, y), xytext=(5, 0), textcoords="offset points",
@@ -66,19 +67,29 @@ def chart(rows):
     a1.set_xlabel("seconds per epoch of the source's dataset (log scale; fewer is better)", fontsize=9)
     a2.set_xlabel("GPU ÷ CPU samples/s (log scale; right of the dotted line: the GPU is faster)", fontsize=9)
     faster = int((rows["speedup"] > 1).sum())
-    a1.set_title(f"Time per source epoch, fastest CPU (blue) vs fastest GPU (red)\nconfiguration: the GPU is faster "
-                 f"for {faster} of {len(rows)}", fontsize=10)  # two lines: one would run into the next panel's title
+    a1.set_title(f"Time per source epoch, fastest CPU vs fastest GPU configuration:\nthe GPU is faster for {faster} "
+                 f"of {len(rows)}", fontsize=10)  # two lines: one would run into the next panel's title
     a2.set_title(f"The GPU trains {speedup_shown(rows.iloc[0])} to {speedup_shown(rows.iloc[-1])} as fast\n"
                  "(rows: CPU side's backend → GPU side's)", fontsize=10)
-    handles = [Line2D([], [], marker="o", ls="", color=PALETTE[d], label=d.upper()) for d in ("cpu", "gpu")]
+    from matplotlib.lines import Line2D
+
+    handles = key_handles(list(rows["backend_cpu"]) + list(rows["backend_gpu"]), ["gpu", "cpu"], kind="point",
+                          device_text={"gpu": "GPU side", "cpu": "CPU side"},
+                          extra=[Line2D([], [], ls="", ms=6, marker="D", color=PALETTE["ratio"], label="GPU ÷ CPU")])
     fig.legend(handles=handles, loc="lower center", ncols=len(handles), fontsize=9, frameon=False,
                bbox_to_anchor=(0.5, -0.04))
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
+def _price(v) -> str:
+    """An amount without its currency sign (the column's header carries it), or 'no price'."""
+    return hl.money(v).lstrip("$") or "no price"
+
+
 def glance_table(rows):
-    """At most seven columns, one row per workload (``best.best_over_best``), both sides named."""
+    """At most seven columns, one row per workload (``best.best_over_best``), both sides named; units in the
+    headers."""
     import pandas as pd
 
     out = []
@@ -94,10 +105,11 @@ def glance_table(rows):
             "sides compared: CPU → GPU": f"{hl.sides(r)} · b{r['batch_size']:g}" + (
                 f" · {hl.PREC.get(str(r['precision']), r['precision'])}" if str(r["precision"]) != "float32" else ""),
             "GPU ÷ CPU": sp + (f" {m}" if m else "") + (f" · {busy_sides(r)}" if busy_sides(r) else ""),
-            "CPU s / source epoch": hl.duration(r.get("source_epoch_s_cpu")),
-            "GPU s / source epoch": hl.duration(r.get("source_epoch_s_gpu")),
+            # a duration's unit changes from row to row (0.42 s, 12 min, 3.2 h): it stays in the cell
+            "CPU time / source epoch": hl.duration(r.get("source_epoch_s_cpu")),
+            "GPU time / source epoch": hl.duration(r.get("source_epoch_s_gpu")),
             "$ / source epoch, CPU · GPU": ("no price" if isnull(od_c) and isnull(od_g) else
-                                            f"{hl.money(od_c) or 'no price'} · {hl.money(od_g) or 'no price'}"),
+                                            f"{_price(od_c)} · {_price(od_g)}"),
             "runs CPU / GPU": f"{int(r['n_runs_cpu'])} / {int(r['n_runs_gpu'])}",
         })
     return pd.DataFrame(out)
