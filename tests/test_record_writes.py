@@ -6,7 +6,6 @@ whether ``write_record`` made it; the runner-started processes of a 2-process po
 
 from __future__ import annotations
 
-import collections
 import subprocess
 import sys
 from pathlib import Path
@@ -17,25 +16,11 @@ from support import record_audit
 from helpers.paths import PROJECT_ROOT
 
 
-def assert_one_writer_each_record_once(log: Path, folders: list[Path]) -> list[dict]:
-    """Every write into a records folder logged in ``log`` was ``write_record``'s, each record file was renamed into
-    place once, and every record file under ``folders`` is one of them. Returns the log's lines."""
-    seen = record_audit.writes(log)
-    others = [w for w in seen if not w["by_writer"]]
-    assert not others, f"written into a records folder by other code than write_record: {others[:5]}"
-    placed = collections.Counter(w["path"] for w in seen if w["event"] == "os.rename")
-    twice = {p: n for p, n in placed.items() if n > 1}
-    assert not twice, f"records written more than once: {twice}"
-    on_disk = {str(p.resolve()) for f in folders for p in f.glob("runs/*/records/**/*.json")}
-    assert on_disk and on_disk <= set(placed), sorted(on_disk - set(placed))[:5]
-    return seen
-
-
 @pytest.mark.xdist_group("shared_run")
 def test_the_shared_run_wrote_each_record_once_through_the_one_writer(shared_run):
     shared_run.records  # noqa: B018 - every shard ran
     assert shared_run.again.returncode == 0  # and the resume (nothing to run again: nothing written)
-    seen = assert_one_writer_each_record_once(shared_run.audit, [shared_run.outputs])
+    seen = record_audit.assert_one_writer_each_record_once(shared_run.audit, [shared_run.outputs])
     kernels = {w["pid"] for w in seen if "ipykernel_launcher" in " ".join(w["argv"])}
     runners = {w["pid"] for w in seen if w["pid"] not in kernels}
     assert runners and not kernels, "the kernels stage their records; the runner writes them"
@@ -57,11 +42,11 @@ def test_the_audit_catches_a_record_written_by_other_code(tmp_path):
     env["PYTHONPATH"] += f":{PROJECT_ROOT}"
     subprocess.run([sys.executable, "-c", code, str(records)], check=True, env=env, cwd=tmp_path, timeout=60)
     with pytest.raises(AssertionError, match="by other code than write_record"):
-        assert_one_writer_each_record_once(log, [tmp_path])
+        record_audit.assert_one_writer_each_record_once(log, [tmp_path])
     (records / "by_hand.json").unlink()
     log.write_text("".join(line + "\n" for line in log.read_text().splitlines() if "by_hand" not in line))
     with pytest.raises(AssertionError, match="written more than once"):
-        assert_one_writer_each_record_once(log, [tmp_path])
+        record_audit.assert_one_writer_each_record_once(log, [tmp_path])
 
 
 def test_the_record_type_names_every_key_a_record_must_have():

@@ -1,8 +1,9 @@
 """The record-write audit (``sitecustomize.py`` here): ``environment(log)`` for a run's processes, ``writes(log)`` to
-read what they wrote into records folders."""
+read what they wrote into records folders, ``assert_one_writer_each_record_once(log, folders)`` to check it."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 from pathlib import Path
@@ -19,3 +20,17 @@ def environment(log: Path) -> dict:
 
 def writes(log: Path) -> list[dict]:
     return [json.loads(line) for line in Path(log).read_text().splitlines()] if Path(log).exists() else []
+
+
+def assert_one_writer_each_record_once(log: Path, folders: list[Path]) -> list[dict]:
+    """Every write into a records folder logged in ``log`` was ``write_record``'s, each record file was renamed into
+    place once, and every record file under ``folders`` is one of them. Returns the log's lines."""
+    seen = writes(log)
+    others = [w for w in seen if not w["by_writer"]]
+    assert not others, f"written into a records folder by other code than write_record: {others[:5]}"
+    placed = collections.Counter(w["path"] for w in seen if w["event"] == "os.rename")
+    twice = {p: n for p, n in placed.items() if n > 1}
+    assert not twice, f"records written more than once: {twice}"
+    on_disk = {str(p.resolve()) for f in folders for p in f.glob("runs/*/records/**/*.json")}
+    assert on_disk and on_disk <= set(placed), sorted(on_disk - set(placed))[:5]
+    return seen
