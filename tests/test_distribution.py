@@ -12,7 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from support import FAST_XLA, in_fresh_python
+from support import FAST_XLA, XLA_CACHE, in_fresh_python
 
 from helpers import grid
 from helpers.data import image_sets as datasets_images
@@ -199,7 +199,8 @@ def _point(folder, extra: dict, env: dict, devices: int = 2, then: dict | None =
     code = f"OUT = {str(folder)!r}\nEXTRA = {extra!r}\nTHEN = {then!r}\n" + _POINT
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
            "TF_CPP_MIN_LOG_LEVEL": "3",  # behaviour, not timing: XLA's cheapest code generation (FAST_XLA)
-           "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} {FAST_XLA['XLA_FLAGS']}", **env}
+           "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} {FAST_XLA['XLA_FLAGS']}",
+           **XLA_CACHE, **env}  # and the suite's compilation cache
     out, err = folder / f"{name}.out", folder / f"{name}.err"
     with open(out, "w") as o, open(err, "w") as e:
         proc = subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env, text=True, stdout=o,

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 import yaml
-from support import FAST_XLA, in_fresh_python
+from support import FAST_XLA, XLA_CACHE, in_fresh_python
 
 from helpers import grid, params
 from helpers.measure import flops_analytic, flops_table, peaks
@@ -323,7 +323,8 @@ def test_bare_loop_recorded_by_the_benchmark_sits_beside_the_best_rung(tmp_path)
     run = tmp_path / "run"
     out = subprocess.run([sys.executable, "benchmarks/bare_jax.py", "vgg_cifar10", "--cpu-smoke", "--record",
                           str(run / bare.FILE)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "", **FAST_XLA})
+                         env={**os.environ, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "", **FAST_XLA,
+                              **XLA_CACHE})
     assert out.returncode == 0, out.stderr[-2000:]
     df, bad = bare.read([tmp_path])
     assert len(df) == 1 and not bad and df.iloc[0]["backend"] == "jax" and df.iloc[0]["samples_per_s"] > 0

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import FAST_XLA, doc_commands
+from support import FAST_XLA, XLA_CACHE, doc_commands, record_audit
 from support import slurm as slurm_support
 
 from helpers import grid
@@ -160,9 +160,10 @@ def _write_grid(path: Path, timeout_s: int = 300, **extra) -> Path:
 def _env(outputs: Path, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "SLURM_", "KERAS_DISTRIBUTION",
                                                                      "JAX_COORDINATOR", "JAX_PROCESS"))}
-    # the points check behaviour, not speed: XLA's cheapest code generation, kept through the kernel's clean-up
-    return {**env, "CGB_OUTPUTS": str(outputs), "PYTHONUNBUFFERED": "1", **FAST_XLA, "CGB_KEEP_ENV": "XLA_FLAGS",
-            **extra}
+    # the points check behaviour, not speed: XLA's cheapest code generation, kept through the kernel's clean-up, and
+    # the suite's compilation cache
+    return {**env, "CGB_OUTPUTS": str(outputs), "PYTHONUNBUFFERED": "1", **FAST_XLA, **XLA_CACHE,
+            "CGB_KEEP_ENV": "XLA_FLAGS", **extra}
 
 
 def _runner(args, env, log: Path, timeout=600):
@@ -268,12 +269,19 @@ def test_two_processes_with_keras_variables_set_by_hand(tmp_path):
 @pytest.mark.skipif(not JAX, reason="JAX not installed")
 def test_processes_started_by_the_runner_itself(tmp_path):
     """processes: 2: the runner starts both processes on 127.0.0.1 (a free port) and writes one merged record."""
+    audit = tmp_path / "record_writes.jsonl"  # every write into a records folder, by any process (support/record_audit)
+    env = {**_env(tmp_path / "out"), **record_audit.environment(audit)}
     rc, log = _runner([sys.executable, "-m", "helpers.runner", str(_write_grid(tmp_path / "g.yaml", processes=2)),
-                       "--no-report"], _env(tmp_path / "out"), tmp_path / "runner.log")
+                       "--no-report"], env, tmp_path / "runner.log")
     assert rc == 0, log[-4000:]
     m = _assert_merged_from_both(tmp_path / "out", "local")
     assert m["params"]["processes"] == 2 and m["hosts"] == 1
     assert [p["exit"] for p in m["launch_processes"]] == [None, 0]  # process 0 is the runner's own kernel
+    # the point's record and each process's own: each written once, by write_record (the processes' own by their
+    # kernels, under .processes; the point's by the runner, once its processes' parts are in)
+    seen = record_audit.assert_one_writer_each_record_once(audit, [tmp_path / "out"])
+    placed = [w["path"] for w in seen if w["event"] == "os.rename"]
+    assert sum("/.processes/" in p for p in placed) == 2 and sum("/.processes/" not in p for p in placed) == 1
 
 
 @pytest.mark.skipif(not JAX, reason="JAX not installed")

@@ -32,9 +32,40 @@ FAST_COMPILE = "tensorflow" if "tensorflow" in INSTALLED else INSTALLED[0]  # sh
 FAST_XLA = {"XLA_FLAGS": "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"}
 
 
+def _xla_cache_dir() -> str:
+    """One folder per test run, shared by its xdist workers (``PYTEST_XDIST_TESTRUNUID``; without xdist, this
+    pytest's pid); those of runs over 12 hours old are removed."""
+    import tempfile
+    import time
+
+    base = Path(tempfile.gettempdir()) / f"cgb-test-xla-cache-{os.getuid()}"
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+    if base.is_dir():
+        for old in base.iterdir():
+            try:
+                if old.name != run and time.time() - old.stat().st_mtime > 12 * 3600:
+                    shutil.rmtree(old, ignore_errors=True)
+            except OSError:
+                pass
+    return str(base / run)
+
+
+# JAX's persistent compilation cache for the same behaviour-only runs (beside FAST_XLA wherever it is set, never
+# for a run that times something): what one process compiled, the next loads instead of compiling it again. The
+# suite's JAX processes (every workload's chunks, the fresh interpreters, the shared run's kernels, the 2-process
+# points of test_launch and test_distribution) build the same layers, so the same weight initialisers (one XLA
+# compile per weight shape: 80 for test_flops' models) and, where a point's model and batch are the same, the same
+# train step. Every compile is cached (XLA's default skips those under 1 s, nearly all of them here); the cache's
+# size limit turns on its file lock, so that the two workers never read an entry the other is writing. Keyed by the
+# HLO, XLA's flags and JAX's version: a hit is the executable the compile would have made.
+XLA_CACHE = {"JAX_COMPILATION_CACHE_DIR": _xla_cache_dir(), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+             "JAX_COMPILATION_CACHE_MAX_SIZE": str(4 * 2**30)}
+
+
 def fast_xla(backend: str) -> dict:
-    """``FAST_XLA`` on JAX, nothing on another backend: the environment a behaviour-only run adds."""
-    return FAST_XLA if backend == "jax" else {}
+    """``FAST_XLA`` and ``XLA_CACHE`` on JAX, nothing on another backend: the environment a behaviour-only run
+    adds."""
+    return {**FAST_XLA, **XLA_CACHE} if backend == "jax" else {}
 
 
 # what a runner exports for the point its kernel runs: never inherited by another test's process

@@ -16,7 +16,7 @@ from pathlib import Path
 from helpers.paths import PROJECT_ROOT
 from helpers.point import device
 
-from . import FAST_XLA, POINT_ENV, record_audit
+from . import FAST_XLA, POINT_ENV, XLA_CACHE, record_audit
 from .fixtures import write_fixtures
 
 BACKENDS = [b for b in ("jax", "torch", "tensorflow") if device.backend_installed(b)]
@@ -81,7 +81,9 @@ class SharedRun:
         self.grid.write_text(grid_text())
         self.outputs = root / "outputs"
         # behaviour, not speed: XLA's cheapest code generation in the JAX kernels (kept through the kernel's clean-up)
-        self.env = {"KERAS_HOME": str(root / "keras_home"), "CGB_OFFLINE": "1", **FAST_XLA, "CGB_KEEP_ENV": "XLA_FLAGS"}
+        # and the suite's compilation cache
+        self.env = {"KERAS_HOME": str(root / "keras_home"), "CGB_OFFLINE": "1", **FAST_XLA, **XLA_CACHE,
+                    "CGB_KEEP_ENV": "XLA_FLAGS"}
         # every write into a records folder, by any process of the run, logged (support/record_audit)
         self.audit = root / "record_writes.jsonl"
         self.env.update(record_audit.environment(self.audit))
