@@ -91,6 +91,17 @@ class WorkloadRun:
         """Which frameworks the chunk's interpreter had imported once point ``name`` was done."""
         return json.loads((self._folder(name)[0] / "imported.txt").read_text())
 
+    def script(self, name: str) -> str:
+        """What script ``name`` (``workload_points.script``) printed, run after its chunk's points; its
+        exception, if it raised, as this test's failure."""
+        d, log = self._folder(name)
+        err = d / "error.txt"
+        out = (d / "stdout.txt").read_text() if (d / "stdout.txt").exists() else ""
+        if err.exists():
+            raise AssertionError(f"script {name} on {self.backend} raised:\n{err.read_text()[-4000:]}\n{out[-2000:]}")
+        assert (d / "stdout.txt").exists(), (self.backend, name, log[-3000:])
+        return out
+
     def error(self, name: str) -> str | None:
         err = self._folder(name)[0] / "error.txt"
         return err.read_text() if err.exists() else None
@@ -99,11 +110,12 @@ class WorkloadRun:
 def _run_chunk(backend: str, chunk: str, root: Path) -> str:
     """One chunk of ``backend``'s points in a fresh interpreter (``support/every_workload.py``); its output."""
     from support import POINT_ENV, fast_xla, fresh_env
-    from support.workload_points import points
+    from support.workload_points import points, scripts_of
 
     root.mkdir(parents=True, exist_ok=True)
-    spec = {"backend": backend, "out": str(root / "records"), "points": points(backend, root / "data", chunk)}
-    assert spec["points"], (backend, chunk)
+    spec = {"backend": backend, "out": str(root / "records"), "points": points(backend, root / "data", chunk),
+            "scripts": scripts_of(backend, chunk)}
+    assert spec["points"] or spec["scripts"], (backend, chunk)
     (root / "spec.json").write_text(json.dumps(spec))
     env = fresh_env(backend, CGB_OFFLINE="1", CGB_OUTPUTS=str(root / "outputs"), **fast_xla(backend))
     for k in POINT_ENV:

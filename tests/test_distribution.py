@@ -12,7 +12,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from support import FAST_XLA, XLA_CACHE, in_fresh_python
+from support import FAST_XLA, XLA_CACHE
+from support.workload_points import script, script_group
 
 from helpers import grid
 from helpers.data import image_sets as datasets_images
@@ -146,12 +147,15 @@ u8 = np.full((2, 4, 4, 3), 255, np.uint8)
 out["batch"] = [str(prepare_batch(u8, None, None, rescale=False).dtype), float(prepare_batch(u8, None, None).max())]
 print("RESULT" + json.dumps(out))
 """
+# the models are the same on every backend; torch builds them fastest on a CPU (JAX compiles each init): after torch's
+# small chunk (support/workload_points.script)
+_INPUT_RUN = script("uint8_inputs", "torch", _INPUT)
 
 
 @pytest.mark.skipif(not device.backend_installed("torch"), reason="torch not installed")
-def test_uint8_inputs_are_rescaled_inside_the_same_network():
-    # the models are the same on every backend; torch builds them fastest on a CPU (JAX compiles each init)
-    res = json.loads(in_fresh_python(_INPUT, "torch").split("RESULT", 1)[1])
+@pytest.mark.xdist_group(script_group(_INPUT_RUN))
+def test_uint8_inputs_are_rescaled_inside_the_same_network(workload_runs):
+    res = json.loads(workload_runs("torch").script(_INPUT_RUN).split("RESULT", 1)[1])
     assert res.pop("batch") == ["uint8", 1.0]
     for name, c in res.items():
         assert c["float32"][0] == c["uint8"][0], name  # the parameter count is unchanged

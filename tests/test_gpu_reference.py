@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from support import in_fresh_python
+from support.workload_points import script, script_group
 
 from helpers import grid
 from helpers.paths import PROJECT_ROOT
@@ -60,9 +60,13 @@ SHIFT_CHECK = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("backend", INSTALLED)
-def test_random_shift_is_keras_translation_as_matmuls(backend):
-    out = json.loads(in_fresh_python(SHIFT_CHECK, backend).strip().splitlines()[-1])
+SHIFT = {b: script(f"shift_check_{b}", b, SHIFT_CHECK) for b in INSTALLED}  # run in each backend's chunk
+
+
+@pytest.mark.parametrize("backend", [pytest.param(b, marks=pytest.mark.xdist_group(script_group(SHIFT[b])))
+                                     for b in INSTALLED])
+def test_random_shift_is_keras_translation_as_matmuls(workload_runs, backend):
+    out = json.loads(workload_runs(backend).script(SHIFT[backend]).strip().splitlines()[-1])
     assert out["max_diff_vs_keras"] < 1e-5  # the same transformation as RandomTranslation's op
     assert out["identity_outside_training"]
     assert out["shape"] == [4, 12, 10, 3] and out["moved"] and out["draws_differ"]

@@ -6,8 +6,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from support import FAST_COMPILE, ONE, in_fresh_python, write_cifar_cache, write_mnist_cache
-from support.workload_points import ACCURACY, by_backend, group
+from support import FAST_COMPILE, ONE, write_cifar_cache, write_mnist_cache
+from support.workload_points import ACCURACY, KERAS_SHIFT, by_backend, group, script, script_group
 
 from helpers import params
 from helpers.data import image_sets as datasets_images
@@ -16,10 +16,6 @@ from helpers.paths import NOTEBOOKS
 from helpers.workloads import get
 
 MINE = ("mlp_mnist", "cnn_mnist", "vgg_cifar10", "resnet50")
-
-
-def _in_fresh_python(code: str, backend: str = ONE) -> str:
-    return in_fresh_python(code, backend)
 
 
 # ---------------------------------------------------------------- registry and knobs
@@ -77,8 +73,7 @@ def test_notebook_parameters_cells_list_every_knob():
 # ---------------------------------------------------------------- models
 
 
-def test_parameter_counts_shapes_and_optimisers():
-    out = _in_fresh_python(textwrap.dedent("""
+_COUNTS = script("workloads_a_counts", ONE, textwrap.dedent("""
         import json
         import numpy as np
         import keras
@@ -110,7 +105,12 @@ def test_parameter_counts_shapes_and_optimisers():
             if name == "cnn_mnist":
                 r["rho"] = float(opt.rho)
         print("JSON" + json.dumps(res))
-        """))
+        """))  # run after ONE's small chunk (support/workload_points.script)
+
+
+@pytest.mark.xdist_group(script_group(_COUNTS))
+def test_parameter_counts_shapes_and_optimisers(workload_runs):
+    out = workload_runs(ONE).script(_COUNTS)
     res = json.loads(out.split("JSON", 1)[1])
     mlp, cnn, vgg, off, rn = (res[k] for k in ("mlp_mnist", "cnn_mnist", "vgg_cifar10", "vgg_off", "resnet50"))
     # mnist_mlp.py: 784*512+512 + 512*512+512 + 512*10+10
@@ -259,7 +259,7 @@ def test_cnn_mnist_synthetic(workload_runs, backend):
 @pytest.mark.parametrize("backend", by_backend("vgg_cifar10"))
 def test_vgg_cifar10_with_augmentation(workload_runs, backend):
     rec = workload_runs(backend)["vgg_cifar10"]
-    impl = "keras" if backend == ONE else "matmul"  # Keras' RandomTranslation once, the suite's shift elsewhere
+    impl = "keras" if backend == KERAS_SHIFT else "matmul"  # Keras' RandomTranslation once, the suite's elsewhere
     check_record(rec, "vgg_cifar10", backend, 64, 32, "real")
     assert rec["params"]["augment"] is True and "RandomFlip" in rec["data_info"]["augmentation"]
     assert rec["params"]["augment_impl"] == impl

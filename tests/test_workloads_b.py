@@ -5,8 +5,8 @@ import os
 
 import numpy as np
 import pytest
-from support import ONE, in_fresh_python, write_archive
-from support.workload_points import CATSDOGS_VARIANT, SOURCE_SIZE, by_backend, group
+from support import ONE, write_archive
+from support.workload_points import CATSDOGS_VARIANT, SOURCE_SIZE, by_backend, group, script, script_group
 
 from helpers import params
 from helpers.data import loaders as data
@@ -15,16 +15,11 @@ from helpers.data.image_folders import load_images, scan_classes, split_dirs
 from helpers.data.image_plan import synthetic_pool
 from helpers.workloads import catsdogs, cnn_256, get
 
-
-def _in_fresh_python(code: str, backend: str = ONE) -> str:
-    return in_fresh_python(code, backend)
-
-
 # ---------------------------------------------------------------- models
 
 
-def test_parameter_counts_and_cnn_256_layer_table():
-    out = _in_fresh_python(
+_COUNTS = script(
+    "workloads_b_counts", ONE,
         "import json\n"
         "from helpers.workloads import get, cnn_256, catsdogs\n"
         "m = get('cnn_256').build({'image_size': 0})\n"
@@ -36,7 +31,12 @@ def test_parameter_counts_and_cnn_256_layer_table():
         "    mv = get('catsdogs').build({'variant': v, 'image_size': 0})\n"
         "    res[v] = [mv.count_params(), sum(isinstance(x, keras.layers.Conv2D) for x in mv.layers),\n"
         "              list(mv.input_shape[1:]), list(mv.output_shape[1:])]\n"
-        "print('JSON' + json.dumps(res))\n")
+        "print('JSON' + json.dumps(res))\n")  # run after ONE's small chunk (support/workload_points.script)
+
+
+@pytest.mark.xdist_group(script_group(_COUNTS))
+def test_parameter_counts_and_cnn_256_layer_table(workload_runs):
+    out = workload_runs(ONE).script(_COUNTS)
     res = json.loads(out.split("JSON", 1)[1])
     # seed 001's model.summary(), layer for layer: name, output shape, parameters
     assert [tuple([n, tuple(s), p]) for n, s, p in res["table"]] == list(cnn_256.SOURCE_TABLE)
@@ -70,10 +70,8 @@ def test_workload_knobs_validate():
 # ---------------------------------------------------------------- the generator
 
 
-def test_augmentation_matches_keras_image_data_generator():
-    """The numpy/PIL transform equals Keras' own apply_affine_transform (scipy) up to rounding."""
-    pytest.importorskip("scipy")  # Keras' legacy transform needs it (installed with jax)
-    out = _in_fresh_python(
+_AFFINE = script(
+    "workloads_b_affine", ONE,
         "import numpy as np\n"
         "from scipy.ndimage import gaussian_filter\n"
         "from keras.src.legacy.preprocessing.image import apply_affine_transform\n"
@@ -93,7 +91,14 @@ def test_augmentation_matches_keras_image_data_generator():
         "aug = Augment(rotation_range=30, width_shift_range=.1, height_shift_range=.1, shear_range=15,\n"
         "                     zoom_range=.2)\n"
         "ours = apply_affine(img[None], random_affine(Fixed(), 1, 32, 40, aug))[0]\n"
-        "print('MAXDIFF', np.abs(ours.astype(np.float32) - ref).max())\n")
+        "print('MAXDIFF', np.abs(ours.astype(np.float32) - ref).max())\n")  # after ONE's small chunk
+
+
+@pytest.mark.xdist_group(script_group(_AFFINE))
+def test_augmentation_matches_keras_image_data_generator(workload_runs):
+    """The numpy/PIL transform equals Keras' own apply_affine_transform (scipy) up to rounding."""
+    pytest.importorskip("scipy")  # Keras' legacy transform needs it (installed with jax)
+    out = workload_runs(ONE).script(_AFFINE)
     assert float(out.split("MAXDIFF", 1)[1]) <= 1.0  # uint8 rounding
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support import INSTALLED, NIETZSCHE_SAMPLE, ONE, in_fresh_python, write_imdb_npz, write_nietzsche
-from support.workload_points import by_backend
+from support.workload_points import by_backend, script, script_group
 
 from helpers import params
 from helpers.data import loaders as data
@@ -214,10 +214,8 @@ def test_parameter_counts_keras_reader_and_lstm_kernel_record(tmp_path):
     assert "lstm_impl='cudnn'" in res["cudnn_error"]
 
 
-@pytest.mark.skipif("jax" not in INSTALLED, reason="the JAX backend is not installed")
-def test_lstm_auto_avoids_jax_cudnn_under_bfloat16():
-    """jaxlib's cuDNN RNN has no bfloat16 kernel: 'auto' must take the generic loop, 'cudnn' must refuse."""
-    out = _in_fresh_python(
+_LSTM_AUTO = script(
+    "lstm_auto_jax", "jax",
         "import json, keras\n"
         "from helpers.workloads import get, lstm\n"
         "res = {}\n"
@@ -229,7 +227,14 @@ def test_lstm_auto_avoids_jax_cudnn_under_bfloat16():
         "        lstm._lstm(8, {'lstm_impl': 'cudnn'})\n"
         "    except ValueError as e:\n"
         "        res[policy + '-cudnn'] = str(e)\n"
-        "print('JSON' + json.dumps(res, default=str))\n", backend="jax")
+        "print('JSON' + json.dumps(res, default=str))\n")  # after JAX's small chunk
+
+
+@pytest.mark.skipif("jax" not in INSTALLED, reason="the JAX backend is not installed")
+@pytest.mark.xdist_group(script_group(_LSTM_AUTO))
+def test_lstm_auto_avoids_jax_cudnn_under_bfloat16(workload_runs):
+    """jaxlib's cuDNN RNN has no bfloat16 kernel: 'auto' must take the generic loop, 'cudnn' must refuse."""
+    out = workload_runs("jax").script(_LSTM_AUTO)
     res = json.loads(out.split("JSON", 1)[1])
     f32, bf16 = res["float32"], res["mixed_bfloat16"]
     assert f32["lstm_use_cudnn"] == "auto" and f32["cudnn_dtype_blocker"] is None
@@ -286,9 +291,9 @@ def test_textgen_on_real_text_generic_kernel(workload_runs, backend):
     assert info["lstm_use_cudnn"] is False and info["lstm_kernel"].startswith("generic (CPU): Keras RNN loop")
 
 
-def test_synthetic_data_is_learnable():
-    backend = "tensorflow" if "tensorflow" in INSTALLED else ONE
-    out = _in_fresh_python(
+LEARN_ON = "tensorflow" if "tensorflow" in INSTALLED else ONE
+_LEARN = script(
+    "text_learnable", LEARN_ON,
         "import json\n"
         "import keras\n"
         "from helpers.workloads import get\n"
@@ -303,8 +308,12 @@ def test_synthetic_data_is_learnable():
         "    m.compile(**get(name).compile_args(p))\n"
         "    h = m.fit(d.x_train, d.y_train, batch_size=p['batch_size'], epochs=p['epochs'], verbose=0)\n"
         "    res[name] = h.history\n"
-        "print('JSON' + json.dumps(res))\n", backend=backend)
-    res = json.loads(out.split("JSON", 1)[1])
+        "print('JSON' + json.dumps(res))\n", chunk="accuracy")  # after LEARN_ON's accuracy runs
+
+
+@pytest.mark.xdist_group(script_group(_LEARN))
+def test_synthetic_data_is_learnable(workload_runs):
+    res = json.loads(workload_runs(LEARN_ON).script(_LEARN).split("JSON", 1)[1])
     for name, h in res.items():
         assert h["loss"][-1] < h["loss"][0], (name, h)
     assert res["fasttext_imdb"]["accuracy"][-1] > 0.6, res["fasttext_imdb"]  # chance: 0.5

@@ -32,8 +32,12 @@ def setup_plots():
     import seaborn as sns
 
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.8)
+    # axes.titley: the title at the axes' top, as matplotlib places it when nothing is drawn above an axes (no chart
+    # here has ticks on top), without matplotlib measuring every axes of a figure for each title (a tenth of a
+    # report's drawing time; the same SVG)
     plt.rcParams.update({"text.parse_math": False, "figure.dpi": DPI, "savefig.dpi": DPI,
-                         "figure.max_open_warning": 0, "axes.titlesize": 9, "axes.titlelocation": "left"})
+                         "figure.max_open_warning": 0, "axes.titlesize": 9, "axes.titlelocation": "left",
+                         "axes.titley": 1.0})
     return plt
 
 
@@ -124,6 +128,9 @@ def plain_log(ax, axis: str = "x", base: int = 10, ticks=None):
         a.set_major_locator(ticker.LogLocator(base=base, numticks=4))
     a.set_major_formatter(ticker.FuncFormatter(lambda v, _: num(v)))
     a.set_minor_formatter(ticker.NullFormatter())
+    # no minor ticks: the theme draws no tick marks and no minor grid, and matplotlib made and measured eight tick
+    # objects a decade for nothing (a fifth of a report's drawing time; the SVG loses only empty groups)
+    a.set_minor_locator(ticker.NullLocator())
 
 
 def grid(n_panels: int, heights: list[float], ncols: int = 2, width: float = WIDTH):
