@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from support import in_fresh_python
+from support.workload_points import script, script_group
 
 from helpers import grid, params
 from helpers.paths import PROJECT_ROOT
@@ -128,35 +129,34 @@ def test_a_point_on_the_device_feeds_every_step_the_buffers_put_there(tmp_path, 
     assert len(dev["rec"]["history"]["loss"]) == dev["rec"]["epochs_run"]
 
 
-def test_host_copy_measures_a_batch_and_its_share_of_a_step():
-    """The figure the report's scaling section reads: a copy of one batch, timed after a sync, bytes and share."""
-    code = """
+_HOST_COPY = script("host_copy", "jax", """
 import json, numpy as np
 from helpers.point import placement
 x = np.ones((512, 32, 32, 3), np.float32); y = np.zeros((512,), np.int64)
 print("RESULT" + json.dumps(placement.host_copy(x, y, 128, "jax", step_s=0.5, repeats=3)))
-"""
+""")  # after JAX's small chunk (support/workload_points.script)
+
+
+@pytest.mark.xdist_group(script_group(_HOST_COPY))
+def test_host_copy_measures_a_batch_and_its_share_of_a_step(workload_runs):
+    """The figure the report's scaling section reads: a copy of one batch, timed after a sync, bytes and share."""
     if not backend_installed("jax"):
         pytest.skip("jax not installed")
-    res = json.loads(in_fresh_python(code, "jax").split("RESULT", 1)[1])
+    res = json.loads(workload_runs("jax").script(_HOST_COPY).split("RESULT", 1)[1])
     assert res["input_bytes_per_step"] == 128 * 32 * 32 * 3 * 4 + 128 * 8
     assert res["host_copy_repeats"] == 3 and res["host_copy_s_per_step"] > 0
     assert res["host_copy_share"] == pytest.approx(res["host_copy_s_per_step"] / 0.5)
     assert res["host_copy_gb_per_s"] == pytest.approx(res["input_bytes_per_step"] / res["host_copy_s_per_step"] / 1e9)
 
 
-def test_a_generator_workload_on_the_device_is_skipped_with_the_reason(tmp_path):
-    """catsdogs batches from files through a PyDataset on the host: the point says so, before building."""
-    if not backend_installed("jax"):
-        pytest.skip("jax not installed")
-    code = f"""
+_GENERATOR = script("generator_on_device", "jax", """
 import json
 from helpers.params import COMMON_DEFAULTS
 from helpers.point.session import PointSkipped, begin
 from helpers.workloads import get
-prm = {{**COMMON_DEFAULTS, **get("catsdogs").defaults, "workload": "catsdogs", "backend": "jax", "device": "cpu",
+prm = {**COMMON_DEFAULTS, **get("catsdogs").defaults, "workload": "catsdogs", "backend": "jax", "device": "cpu",
         "batch_size": 8, "n_train": 16, "epochs": 2, "data_source": "synthetic", "data_placement": "device",
-        "output_dir": {str(tmp_path)!r}}}
+        "output_dir": SCRIPT_DIR}
 pt = begin(prm)
 import keras
 pt.verify()
@@ -164,8 +164,15 @@ try:
     pt.load_data()
 except PointSkipped:
     print("RESULT" + json.dumps(pt.record))
-"""
-    rec = json.loads(in_fresh_python(code, "jax").split("RESULT", 1)[1])
+""")  # after JAX's small chunk (support/workload_points.script)
+
+
+@pytest.mark.xdist_group(script_group(_GENERATOR))
+def test_a_generator_workload_on_the_device_is_skipped_with_the_reason(workload_runs):
+    """catsdogs batches from files through a PyDataset on the host: the point says so, before building."""
+    if not backend_installed("jax"):
+        pytest.skip("jax not installed")
+    rec = json.loads(workload_runs("jax").script(_GENERATOR).split("RESULT", 1)[1])
     assert rec["status"] == "skipped" and "data_placement 'device'" in rec["reason"] and "generator" in rec["reason"]
 
 

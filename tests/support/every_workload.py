@@ -11,8 +11,8 @@ workload_runs``) start this once per backend instead of one kernel per workload 
 Then the scripts (``workload_points.script``: what a test would otherwise run in a fresh interpreter of its own,
 one framework import each), one after the other, each as a fresh interpreter would see it: this process's
 environment and working folder as they were when it started, ``keras.backend.clear_session()`` (layer names counted
-from 0), the float32 dtype policy, its own namespace; its stdout goes to ``out/<name>/stdout.txt``, an exception to
-``out/<name>/error.txt``.
+from 0), the float32 dtype policy, its own namespace (``SCRIPT_DIR``: a folder of its own); its stdout goes to
+``out/<name>/stdout.txt``, an exception to ``out/<name>/error.txt``.
 """
 
 import json
@@ -71,7 +71,8 @@ def run_script(script: dict, out: Path, env: dict, cwd: str) -> None:
     buf, t0 = io.StringIO(), time.perf_counter()
     try:
         with contextlib.redirect_stdout(buf):
-            exec(compile(script["code"], f"<script {script['name']}>", "exec"), {"__name__": "__main__"})
+            exec(compile(script["code"], f"<script {script['name']}>", "exec"),
+                     {"__name__": "__main__", "SCRIPT_DIR": str(folder)})
     except BaseException:  # noqa: BLE001 - SystemExit included: the test reads error.txt
         (folder / "error.txt").write_text(traceback.format_exc())
     (folder / "stdout.txt").write_text(buf.getvalue())
