@@ -96,10 +96,12 @@ def test_force_rejects_switching_backend_in_process():
     assert "restart the kernel" in out.stdout
 
 
+# a CPU point verified as "cpu" on every backend: test_workloads_a's check_record, on each backend's points (forced
+# by helpers.point.session.begin, verified by Point.verify, as a notebook does)
 @pytest.mark.parametrize("backend", [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)])
-@pytest.mark.parametrize("dev", ["cpu", "gpu"])
+@pytest.mark.parametrize("dev", ["gpu"])
 def test_verify_reports_the_device_really_used(backend, dev):
-    """On this GPU-less machine: cpu is verified as cpu; gpu yields a skip reason, never 'gpu'."""
+    """On a GPU-less machine: gpu yields a skip reason, never 'gpu'."""
     code = ("import json, sys\nfrom helpers.point import device\n"
             f"device.force({backend!r}, {dev!r})\nimport keras\n"
             f"print('RESULT', json.dumps(device.verify({backend!r}, {dev!r})))")
@@ -109,14 +111,11 @@ def test_verify_reports_the_device_really_used(backend, dev):
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT")]
     assert line, out.stderr[-3000:]
     res = json.loads(line[0][7:])
-    if device.backend_installed(backend) and dev == "cpu":
-        assert res == {"device_used": "cpu", "detail": res["detail"], "skip_reason": None}
-    if dev == "gpu":
-        from helpers.measure.fingerprint import gpus
+    from helpers.measure.fingerprint import gpus
 
-        if not gpus()["gpu_names"]:
-            assert res["skip_reason"], res
-            assert res["device_used"] != "gpu"
+    if not gpus()["gpu_names"]:
+        assert res["skip_reason"], res
+        assert res["device_used"] != "gpu"
 
 
 def test_point_id_stable_and_sensitive():
