@@ -6,7 +6,8 @@ import textwrap
 
 import pytest
 import yaml
-from support import FAST_XLA, XLA_CACHE, in_fresh_python
+from support import FAST_XLA, XLA_CACHE
+from support.workload_points import script, scripts_group
 
 from helpers import grid, params
 from helpers.measure import flops_analytic, flops_table, peaks
@@ -54,7 +55,7 @@ _SMALL = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xdist_group("flops-jax")  # shares the module fixture jax_counts
+@pytest.mark.xdist_group(scripts_group("jax"))  # reads JAX's chunk of scripts (jax_counts)
 @pytest.mark.skipif(not HAS_JAX, reason="JAX not installed")
 def test_analytic_count_agrees_with_xla_on_small_models(jax_counts):
     """Dense, Conv2D + BatchNorm + pooling, LSTM and Embedding + Bidirectional LSTM: the convention less the input
@@ -93,17 +94,20 @@ _ANCHORS = textwrap.dedent("""
 """)
 
 
+_COUNTS = script("flops_counts", "jax", _SMALL + _ANCHORS)  # in JAX's chunk of scripts (support/workload_points)
+
+
 @pytest.fixture(scope="module")
-def jax_counts():
-    """Both scripts in one fresh JAX process (one Keras import): {'small': ..., 'anchors': ...}."""
+def jax_counts(workload_runs):
+    """Both scripts, run in JAX's chunk of scripts: {'small': ..., 'anchors': ...}."""
     if not HAS_JAX:
         pytest.skip("JAX not installed")
-    out = in_fresh_python(_SMALL + _ANCHORS, "jax")
+    out = workload_runs("jax").script(_COUNTS)
     return {"small": json.loads(out.split("SMALL ", 1)[1].splitlines()[0]),
             "anchors": json.loads(out.split("ANCHORS ", 1)[1].splitlines()[0])}
 
 
-@pytest.mark.xdist_group("flops-jax")  # shares the module fixture jax_counts
+@pytest.mark.xdist_group(scripts_group("jax"))  # reads JAX's chunk of scripts (jax_counts)
 @pytest.mark.skipif(not HAS_JAX, reason="JAX not installed")
 def test_anchors_resnet50_and_seed_000_cnn(jax_counts):
     """ResNet-50 at 224 x 224: about 4.1 G multiply-adds forward (Keras' ResNet50 is v1: 3.86 G multiply-adds in

@@ -134,7 +134,7 @@ import json, numpy as np
 from helpers.point import placement
 x = np.ones((512, 32, 32, 3), np.float32); y = np.zeros((512,), np.int64)
 print("RESULT" + json.dumps(placement.host_copy(x, y, 128, "jax", step_s=0.5, repeats=3)))
-""")  # after JAX's small chunk (support/workload_points.script)
+""")  # in JAX's scripts chunk (support/workload_points.script)
 
 
 @pytest.mark.xdist_group(script_group(_HOST_COPY))
@@ -164,7 +164,7 @@ try:
     pt.load_data()
 except PointSkipped:
     print("RESULT" + json.dumps(pt.record))
-""")  # after JAX's small chunk (support/workload_points.script)
+""")  # in JAX's scripts chunk (support/workload_points.script)
 
 
 @pytest.mark.xdist_group(script_group(_GENERATOR))

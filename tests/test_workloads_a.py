@@ -105,7 +105,7 @@ _COUNTS = script("workloads_a_counts", ONE, textwrap.dedent("""
             if name == "cnn_mnist":
                 r["rho"] = float(opt.rho)
         print("JSON" + json.dumps(res))
-        """))  # run after ONE's small chunk (support/workload_points.script)
+        """))  # in ONE's chunk of scripts (support/workload_points.script)
 
 
 @pytest.mark.xdist_group(script_group(_COUNTS))

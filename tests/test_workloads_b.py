@@ -31,7 +31,7 @@ _COUNTS = script(
         "    mv = get('catsdogs').build({'variant': v, 'image_size': 0})\n"
         "    res[v] = [mv.count_params(), sum(isinstance(x, keras.layers.Conv2D) for x in mv.layers),\n"
         "              list(mv.input_shape[1:]), list(mv.output_shape[1:])]\n"
-        "print('JSON' + json.dumps(res))\n")  # run after ONE's small chunk (support/workload_points.script)
+        "print('JSON' + json.dumps(res))\n")  # in ONE's chunk of scripts (support/workload_points.script)
 
 
 @pytest.mark.xdist_group(script_group(_COUNTS))
@@ -91,7 +91,7 @@ _AFFINE = script(
         "aug = Augment(rotation_range=30, width_shift_range=.1, height_shift_range=.1, shear_range=15,\n"
         "                     zoom_range=.2)\n"
         "ours = apply_affine(img[None], random_affine(Fixed(), 1, 32, 40, aug))[0]\n"
-        "print('MAXDIFF', np.abs(ours.astype(np.float32) - ref).max())\n")  # after ONE's small chunk
+        "print('MAXDIFF', np.abs(ours.astype(np.float32) - ref).max())\n")  # in ONE's chunk of scripts
 
 
 @pytest.mark.xdist_group(script_group(_AFFINE))

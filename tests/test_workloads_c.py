@@ -227,7 +227,7 @@ _LSTM_AUTO = script(
         "        lstm._lstm(8, {'lstm_impl': 'cudnn'})\n"
         "    except ValueError as e:\n"
         "        res[policy + '-cudnn'] = str(e)\n"
-        "print('JSON' + json.dumps(res, default=str))\n")  # after JAX's small chunk
+        "print('JSON' + json.dumps(res, default=str))\n")  # in JAX's chunk of scripts
 
 
 @pytest.mark.skipif("jax" not in INSTALLED, reason="the JAX backend is not installed")
@@ -308,7 +308,7 @@ _LEARN = script(
         "    m.compile(**get(name).compile_args(p))\n"
         "    h = m.fit(d.x_train, d.y_train, batch_size=p['batch_size'], epochs=p['epochs'], verbose=0)\n"
         "    res[name] = h.history\n"
-        "print('JSON' + json.dumps(res))\n", chunk="accuracy")  # after LEARN_ON's accuracy runs
+        "print('JSON' + json.dumps(res))\n", chunk="scripts")  # a chunk of its own: 25 s of training
 
 
 @pytest.mark.xdist_group(script_group(_LEARN))

@@ -45,12 +45,16 @@ SOURCE_SIZE = "torch" if "torch" in INSTALLED else ONE  # the backend that train
 # Scripts a test would otherwise run in a fresh interpreter of its own (one framework import, 4-8 s, each), run
 # instead after the points of a chunk of their backend (``every_workload.run_script``): name -> (backend, chunk, code)
 SCRIPTS: dict[str, tuple[str, str, str]] = {}
+# where a backend's scripts run unless a test names a chunk: JAX's small chunk is already the longest (XLA compiles
+# every point), so JAX's scripts get an interpreter of their own (one more JAX start, not one per script)
+SCRIPT_CHUNK = {"jax": "scripts"}
 
 
-def script(name: str, backend: str, code: str, chunk: str = "small") -> str:
-    """Register ``code`` to run in ``backend``'s ``chunk`` (a test module does this when it is imported); the test
-    reads what it printed with ``workload_runs(backend).script(name)`` and carries ``xdist_group(script_group(name))``.
-    Returns ``name``."""
+def script(name: str, backend: str, code: str, chunk: str | None = None) -> str:
+    """Register ``code`` to run in ``backend``'s ``chunk`` (default: its small chunk, JAX's ``scripts``) — a test
+    module does this when it is imported; the test reads what it printed with ``workload_runs(backend).script(name)``
+    and carries ``xdist_group(script_group(name))``. Returns ``name``."""
+    chunk = chunk or SCRIPT_CHUNK.get(backend, "small")
     assert SCRIPTS.get(name, (backend, chunk, code)) == (backend, chunk, code), f"script {name!r} registered twice"
     SCRIPTS[name] = (backend, chunk, code)
     return name
@@ -59,7 +63,12 @@ def script(name: str, backend: str, code: str, chunk: str = "small") -> str:
 def script_group(name: str) -> str:
     """The xdist group of the tests that read script ``name``: its chunk's."""
     backend, chunk, _ = SCRIPTS[name]
-    return f"every-{backend}-{chunk}"
+    return scripts_group(backend, chunk)
+
+
+def scripts_group(backend: str, chunk: str | None = None) -> str:
+    """The xdist group of ``backend``'s scripts run in ``chunk`` (default: where ``script`` puts them)."""
+    return f"every-{backend}-{chunk or SCRIPT_CHUNK.get(backend, 'small')}"
 
 
 def scripts_of(backend: str, chunk: str) -> list[dict]:
