@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 from support import FAST_COMPILE, ONE, write_cifar_cache, write_mnist_cache
-from support.workload_points import ACCURACY, KERAS_SHIFT, by_backend, group, script, script_group
+from support.workload_points import ACCURACY, BUILDS_FAST, KERAS_SHIFT, by_backend, group, script, script_group
 
 from helpers import params
 from helpers.data import image_sets as datasets_images
@@ -73,7 +73,7 @@ def test_notebook_parameters_cells_list_every_knob():
 # ---------------------------------------------------------------- models
 
 
-_COUNTS = script("workloads_a_counts", ONE, textwrap.dedent("""
+_COUNTS = script("workloads_a_counts", BUILDS_FAST, textwrap.dedent("""
         import json
         import numpy as np
         import keras
@@ -105,12 +105,12 @@ _COUNTS = script("workloads_a_counts", ONE, textwrap.dedent("""
             if name == "cnn_mnist":
                 r["rho"] = float(opt.rho)
         print("JSON" + json.dumps(res))
-        """))  # in ONE's chunk of scripts (support/workload_points.script)
+        """))  # among BUILDS_FAST's scripts (support/workload_points.script)
 
 
 @pytest.mark.xdist_group(script_group(_COUNTS))
 def test_parameter_counts_shapes_and_optimisers(workload_runs):
-    out = workload_runs(ONE).script(_COUNTS)
+    out = workload_runs(BUILDS_FAST).script(_COUNTS)
     res = json.loads(out.split("JSON", 1)[1])
     mlp, cnn, vgg, off, rn = (res[k] for k in ("mlp_mnist", "cnn_mnist", "vgg_cifar10", "vgg_off", "resnet50"))
     # mnist_mlp.py: 784*512+512 + 512*512+512 + 512*10+10

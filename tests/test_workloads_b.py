@@ -6,7 +6,15 @@ import os
 import numpy as np
 import pytest
 from support import ONE, write_archive
-from support.workload_points import CATSDOGS_VARIANT, SOURCE_SIZE, by_backend, group, script, script_group
+from support.workload_points import (
+    BUILDS_FAST,
+    CATSDOGS_VARIANT,
+    SOURCE_SIZE,
+    by_backend,
+    group,
+    script,
+    script_group,
+)
 
 from helpers import params
 from helpers.data import loaders as data
@@ -19,7 +27,7 @@ from helpers.workloads import catsdogs, cnn_256, get
 
 
 _COUNTS = script(
-    "workloads_b_counts", ONE,
+    "workloads_b_counts", BUILDS_FAST,
         "import json\n"
         "from helpers.workloads import get, cnn_256, catsdogs\n"
         "m = get('cnn_256').build({'image_size': 0})\n"
@@ -31,12 +39,12 @@ _COUNTS = script(
         "    mv = get('catsdogs').build({'variant': v, 'image_size': 0})\n"
         "    res[v] = [mv.count_params(), sum(isinstance(x, keras.layers.Conv2D) for x in mv.layers),\n"
         "              list(mv.input_shape[1:]), list(mv.output_shape[1:])]\n"
-        "print('JSON' + json.dumps(res))\n")  # in ONE's chunk of scripts (support/workload_points.script)
+        "print('JSON' + json.dumps(res))\n")  # among BUILDS_FAST's scripts (support/workload_points.script)
 
 
 @pytest.mark.xdist_group(script_group(_COUNTS))
 def test_parameter_counts_and_cnn_256_layer_table(workload_runs):
-    out = workload_runs(ONE).script(_COUNTS)
+    out = workload_runs(BUILDS_FAST).script(_COUNTS)
     res = json.loads(out.split("JSON", 1)[1])
     # seed 001's model.summary(), layer for layer: name, output shape, parameters
     assert [tuple([n, tuple(s), p]) for n, s, p in res["table"]] == list(cnn_256.SOURCE_TABLE)
