@@ -95,12 +95,12 @@ class WorkloadRun:
         """What script ``name`` (``workload_points.script``) printed, run after its chunk's points; its
         exception, if it raised, as this test's failure."""
         d, log = self._folder(name)
-        err = d / "error.txt"
-        out = (d / "stdout.txt").read_text() if (d / "stdout.txt").exists() else ""
+        err, out = d / "error.txt", d / "stdout.txt"
         if err.exists():
-            raise AssertionError(f"script {name} on {self.backend} raised:\n{err.read_text()[-4000:]}\n{out[-2000:]}")
-        assert (d / "stdout.txt").exists(), (self.backend, name, log[-3000:])
-        return out
+            printed = out.read_text()[-2000:] if out.exists() else ""
+            raise AssertionError(f"script {name} on {self.backend} raised:\n{err.read_text()[-4000:]}\n{printed}")
+        assert out.exists(), (self.backend, name, log[-3000:])
+        return out.read_text()
 
     def error(self, name: str) -> str | None:
         err = self._folder(name)[0] / "error.txt"

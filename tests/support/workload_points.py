@@ -57,7 +57,7 @@ def script(name: str, backend: str, code: str, chunk: str | None = None) -> str:
     """Register ``code`` to run in ``backend``'s ``chunk`` (default: its small chunk, JAX's ``scripts``) — a test
     module does this when it is imported; the test reads what it printed with ``workload_runs(backend).script(name)``
     and carries ``xdist_group(script_group(name))``. Returns ``name``."""
-    chunk = chunk or SCRIPT_CHUNK.get(backend, "small")
+    chunk = _scripts_chunk(backend, chunk)
     assert SCRIPTS.get(name, (backend, chunk, code)) == (backend, chunk, code), f"script {name!r} registered twice"
     SCRIPTS[name] = (backend, chunk, code)
     return name
@@ -71,7 +71,11 @@ def script_group(name: str) -> str:
 
 def scripts_group(backend: str, chunk: str | None = None) -> str:
     """The xdist group of ``backend``'s scripts run in ``chunk`` (default: where ``script`` puts them)."""
-    return f"every-{backend}-{chunk or SCRIPT_CHUNK.get(backend, 'small')}"
+    return f"every-{backend}-{_scripts_chunk(backend, chunk)}"
+
+
+def _scripts_chunk(backend: str, chunk: str | None) -> str:
+    return chunk or SCRIPT_CHUNK.get(backend, "small")
 
 
 def scripts_of(backend: str, chunk: str) -> list[dict]:
