@@ -1,42 +1,50 @@
 #!/usr/bin/env bash
-# One process per GPU against one process driving both (issue 47): params/multi_gpu.yaml through the suite's
-# runner on a lent machine with two GPUs, resumed across the calls of one lease.
+# The scaling grid (params/multi_gpu.yaml: 1, 2, 4, 8 GPUs, both ways, both input paths) through the suite's
+# runner on a lent machine of several GPUs, resumed across the calls of one lease; GRID=params/multi_gpu_profile.yaml
+# OUTNAME=multi_gpu_profile for the step breakdown of the recommended path on 1 and 4 GPUs.
 #
 #   bash benchmarks/profile_gpu.sh --wheels          # HERE, once: the suite's pure-Python packages in .whl/
 #   bash benchmarks/multi_gpu.sh [BUDGET_S]          # THERE: carry [".whl"]; starts no point after BUDGET_S s
 #                                                    # (420 in a 600-s call: the install and the tarball need ~40 s)
 #
 # Each call resumes the grid where the last stopped (a warm machine keeps /tmp/cgb/multi_gpu) and sends back
-# $OUT/multi_gpu_runs.tgz: unpack it here (`tar xzf multi_gpu_runs.tgz -C outputs`), then publish:
-#   python3 scripts/publish_reference.py outputs/multi_gpu --to reference/h200x2
+# $OUT/$OUTNAME_runs.tgz: unpack it here (`tar xzf multi_gpu_runs.tgz -C outputs`), then publish:
+#   python3 scripts/publish_reference.py outputs/multi_gpu --to reference/h100x4
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUDGET="${1:-420}"
 OUTDIR="${OUT:-$(mktemp -d)}"
 exec > >(tee -a "$OUTDIR/multi_gpu.log") 2>&1
-if compgen -G ".whl/*.whl" >/dev/null; then
+NAME="${OUTNAME:-multi_gpu}"
+if [ -d /tmp/site/keras ]; then  # a warm machine: installed by an earlier call
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+elif compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 mkdir -p /tmp/cgb
-[ -d /tmp/cgb/multi_gpu ] && echo "runs of an earlier call on this machine: resumed"
+[ -d "/tmp/cgb/$NAME" ] && echo "runs of an earlier call on this machine: resumed"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 nvidia-smi topo -m 2>/dev/null | head -4 || true
-export PYTHONUNBUFFERED=1 CGB_OUTPUTS=/tmp/cgb/multi_gpu NCCL_NVLS_ENABLE=0
+export PYTHONUNBUFFERED=1 CGB_OUTPUTS="/tmp/cgb/$NAME" NCCL_NVLS_ENABLE=0 CGB_TRACE_MAX_MB=4
 # the runner is stopped CUTOFF s after BUDGET (default 90: a point started just before the budget ends), so that
 # the tarball below is always made inside the call's 600 s: a call cut off by the tool returns no file
 timeout --signal=INT --kill-after=20 $((BUDGET + ${CUTOFF:-90})) \
     python3 -m helpers.runner "${GRID:-params/multi_gpu.yaml}" --budget "$BUDGET" --no-report --yes \
     || echo "runner exit $?"
 # every run so far, one line each (the figures come back in the log even if the files do not)
-python3 - <<'PY'
-import json, pathlib
-for f in sorted(pathlib.Path("/tmp/cgb/multi_gpu").rglob("records/*.json")):
+NAME="$NAME" python3 - <<'PY'
+import json, os, pathlib
+for f in sorted(pathlib.Path("/tmp/cgb", os.environ["NAME"]).rglob("records/*.json")):
     r = json.loads(f.read_text())
     p = r.get("params") or {}
+    b = r.get("step_breakdown") or {}
+    parts = " ".join(f"{k} {v:.1f}" for k, v in (b.get("parts_ms") or {}).items())
     print(f"{r.get('workload'):12} gpus {p.get('gpus', 1)} processes {p.get('processes', 1)} "
-          f"{p.get('input_dtype', 'float32'):7} {r.get('status'):7} {r.get('samples_per_s') or 0:10,.0f}/s "
+          f"{p.get('input_dtype', 'float32'):7} {p.get('data_placement', 'host'):6} {r.get('status'):7} "
+          f"{r.get('samples_per_s') or 0:10,.0f}/s step {r.get('step_s') or 0:.4f} dur {r.get('duration_s') or 0:.0f} "
+          f"wait {(r.get('data_staged') or {}).get('wait_s')} {parts} "
           f"boot {((r.get('fingerprint') or {}).get('boot_id') or '?')[:8]} {r.get('reason') or ''}"[:220])
 PY
-tar czf "$OUTDIR/multi_gpu_runs.tgz" -C /tmp/cgb multi_gpu
+tar czf "$OUTDIR/${NAME}_runs.tgz" -C /tmp/cgb "$NAME"
 ls -la "$OUTDIR"

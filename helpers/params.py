@@ -17,7 +17,7 @@ DEVICES = ("cpu", "gpu")
 DATA_SOURCES = ("auto", "real", "synthetic")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 JIT_CHOICES = ("auto", True, False)
-PLACEMENTS = ("host", "device")
+PLACEMENTS = ("host", "device", "staged")
 PLACEMENT_BACKENDS = ("jax", "torch")  # data_placement 'device': Keras fits backend tensors these two keep in place
 
 
@@ -124,9 +124,12 @@ COMMON = _spec(
           minimum=1, default=1,
           note="processes on this host, one per GPU, started by the runner (docs/multi_gpu.md)"),
     Param("data_placement", str, "where the training set lives: 'host' (numpy arrays, each batch copied to the "
-          "device as Keras fits arrays) or 'device' (put on the device once, batches served from there; jax and "
-          "torch, workloads whose data are arrays; helpers.point.placement)", choices=PLACEMENTS, default="host",
-          note="host (numpy, copied each step as Keras does) or device (put there once; jax, torch)"),
+          "device as Keras fits arrays), 'device' (put on the device once, batches served from there; one process) "
+          "or 'staged' (numpy on the host, each batch put on the devices ahead of the step by a thread of its own; "
+          "several processes too; helpers.point.staging); jax and torch, workloads whose data are arrays",
+          choices=PLACEMENTS, default="host",
+          note="host (numpy, copied each step as Keras does), device (put there once) or staged (copied ahead of "
+               "the step by a thread); jax, torch"),
     Param("profile", bool, "after the timed window, a few steady-state steps under the framework's own "
           "profiler: the trace kept beside the record, the step's breakdown in it (helpers.point.profiling); the "
           "timed figures are not touched", default=False,
@@ -239,7 +242,12 @@ def check_combination(params: dict[str, Any], where: str = "parameters") -> None
     if backend == "torch" and isinstance(spe, int) and spe > 1:
         raise ParamError(f"{where}: key 'steps_per_execution' has value {spe!r} with backend 'torch'; allowed: 1 "
                          f"(Keras: \"{TORCH_STEPS_PER_EXECUTION}\")")
-    if params.get("data_placement") == "device":
+    how = params.get("data_placement")
+    if how in ("device", "staged") and backend not in PLACEMENT_BACKENDS:
+        raise ParamError(f"{where}: key 'data_placement' has value {how!r} with backend {backend!r}; allowed "
+                         f"with backend {' or '.join(map(repr, PLACEMENT_BACKENDS))} (with TensorFlow, Keras "
+                         "feeds fit through a tf.data pipeline on the host)")
+    if how == "device":
         if backend not in PLACEMENT_BACKENDS:
             raise ParamError(f"{where}: key 'data_placement' has value 'device' with backend {backend!r}; allowed "
                              f"with backend {' or '.join(map(repr, PLACEMENT_BACKENDS))} (with TensorFlow, Keras "
@@ -248,7 +256,8 @@ def check_combination(params: dict[str, Any], where: str = "parameters") -> None
             n = params.get(key, 1)
             if isinstance(n, int) and n > 1:
                 raise ParamError(f"{where}: key 'data_placement' has value 'device' with {key}={n}; allowed with "
-                                 f"{key}: 1 (several processes feed each its shard of numpy arrays)")
+                                 f"{key}: 1 (several processes feed each its shard of numpy arrays: "
+                                 "data_placement 'staged' puts each batch of it on the devices ahead of the step)")
 
 
 def _similar(a: str, b: str) -> bool:

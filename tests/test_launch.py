@@ -127,6 +127,12 @@ def test_each_process_gets_its_own_gpus():
     slices, why = local_launch.gpu_slices(p, {"CUDA_VISIBLE_DEVICES": "0,1"})
     assert not slices and "needs 4 GPUs, one set per process, but this host shows 2" in why
     assert local_launch.gpu_slices({**p, "device": "cpu"}, {}) == ([None, None], None)
+    # one process asking for more GPUs than the host shows (the 8-GPU lines of params/multi_gpu.yaml on 4): the
+    # runner skips it without a kernel, and says so
+    slices, why = local_launch.gpu_slices({"device": "gpu", "gpus": 8}, {"CUDA_VISIBLE_DEVICES": "0,1,2,3"})
+    assert not slices and why == "gpus=8 needs 8 GPUs but this host shows 4 (CUDA_VISIBLE_DEVICES=0,1,2,3): lower gpus"
+    four = {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    assert local_launch.gpu_slices({"device": "gpu", "gpus": 4}, four) == (["0,1,2,3"], None)
     mpi = launch.Launch("mpirun", "h:1", 4, 3, local_rank=1)
     assert launch.gpu_slice(mpi, 1, {"CUDA_VISIBLE_DEVICES": "0,1"}) == "1"
     assert launch.gpu_slice(mpi, 1, {"CUDA_VISIBLE_DEVICES": "3"}) is None  # the launcher gave it its own

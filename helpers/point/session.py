@@ -168,8 +168,8 @@ class Point:
             raise
         d = self.data
         placement = self.params.get("data_placement", "host")
-        if placement == "device" and d.train is not None:
-            self.skip(f"data_placement 'device': this workload's data is a generator ({type(d.train).__name__}, "
+        if placement in ("device", "staged") and d.train is not None:
+            self.skip(f"data_placement '{placement}': this workload's data is a generator ({type(d.train).__name__}, "
                       "batched on the host as it reads); the data goes on the device only from arrays")
         self.record["data_placement"] = placement
         self.record.update(data_source=d.source, data_detail=d.detail, n_train=d.samples_per_epoch * self.dist.hosts,
@@ -243,6 +243,8 @@ class Point:
                 # the steady ones add up to `min_steady_s` (or the point's deadline is near)
                 model.fit(*args, epochs=max(epochs, MAX_EPOCHS), verbose=0, callbacks=[self.timer], **kwargs)
         except Exception as exc:
+            if placed is not None and hasattr(placed, "close"):
+                placed.close()
             _figures.fit_figures(self)
             self.fail(exc)
             raise
@@ -252,13 +254,32 @@ class Point:
             from helpers.point import profiling
 
             self.record.update(profiling.run(self, model, args, kwargs))
+        if placed is not None and hasattr(placed, "stats"):  # 'staged': the thread stopped, what it did recorded
+            placed.close()
+            self.record["data_staged"] = {**self.record.get("data_staged", {}), **placed.stats()}
         return self.timer.history
 
     def _placed(self, data):
         """``data_placement: device``: the training arrays as batches on the device (``helpers.point.placement``);
-        None on the host path."""
-        if self.params.get("data_placement", "host") != "device" or data.train is not None:
+        ``staged``: batches a thread puts on the devices ahead of the step (``helpers.point.staging``); None on the
+        host path."""
+        how = self.params.get("data_placement", "host")
+        if how not in ("device", "staged") or data.train is not None:
             return None
+        if how == "staged":
+            from helpers.point import staging
+
+            try:
+                placed = staging.staged_dataset(data.x_train, data.y_train, per_process_batch(self.params),
+                                                self.params["backend"], seed=self.params.get("seed", 0))
+            except Exception as exc:
+                self.fail(exc)
+                raise
+            self.record["data_staged"] = {"bytes": placed.bytes, "batches": len(placed), "depth": staging.DEPTH,
+                                          "shuffle": "once into batches; the batch order every epoch"}
+            print(f"data staged on the devices by a thread: {len(placed)} batches a pass, "
+                  f"{staging.DEPTH} ready ahead of the step")
+            return placed
         from helpers.point import placement
 
         t0 = time.perf_counter()

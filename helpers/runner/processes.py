@@ -55,6 +55,9 @@ def gpu_slices(p: dict, environ=None) -> tuple[list[str | None], str | None]:
         from helpers.measure.fingerprint import gpus as _gpus
 
         visible = [str(i) for i in range(len(_gpus()["gpu_names"]))]
+    if n == 1 and g > len(visible):
+        return [], (f"gpus={g} needs {g} GPUs but this host shows {len(visible)}"
+                    + (f" (CUDA_VISIBLE_DEVICES={spec})" if spec else "") + ": lower gpus")
     if n * g > len(visible):
         return [], (f"processes={n} x gpus={g} needs {n * g} GPUs, one set per process, but this host shows "
                     f"{len(visible)}" + (f" (CUDA_VISIBLE_DEVICES={spec})" if spec else "")
@@ -70,6 +73,10 @@ def run(engine, p: dict, run_dir: Path, kernel: str, timeout_s: float, log, pric
     from helpers.runner.notebook import notebook_params, run_point, skip_without_kernel
 
     n = processes_of(p)
+    if n <= 1 and int(p.get("gpus", 1) or 1) > 1:  # a point asking for more GPUs than the host shows: no kernel
+        _, why = gpu_slices(p)
+        if why:
+            return skip_without_kernel(p, run_dir, why, record_fields)
     if n <= 1:
         return run_point(engine, p, run_dir, kernel, timeout_s, log, price_profile, record_fields=record_fields)
     slices, why = gpu_slices(p)
