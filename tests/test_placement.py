@@ -246,7 +246,7 @@ def test_scaling_sets_one_process_per_gpu_beside_one_process_driving_both(tmp_pa
         "driving 2 GPUs against 0.90 one process per GPU."]
     fig = devices.plot_devices(table)
     labels = [ln.get_label() for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")]
-    assert len(labels) == 2 and labels[1].endswith("2 processes x 1 GPU")  # a line each, from the same 1-GPU run
+    assert len(labels) == 2 and labels[1].endswith("one process per GPU")  # a line each, from the same 1-GPU run
     page = sections.build(sections.get("scaling"), ctx)._repr_html_()
     assert "Two ways to drive N GPUs" in page and "one process per GPU" in page
 
@@ -347,3 +347,98 @@ def test_the_run_line_names_the_knobs_a_scaling_grid_varies():
     one = next(line for line in lines if "resnet50" in line and "=device" not in line and "uint8" not in line
                and "gpus" not in line)
     assert one.endswith("n_train=5120")
+
+
+def _staged_grid(folder, rows):
+    """``_records`` of a weak-scaling grid: a row placed ``staged`` gets uint8 inputs (the recommended path), every
+    row 2,560 samples a GPU."""
+    _records(folder, rows)
+    for f, (gpus, placement, _sps, _copy, *processes) in zip(sorted(folder.glob("r*.json"), key=lambda p:
+                                                                   int(p.stem[1:])), rows):
+        rec = json.loads(f.read_text())
+        rec["params"].update(input_dtype="uint8" if placement == "staged" else "float32", min_steady_s=0.5)
+        k = gpus * (processes[0] if processes else 1)  # the same 10 steps an epoch at every GPU count
+        rec.update(n_train=2560 * k, epoch_s=[e * k for e in rec["epoch_s"]], median_epoch_s=rec["median_epoch_s"] * k,
+                   step_s=rec["step_s"] * k)
+        f.write_text(json.dumps(rec))
+
+
+def test_a_gpu_count_grid_leads_the_report_with_its_efficiency_per_count_way_and_input_path(tmp_path):
+    """params/multi_gpu.yaml's shape (1, 2 and 4 GPUs, both ways, uint8 staged on the GPUs and float32 from the
+    host, weak scaling), no CPU run: the scaling section comes first, opens with one sentence per model and input
+    path giving the efficiency at every GPU count and way, then the chart; the verdict folds to one line; the README
+    table's figures are the strings of the report's table."""
+    import re
+
+    from helpers import report
+    from helpers.report import devices, devices_readme, sections
+
+    # one GPU: staged 4,900 and 5,100 (median 5,000), host 3,900 and 4,100 (4,000); then one run each
+    _staged_grid(tmp_path, [(1, "staged", 4900.0, 0.0), (1, "staged", 5100.0, 0.0), (1, "host", 3900.0, 0.04),
+                            (1, "host", 4100.0, 0.04), (2, "staged", 9000.0, 0.0), (2, "host", 6000.0, 0.07),
+                            (1, "staged", 9500.0, 0.0, 2), (1, "host", 7200.0, 0.04, 2), (4, "staged", 16000.0, 0.0),
+                            (4, "host", 8000.0, 0.1), (1, "staged", 18400.0, 0.0, 4), (1, "host", 12800.0, 0.04, 4)])
+    assert devices._path("uint8", "staged") == "uint8 inputs staged on the GPUs"
+    assert devices._path("float32", "host", inputs=False) == "float32 from the host"
+    report.setup_plots()
+    ctx = report.build_context([tmp_path], use_reference=False)
+    table = devices.scaling_table(ctx)
+    assert devices.answer(table) == [
+        "resnet50 (jax, mixed_bfloat16), uint8 inputs staged on the GPUs: efficiency with one process per GPU 0.95 on "
+        "2 GPUs, 0.92 on 4; with one process driving them 0.90 on 2 GPUs, 0.80 on 4.",
+        "resnet50 (jax, mixed_bfloat16), float32 inputs from the host: efficiency with one process per GPU 0.90 on "
+        "2 GPUs, 0.80 on 4; with one process driving them 0.75 on 2 GPUs, 0.50 on 4."]
+    assert devices.findings(table) == [
+        "resnet50 (jax, mixed_bfloat16) on 4 GPUs: efficiency with uint8 inputs staged on the GPUs 0.80 one process "
+        "driving 4 GPUs against 0.92 one process per GPU; with float32 inputs from the host 0.50 one process driving "
+        "4 GPUs against 0.80 one process per GPU."]
+    labels = [ln.get_label() for ln in devices.plot_devices(table).axes[0].get_lines()
+              if not ln.get_label().startswith("_")]
+    assert len(labels) == 4 and "uint8 inputs staged on the GPUs · one process per GPU" in labels  # a line a way
+    # the report: the scaling answer first (sentences, then the chart), the verdict one line
+    assert sections.order(ctx)[:2] == ["scaling", "verdict"] and devices.leads(ctx)
+    page = sections.build(sections.get("scaling"), ctx)._repr_html_()
+    assert page.index("<h2>Scaling: samples/s and efficiency") < page.index(devices.answer(table)[0]) \
+        < page.index("<svg") < page.index("<table")
+    verdict = sections.build(sections.get("verdict"), ctx)
+    assert not verdict.present and "no CPU run" in verdict.reason
+    # the README table: each figure the string the report's table shows
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in devices_readme.readme_table(table).splitlines()]
+    assert rows[0] == list(devices_readme.README_COLUMNS) and len(rows) == 2 + len(table)
+    assert rows[2] == ["resnet50 (256)", "uint8 staged on the GPUs", "1", "one GPU", "5,000 (4,900-5,100)",
+                       "1.00 (0.96-1.04)", "2"]
+    assert ["resnet50 (256)", "uint8 staged on the GPUs", "4", "one process per GPU", "18,400 †", "0.92 (0.90-0.94)",
+            "1"] in rows
+    cells = set(re.findall(r"<(?:td|dd)[^>]*>([^<]*)</(?:td|dd)>", page))
+    for r in rows[2:]:
+        for fig in (r[4], r[5]):
+            assert set(re.findall(r"[\d,.]+-[\d,.]+|[\d,.]+", fig)) <= cells, (fig, r)
+
+
+def test_the_default_report_still_leads_with_the_verdict_and_old_grids_read_in_words(tmp_path, capsys):
+    """A CPU run beside the GPU counts: the verdict first, as ever. The published two-H100 grid with its uint8 rows
+    staged: the README table from the records (python -m helpers.report.devices_readme) gives the figures its
+    README quotes."""
+    import shutil
+
+    from helpers import report
+    from helpers.report import devices_readme, sections
+
+    src = PROJECT_ROOT / "reference" / "h100x2" / "multi_gpu" / "records"
+    for f in src.glob("*.json"):
+        rec = json.loads(f.read_text())
+        if rec["params"].get("input_dtype") == "uint8":
+            rec["params"]["data_placement"] = "staged"
+        (tmp_path / f.name).write_text(json.dumps(rec))
+    assert devices_readme.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == ("| resnet50 (256) | uint8 staged on the GPUs | 1 | one GPU | 5,171 (5,102-5,241) | "
+                      "1.00 (0.97-1.03) | 2 |")
+    assert "| resnet50 (256) | uint8 staged on the GPUs | 2 | one process per GPU | 9,219 (9,211-9,228) | " \
+           "0.89 (0.88-0.90) | 2 |" in out
+    assert "| vgg_cifar10 (256) | float32 from the host | 2 | one process driving 2 GPUs | 154,872 (150,000-159,744) " \
+           "| 0.58 (0.51-0.66) | 2 |" in out
+    cpu = tmp_path / "cpu"
+    shutil.copytree(PROJECT_ROOT / "reference" / "h100" / "records", cpu)
+    ctx = report.build_context([tmp_path, cpu], use_reference=False)
+    assert sections.order(ctx) == sections.ORDER

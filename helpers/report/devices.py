@@ -8,7 +8,8 @@
 Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); its range comes
 from the runs (the slowest N-device run over N x the fastest one-device run, and the other way round). N devices
 are reached two ways, set side by side: one process driving N GPUs (``gpus: N``) or N processes of one
-GPU each (``processes: N``, or ``hosts: N`` under a launcher); the table's ``way`` says which.
+GPU each (``processes: N``, or ``hosts: N`` under a launcher); the table's ``way`` says which (the shown table
+and the sentences say it in words: "one process driving 4 GPUs", "one process per GPU").
 """
 
 from __future__ import annotations
@@ -18,17 +19,23 @@ import re
 
 from ..params import LATER_DEFAULTS
 from .aggregate import _knob_items
-from .fmt import isnull, marks
-from .published import gpu_count
+from .fmt import isnull, marks, num
+from .published import published_devices as published_devices  # the anchors, kept there
 from .table import CONFIG_KEYS
 
 DEVICE_KNOBS = ("gpus", "hosts", "processes")
 ONE_PROCESS = "one process"  # the way of a point of one process (driving one GPU or several)
-INPUTS = (("float32", "host"), ("uint8", "host"), ("float32", "device"), ("uint8", "device"))
+PER_GPU = "one process per GPU"  # the way of N processes of one GPU each, in words
+# the input paths, the recommended one (uint8 batches put on the GPUs ahead of the step) first
+INPUTS = (("uint8", "staged"), ("float32", "staged"), ("float32", "host"), ("uint8", "host"), ("float32", "device"),
+          ("uint8", "device"))
+PLACED = {"host": " from the host", "device": ", data on the device", "staged": " staged on the GPUs"}
 
 
-def _path(inp, on) -> str:
-    return f"{inp} inputs" + (" from the host" if on == "host" else ", data on the device")
+def _path(inp, on, inputs: bool = True) -> str:
+    """'uint8 inputs staged on the GPUs', 'float32 inputs from the host'; without ``inputs``: 'float32 from the
+    host' (a table's cell)."""
+    return f"{inp}{' inputs' if inputs else ''}" + PLACED.get(on, f", data_placement {on}")
 
 
 def device_scaling(summ):
@@ -65,7 +72,8 @@ def device_scaling(summ):
                          "GPUs": f"{r['gpus_n']}" + (f" x {r['hosts_n']} hosts" if r["hosts_n"] > 1 else "")
                                  + (f" x {r['procs_n']} processes" if r["procs_n"] > 1 else ""),
                          "devices": n, "way": way(r["gpus_n"], r["hosts_n"] * r["procs_n"]),
-                         "samples/s": r["samples_per_s"], "efficiency": eff,
+                         "samples/s": r["samples_per_s"], "samples/s over the runs": (lo, hi) if lo != hi else None,
+                         "efficiency": eff,
                          "efficiency over the runs": (lo / (n * b_hi), hi / (n * b_lo)) if base == base else None,
                          "J per epoch": r.get("energy_j_per_epoch"),
                          "$ per 1k samples": r.get("on_demand_per_1k", math.nan),
@@ -96,37 +104,10 @@ def _run_range(r) -> tuple[float, float]:
     return (med if isnull(lo) else float(lo)), (med if isnull(hi) else float(hi))
 
 
-def published_devices(pub, workloads):
-    """Published samples/s with a GPU count in the hardware ('8x H100'), for ``workloads``, of every family (same
-    source, variant, framework) that has a figure on several GPUs; with the family's efficiency against its one-GPU
-    figure. None when there is none."""
-    if pub is None or len(pub) == 0 or "hardware" not in pub.columns:
-        return None
-    import pandas as pd
-
-    p = pub[(pub["metric"] == "samples_per_s") & pub["workload"].isin(set(workloads))].copy()
-    if p.empty:
-        return None
-    p["GPUs"] = [gpu_count(r) for r in p.to_dict("records")]
-    p = p[p["GPUs"].notna()]
-    rows = []
-    for _, g in p.groupby(["source", "workload", "variant", "framework"], sort=True):
-        if g["GPUs"].max() < 2:
-            continue
-        one = g[g["GPUs"] == 1]["value"]
-        for r in g.sort_values("GPUs").to_dict("records"):
-            n = int(r["GPUs"])
-            rows.append({"workload": r["workload"], "hardware": r["hardware"], "GPUs": n,
-                         "framework": r["framework"], "variant": r["variant"], "samples/s": r["value"],
-                         "efficiency": r["value"] / (n * float(one.iloc[0])) if len(one) else math.nan,
-                         "source": f"{r['source']}: {r['ref']}"})
-    return pd.DataFrame(rows) if rows else None
-
-
 def findings(table) -> list[str]:
     """One sentence per model (workload, backend, precision): its efficiency at the most devices it ran on, per
-    input path (float32 / uint8, from the host / on the device), with the range over the runs; where the devices
-    were driven both ways, one process driving them and one process per GPU side by side."""
+    input path (float32 / uint8; from the host, staged on the GPUs or on the device), with the range over the runs;
+    where the devices were driven both ways, one process driving them and one process per GPU side by side."""
     out = []
     for (wl, be, prec), g in table.groupby(["workload", "backend", "precision"], sort=True):
         n = g["devices"].max()
@@ -139,8 +120,8 @@ def findings(table) -> list[str]:
                 r = top[(top["input"] == inp) & (top["data on"] == on) & (top["way"] == w)]
                 if len(r) and not isnull(r["efficiency"].iloc[0]):
                     rng = r["efficiency over the runs"].iloc[0]
-                    said.append((f"{r['efficiency'].iloc[0]:.2f}", _way_words(w, n),
-                                 f" ({rng[0]:.2f}-{rng[1]:.2f} over {int(r['runs'].iloc[0])} run(s))"
+                    said.append((eff_shown(r["efficiency"].iloc[0]), _way_words(w, n),
+                                 f" ({range_shown(rng, eff_shown)} over {int(r['runs'].iloc[0])} run(s))"
                                  if rng and int(r["runs"].iloc[0] or 1) > 1 else ""))
             if len(said) == 1 and len(ways) == 1:
                 parts.append(f"{said[0][0]} with {_path(inp, on)}{said[0][2]}")
@@ -151,43 +132,110 @@ def findings(table) -> list[str]:
     return out
 
 
+def answer(table) -> list[str]:
+    """The scaling answer, one sentence per model and input path: its efficiency at every GPU count, per way
+    ('resnet50 (jax, mixed_bfloat16), uint8 inputs staged on the GPUs: efficiency with one process per GPU 0.97 on
+    2 GPUs, 0.95 on 4; with one process driving them 0.90 on 2, 0.85 on 4.'), the table's strings."""
+    out = []
+    for (wl, be, prec), g in table.groupby(["workload", "backend", "precision"], sort=True):
+        for inp, on in INPUTS:
+            h = g[(g["input"] == inp) & (g["data on"] == on) & (g["devices"] > 1) & g["efficiency"].notna()]
+            ways = sorted(set(map(_kind, h["way"])), key=lambda k: (k != PER_GPU, k))
+            parts = []
+            for k in ways:
+                r = h[[_kind(w) == k for w in h["way"]]].sort_values("devices")
+                figs = [f"{eff_shown(e)} on {int(n)}" + (" GPUs" if i == 0 else "")
+                        for i, (e, n) in enumerate(zip(r["efficiency"], r["devices"]))]
+                named = "one process driving them" if k == ONE_PROCESS else k
+                parts.append(("" if len(ways) == 1 else f"with {named} ") + ", ".join(figs))
+            if parts:
+                out.append(f"{wl} ({be}, {prec}), {_path(inp, on)}: efficiency " + "; ".join(parts) + ".")
+    return out
+
+
 def _way_words(w: str, n: int) -> str:
+    if n <= 1:
+        return "one GPU"
     if w == ONE_PROCESS:
         return f"one process driving {n} GPUs"
-    return "one process per GPU" if w == way(1, n) else w
+    return PER_GPU if w == way(1, n) else w
+
+
+def _kind(w: str) -> str:
+    """A way whatever the GPU count: ``ONE_PROCESS``, ``PER_GPU`` or the way itself ('2 processes x 2 GPUs')."""
+    return PER_GPU if re.fullmatch(r"\d+ processes x 1 GPU", w) else w
+
+
+def eff_shown(v) -> str:
+    """An efficiency as the report shows it everywhere: '0.84'."""
+    return "" if isnull(v) else f"{v:.2f}"
+
+
+def range_shown(r, fmt=num) -> str:
+    """A (low, high) over the runs: '0.77-0.92', '4,191-4,451'; '' for none."""
+    return "" if not r or isnull(r[0]) else f"{fmt(r[0])}-{fmt(r[1])}"
+
+
+def scaling_table(ctx):
+    """``device_scaling`` of a report context (its costed rows where every configuration has one)."""
+    costed = getattr(ctx, "costed", None)
+    return device_scaling(costed if costed is not None and len(costed) == len(ctx.summary) else ctx.summary)
+
+
+def leads(ctx) -> bool:
+    """Whether the report leads with the scaling answer: no CPU/GPU pair to compare (``best.best_over_best``) and
+    records of one configuration on several GPU counts."""
+    from .best import best_over_best
+
+    c = ctx.costed
+    if c is None or c.empty or not c["samples_per_s"].notna().any() or len(best_over_best(c)):
+        return False
+    t = scaling_table(ctx)
+    return t is not None and t["devices"].nunique() > 1
 
 
 def _lines(g):
     """The chart's lines of one workload: per backend, precision and input path, and, where its devices were driven
-    both ways, per way (each line starting from the one-device point); the way is None where there is one."""
+    both ways, per way whatever the GPU count (``_kind``; each line starting from the one-device point); the way is
+    None where there is one."""
     for (be, prec, inp, on), h in g.groupby(["backend", "precision", "input", "data on"], sort=True):
-        many = h[h["devices"] > 1]
-        ways = sorted(set(many["way"]), key=lambda w: (w != ONE_PROCESS, w))
+        kinds = [_kind(w) for w in h["way"]]
+        ways = sorted({k for k, n in zip(kinds, h["devices"]) if n > 1}, key=lambda w: (w != ONE_PROCESS, w))
         if len(ways) <= 1:
             yield (be, prec, inp, on, None), h
             continue
         for w in ways:
-            yield (be, prec, inp, on, w), h[(h["devices"] == 1) | (h["way"] == w)]
+            yield (be, prec, inp, on, w), h[[n == 1 or k == w for n, k in zip(h["devices"], kinds)]]
 
 
-def plot_devices(table, anchors=None):
+def plot_devices(table, anchors=None, across: bool = False):
     """Per workload: samples/s against devices (top row; dotted: linear from one device) and the efficiency
-    (bottom row), one line per backend, precision and input path; a published family in grey beside."""
+    (bottom row; 1.0: linear), one line per input path (and backend, precision where they differ) and way; a
+    published family in grey beside. ``across``: a workload's two panels side by side, two workloads a row, one
+    key under them all (short enough for the report's first screen)."""
     from .charts import grid
     from .style import backend_colour, dark, point_look
 
     wls = sorted(set(table["workload"]))
     nw = len(wls)
-    n_lines = max(len(list(_lines(table[table["workload"] == wl]))) for wl in wls) + 2  # + published families
-    fig, axes = grid(2 * nw, [3.0] * nw + [3.0 + 0.18 * n_lines] * nw, ncols=nw)  # the key under the bottom row
-    for i, wl in enumerate(wls):
-        top, bot = axes[i], axes[nw + i]
+    named = [c for c in ("backend", "precision") if table[c].nunique() > 1]  # a label names only what differs
+    if across:
+        fig, axes = grid(2 * nw, [3.2] * (2 * nw), ncols=min(4, 2 * nw))
+        pairs = [(axes[2 * i], axes[2 * i + 1]) for i in range(nw)]
+    else:
+        n_lines = max(len(list(_lines(table[table["workload"] == wl]))) for wl in wls) + 2  # + published families
+        fig, axes = grid(2 * nw, [3.0] * nw + [3.0 + 0.18 * n_lines] * nw, ncols=nw)  # the key under the bottom
+        pairs = [(axes[i], axes[nw + i]) for i in range(nw)]
+    key: dict = {}
+    for wl, (top, bot) in zip(wls, pairs):
         g = table[table["workload"] == wl]
         xs_all = set(g["devices"])
         seen: dict = {}
         for (be, prec, inp, on, w), h in _lines(g):
             h = h.sort_values("devices")
-            label = f"{be} · {prec} · {_path(inp, on)}" + ("" if w is None else f" · {w}")
+            label = " · ".join([*(str(v) for c, v in (("backend", be), ("precision", prec)) if c in named),
+                                _path(inp, on)] + ([] if w is None else
+                                                   ["one process driving them" if w == ONE_PROCESS else w]))
             paths = seen.setdefault(be, {})  # one backend's lines: its hue; a precision and input path each its
             n = paths.setdefault((prec, inp, on), len(paths))  # shade and dashes; the other way: dashed
             ls = "--" if w not in (None, ONE_PROCESS) else ["-", "-", "-.", "-."][n % 4]
@@ -218,8 +266,20 @@ def plot_devices(table, anchors=None):
         bot.set_ylim(0, 1.1)
         top.set_ylabel("samples/s (global; dotted: linear)", fontsize=8)
         bot.set_ylabel("scaling efficiency (bars: over the runs)", fontsize=8)
-        top.set_title(wl)
-        bot.legend(*top.get_legend_handles_labels(), fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.22),
-                   frameon=False, borderaxespad=0)  # under the panels: never over a line
-    fig.tight_layout()
+        top.set_title(f"{wl}: samples/s" if across else wl)
+        if across:
+            bot.set_title(f"{wl}: efficiency")
+            key.update({lab: hd for hd, lab in zip(*top.get_legend_handles_labels()) if lab not in key})
+        else:
+            bot.legend(*top.get_legend_handles_labels(), fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.22),
+                       frameon=False, borderaxespad=0)  # under the panels: never over a line
+    if across:  # one key under every panel, two columns
+        w, h = fig.get_size_inches()
+        extra = 0.2 * -(-len(key) // 2) + 0.15
+        fig.set_size_inches(w, h + extra)
+        fig.legend(list(key.values()), list(key), ncols=2, fontsize=8, frameon=False, loc="lower left",
+                   bbox_to_anchor=(0.0, 0.0))
+        fig.tight_layout(rect=(0, extra / (h + extra), 1, 1))
+    else:
+        fig.tight_layout()
     return fig

@@ -16,6 +16,9 @@ import re
 from .fmt import isnull, rounded, speedup_shown
 from .reference import is_reference
 
+# the files beside report.html, linked from the top of its first section
+LINKS = ('<span class="cgb-links"><a href="verdict.csv">verdict.csv</a> · <a href="results.csv">results.csv</a> · '
+         '<a href="configurations.csv">configurations.csv</a> · <a href="index.html">notebooks</a></span>')
 PREC = {"float32": "fp32", "mixed_bfloat16": "bf16", "mixed_float16": "fp16"}
 BACKEND = {"tensorflow": "TF", "jax": "JAX", "torch": "PyTorch"}
 

@@ -3,6 +3,7 @@
     pub = load_published()                 # one row per published figure, with its source and file/line
     thr = published_throughput(pub)        # samples/s, derived from s/epoch where the epoch's size is known
     cov = coverage(pub)                    # every CSV row: where the report shows it, or why it cannot
+    anchors = published_devices(pub, wls)  # figures with a GPU count (1x..8x H100), the scaling section's anchors
 
 Beside your figures, like with like (``helpers.report.published_match``: versus_published, other_figures).
 Like with like: a published epoch that includes validation (seed 002's callback times on_epoch_begin ->
@@ -16,6 +17,7 @@ epoch includes, and whether the pair is like with like and if not, why.
 from __future__ import annotations
 
 import csv
+import math
 import re
 from pathlib import Path
 
@@ -164,3 +166,30 @@ def coverage(pub, workloads=None, epochs: dict | None = None):
                     "reason": reason})
     return pd.DataFrame(out, columns=["row", "source", "workload", "variant", "hardware", "metric", "value", "shown",
                                       "reason"])
+
+
+def published_devices(pub, workloads):
+    """Published samples/s with a GPU count in the hardware ('8x H100'), for ``workloads``, of every family (same
+    source, variant, framework) that has a figure on several GPUs; with the family's efficiency against its one-GPU
+    figure. None when there is none."""
+    if pub is None or len(pub) == 0 or "hardware" not in pub.columns:
+        return None
+    import pandas as pd
+
+    p = pub[(pub["metric"] == "samples_per_s") & pub["workload"].isin(set(workloads))].copy()
+    if p.empty:
+        return None
+    p["GPUs"] = [gpu_count(r) for r in p.to_dict("records")]
+    p = p[p["GPUs"].notna()]
+    rows = []
+    for _, g in p.groupby(["source", "workload", "variant", "framework"], sort=True):
+        if g["GPUs"].max() < 2:
+            continue
+        one = g[g["GPUs"] == 1]["value"]
+        for r in g.sort_values("GPUs").to_dict("records"):
+            n = int(r["GPUs"])
+            rows.append({"workload": r["workload"], "hardware": r["hardware"], "GPUs": n,
+                         "framework": r["framework"], "variant": r["variant"], "samples/s": r["value"],
+                         "efficiency": r["value"] / (n * float(one.iloc[0])) if len(one) else math.nan,
+                         "source": f"{r['source']}: {r['ref']}"})
+    return pd.DataFrame(rows) if rows else None

@@ -69,8 +69,21 @@ def build(module, ctx) -> Section:
     return s
 
 
+def order(ctx) -> list[str]:
+    """The sections' names in the order this report shows them: ``ORDER``, but where the records answer how
+    samples/s scale with the GPU count rather than CPU against GPU (``devices.leads``), the scaling section first.
+    Every report leads with the question its records can answer."""
+    from ..devices import leads
+
+    try:
+        first = leads(ctx)
+    except Exception:  # noqa: BLE001 - the default order, never a missing report
+        first = False
+    return ["scaling", *(n for n in ORDER if n != "scaling")] if first else list(ORDER)
+
+
 def build_all(ctx) -> list[Section]:
-    return [build(m, ctx) for m in modules()]
+    return [build(get(n), ctx) for n in order(ctx)]
 
 
 def toc(built: list[Section]) -> str:

@@ -5,6 +5,11 @@ knobs) against the same configuration on one, the scaling efficiency (samples/s 
 float32 and uint8 inputs side by side, the data on the host or on the device, energy and cost per epoch against
 N, and published multi-GPU figures beside where ``data/published_figures.csv`` has them (a GPU count in the row's
 hardware, e.g. "8x H100"). Then where the time goes: one batch's copy from the host against the step.
+
+Records with no CPU run and one configuration on several GPU counts (``devices.leads``: a scaling grid such as
+params/multi_gpu.yaml) answer this section's question and no other: it then leads the report (``sections.order``),
+titled for the GPU counts, opening with the efficiency per GPU count, way and input path (``devices.answer``), the
+chart and the table before the other settings.
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ from ...params import LATER_DEFAULTS
 from .. import findings as said
 from ..aggregate import _knob_items, labels
 from ..charts import MAX_LINES, grid, plain_log
-from ..devices import ONE_PROCESS, device_scaling, findings, plot_devices, published_devices
-from ..fmt import MARKS_NOTE, isnull, marks, num
+from ..devices import ONE_PROCESS, answer, eff_shown, findings, leads, plot_devices, published_devices, scaling_table
+from ..devices import device_scaling as device_scaling  # the section's table, re-exported
+from ..devices_readme import shown
+from ..fmt import MARKS_NOTE, esc, isnull, marks, num
+from ..headline import LINKS
 from ..style import point_look
 from ..table import CONFIG_KEYS
 from .base import Section
@@ -38,6 +46,12 @@ WAYS_NOTE = ("Two ways to drive N GPUs, side by side (column <i>way</i>; dashed 
              "processes of one GPU each (<code>processes: N</code> on this host, "
              "<code>hosts: N</code> under a launcher: each process feeds its own GPU; docs/multi_gpu.md). Both "
              "against the same one-GPU run.")
+
+LEAD_TITLE = "Scaling: samples/s and efficiency against the number of GPUs"
+LEAD_DEVICES = ("These records have no CPU run and one configuration on several GPU counts: the question they answer "
+                "is how samples/s grow with the GPUs, per input path and way of driving them (one process driving all "
+                "N GPUs, or one process per GPU). Top: samples/s against N, dotted the linear line from one GPU; "
+                "bottom: the efficiency, 1.00 being linear, bars the range over the runs.")
 
 AXES = (("batch_size", "batch size", "batch sizes"),
         ("threads", "CPU threads (0 = all the machine allows)", "CPU thread counts"),
@@ -102,33 +116,31 @@ def plot_scaling(summ, x: str, xlabel: str):
     return fig
 
 
-def _devices_part(s: Section, ctx) -> None:
-    s.heading("samples/s against the number of GPUs")
-    costed = getattr(ctx, "costed", None)
-    table = device_scaling(costed if costed is not None and len(costed) == len(ctx.summary) else ctx.summary)
+def _devices_part(s: Section, ctx, table=None, lead: bool = False) -> None:
+    """The GPU counts: the chart, the table, the notes; leading the report (``lead``): the answer first, no heading."""
+    if not lead:
+        s.heading("samples/s against the number of GPUs")
+    table = scaling_table(ctx) if table is None else table
     if table is None:
         s.note("Not run yet: no record trained on more than one GPU (the common knob <code>gpus</code>, JAX "
                "only; several hosts: <code>hosts</code>). Scaling efficiency appears here once a grid runs the "
                "same configuration on 1 and N GPUs, float32 and uint8 inputs side by side.")
     else:
         wls = set(table["workload"])
-        s.figure(plot_devices(table, published_devices(getattr(ctx, "published", None), wls)))
-        shown = table.assign(**{"samples/s": [num(v) for v in table["samples/s"]],
-                                "efficiency": ["" if isnull(v) else f"{v:.2f}" for v in table["efficiency"]],
-                                "efficiency over the runs": ["" if not r else f"{r[0]:.2f}-{r[1]:.2f}"
-                                                             for r in table["efficiency over the runs"]],
-                                "J per epoch": [num(v) for v in table["J per epoch"]],
-                                "$ per 1k samples": [_money(v) for v in table["$ per 1k samples"]],
-                                "$ per epoch": [_money(v) for v in table["$ per epoch"]]})
-        s.table(shown.drop(columns=["devices"]), caption="the scaling table")
+        if lead:
+            s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in answer(table)) + "</ul>")
+        s.figure(plot_devices(table, published_devices(getattr(ctx, "published", None), wls), across=lead),
+                 "samples/s and scaling efficiency against the number of GPUs")
+        s.table(shown(table), caption="the scaling table")
         s.note("Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); "
-               "empty where the one-device run is missing. The global batch is the per-device batch x N. Cost: the "
+               "empty where the one-device run is missing; its range: the slowest N-device run over N x the fastest "
+               "one-device run, and the other way round. The global batch is the per-device batch x N. Cost: the "
                "machine's on-demand price (params/prices.yaml; empty where it has none) for the time of 1,000 "
                "samples and of one epoch of the run; the whole machine is paid whether one or all its GPUs train.")
         if (table["way"] != ONE_PROCESS).any():
             s.note(WAYS_NOTE)
         s.note(INPUT_NOTE)
-        for line in findings(table):
+        for line in findings(table):  # at the most GPUs, with the ranges over the runs
             s.note("{}", line)
     wls = set(ctx.summary["workload"]) if len(ctx.summary) else set()
     anchors = published_devices(getattr(ctx, "published", None), wls)
@@ -137,12 +149,8 @@ def _devices_part(s: Section, ctx) -> None:
                "drawn in grey beside yours). Another framework, network variant and GPU: compare the efficiency, "
                "not the samples/s.")
         s.table(anchors.assign(**{"samples/s": [num(v) for v in anchors["samples/s"]],
-                                  "efficiency": ["" if isnull(v) else f"{v:.2f}" for v in anchors["efficiency"]]}),
+                                  "efficiency": [eff_shown(v) for v in anchors["efficiency"]]}),
                 caption="published multi-GPU figures")
-
-
-def _money(v) -> str:
-    return "" if isnull(v) else (f"{v:.3g}" if v >= 0.01 else f"{v:.2e}")
 
 
 def input_path(summ):
@@ -208,6 +216,12 @@ def build(ctx) -> Section:
     if summ.empty:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
+    lead = leads(ctx)  # no CPU side, several GPU counts: the report's first section, the GPU counts first
+    if lead:
+        table = scaling_table(ctx)
+        s.title, s.lead = LEAD_TITLE, f"{LEAD_DEVICES} {s.lead}"
+        s.found("{} " + LINKS, _measured(ctx, table))
+        _devices_part(s, ctx, table, lead=True)
     drawn = 0
     for x, label, what in AXES:
         fig = plot_scaling(summ, x, label)
@@ -219,7 +233,18 @@ def build(ctx) -> Section:
         else:
             drawn += 1
             s.figure(fig)
-    _devices_part(s, ctx)
+    if not lead:
+        _devices_part(s, ctx)
+        s.found(*said.scaling(summ, drawn, len(AXES)))
     _input_part(s, ctx)
-    s.found(*said.scaling(summ, drawn, len(AXES)))
     return s.note("{}", MARKS_NOTE) if drawn else s
+
+
+def _measured(ctx, table) -> str:
+    """'Measured: 1 to 2 NVIDIA H100 80GB HBM3 GPUs of one machine and no CPU run, so the answer is ...'."""
+    gpus = sorted({str(g) for g in ctx.summary.get("gpu", []) if not isnull(g)}) or ["GPU"]
+    ns, machines = sorted(set(table["devices"])), ctx.summary["machine"].nunique()
+    where = "one machine" if machines <= 1 else f"{machines} machines"
+    return (f"Measured: {ns[0]} to {ns[-1]} {' and '.join(gpus[:2])} GPUs of {where} and no CPU run, so the answer is "
+            "how samples/s grow with the GPUs. Efficiency: samples/s on N / (N x one GPU's samples/s, the same "
+            "configuration and input path); 1.00 is linear.")

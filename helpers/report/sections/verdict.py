@@ -13,6 +13,7 @@ from helpers.measure.fingerprint import cpu_model
 from .. import headline as hl
 from ..best import best_over_best, one_side
 from ..charts import plain_log
+from ..devices import leads
 from ..fmt import ONE_RUN, SHORT, esc, html_table, isnull, marks, rounded, speedup_shown, sps_shown
 from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
@@ -147,10 +148,11 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
     comp = hl.compared(ctx.df, here=(socket.gethostname(), cpu_model(), psutil.cpu_count(logical=True)))
-    s.found('{} <span class="cgb-links"><a href="verdict.csv">verdict.csv</a> · <a href="results.csv">results.csv'
-            '</a> · <a href="configurations.csv">configurations.csv</a> · <a href="index.html">notebooks</a></span>',
-            hl.compared_text(comp))
+    s.found("{} " + hl.LINKS, hl.compared_text(comp))
     rows = best_over_best(c)
+    if not len(rows) and leads(ctx):  # no CPU run, several GPU counts: the scaling section leads instead
+        return Section.absent(__name__, "no CPU run in these records, so no CPU/GPU speedup; what they answer, how "
+                                        "samples/s grow with the number of GPUs, is the first section.")
     if not len(rows):
         devs = set(c["device"].dropna())
         return s.note("No GPU/CPU pair to compare in these records ({}): the sections below show each device's own "
