@@ -18,6 +18,7 @@ DATA_SOURCES = ("auto", "real", "synthetic")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 JIT_CHOICES = ("auto", True, False)
 PLACEMENTS = ("host", "device", "staged")
+BATCHNORM_STATS = ("global", "per_device")  # helpers.point.batchnorm
 PLACEMENT_BACKENDS = ("jax", "torch")  # data_placement 'device': Keras fits backend tensors these two keep in place
 
 
@@ -130,6 +131,11 @@ COMMON = _spec(
           choices=PLACEMENTS, default="host",
           note="host (numpy, copied each step as Keras does), device (put there once) or staged (copied ahead of "
                "the step by a thread); jax, torch"),
+    Param("batchnorm_stats", str, "whose batch a BatchNormalization layer normalises by on several devices: "
+          "'global' (Keras' DataParallel: the global batch, its statistics all-reduced in every such layer) or "
+          "'per_device' (each device's part of the batch, as PyTorch's DistributedDataParallel; "
+          "helpers.point.batchnorm); the same on one device", choices=BATCHNORM_STATS, default="global",
+          note="global (Keras: all-reduced in every layer) or per_device (as PyTorch DDP) on several devices"),
     Param("profile", bool, "after the timed window, a few steady-state steps under the framework's own "
           "profiler: the trace kept beside the record, the step's breakdown in it (helpers.point.profiling); the "
           "timed figures are not touched", default=False,
@@ -199,7 +205,7 @@ def report_cell() -> str:
 # is the same configuration as a new one at that value, e.g. the published reference beside today's points).
 # (input_dtype is a knob of the image workloads: their extra_params)
 LATER_DEFAULTS = {"gpus": 1, "hosts": 1, "processes": 1, "steps_per_execution": 1, "data_placement": "host",
-                  "profile": False, "input_dtype": "float32"}
+                  "profile": False, "input_dtype": "float32", "batchnorm_stats": "global"}
 
 # Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
 # the per-point limit in seconds and the separate runs of each point (``helpers.grid``).

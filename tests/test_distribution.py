@@ -241,7 +241,7 @@ def started(tmp_path_factory):
     runs = {"dp": _point(root / "dp", {"gpus": 2, "input_dtype": "uint8"}, {"CGB_HOST_DEVICES": "1"},
                          then={"gpus": 4})}
     for i in range(2):
-        runs[f"host{i}"] = _point(root / "hosts", {"hosts": 2}, {
+        runs[f"host{i}"] = _point(root / "hosts", {"hosts": 2, "data_placement": "staged"}, {
             "KERAS_DISTRIBUTION_JOB_ADDRESSES": f"localhost:{port}", "KERAS_DISTRIBUTION_PROCESS_ID": str(i)},
             devices=1, name=f"host{i}")
     yield root, runs
@@ -274,7 +274,8 @@ def test_data_parallel_point_over_two_host_devices(started):
 @pytest.mark.xdist_group("distribution")  # shares the module fixture started
 def test_one_point_as_two_processes_through_jax_distributed(started):
     """hosts: 2 on this machine's CPU: two processes meet at a localhost coordinator (gloo collectives), each
-    feeds its own shard; both see the same loss each epoch; process 0 writes the merged record."""
+    feeds its own shard, staged on its device ahead of the step (data_placement: staged); both see the same loss
+    each epoch; process 0 writes the merged record."""
     root, runs = started
     (out0, merged), (out1, own1) = _result(runs["host0"]), _result(runs["host1"])
     losses = [json.loads(o.split("LOSSES", 1)[1].splitlines()[0]) for o in (out0, out1)]
@@ -284,9 +285,78 @@ def test_one_point_as_two_processes_through_jax_distributed(started):
     assert merged["n_train"] == 1030 and merged["samples_per_s"] == pytest.approx(1030 / merged["median_epoch_s"])
     assert len(merged["mesh_devices"]) == 2 and [d["process"] for d in merged["mesh_detail"]] == [0, 1]
     assert len(merged["fingerprint"]["hosts"]) == 2 and [p["process_id"] for p in merged["processes"]] == [0, 1]
+    # the batches were staged on each process's device ahead of the step (the recommended input path)
+    assert merged["data_placement"] == "staged" and own1["data_staged"]["batches"] == math.ceil(515 / 32)
+    assert own1["data_staged"]["served"] >= own1["epochs_run"] * own1["data_staged"]["batches"]
     top = [json.loads(p.read_text()) for p in (root / "hosts").glob("*.json")]
     parts = sorted((root / "hosts" / process_records.PROCESS_FOLDER).glob("*.json"))
     assert [r.get("merged_from") for r in top] == [2] and len(parts) == 2  # the report reads the merged one
+
+
+_BN = """
+import os, sys
+import numpy as np, jax, keras
+from helpers.point import batchnorm
+keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))
+keras.utils.set_random_seed(0)
+i = keras.Input((8, 8, 3))
+x = i
+for k in range(3):
+    x = keras.layers.ReLU()(keras.layers.BatchNormalization()(keras.layers.Conv2D(8, 3, padding="same")(x)))
+m = keras.Model(i, keras.layers.Dense(2)(keras.layers.GlobalAveragePooling2D()(x)))
+print("CONVERTED", batchnorm.convert(m, batchnorm.mesh_devices()) if MODE == "per_device" else 0)
+m.compile(optimizer="sgd", loss="mse")
+xx = np.random.default_rng(0).normal(size=(64, 8, 8, 3)).astype("float32")
+m.fit(xx, np.zeros((64, 2), "float32"), batch_size=16, epochs=1, verbose=0)
+"""
+
+
+def test_per_device_batchnorm_statistics_take_the_collectives_out_of_the_step(tmp_path):
+    """batchnorm_stats (helpers.point.batchnorm) over 2 host devices: with Keras' global statistics the compiled
+    training step all-reduces in every BatchNormalization layer (3 layers here: a dozen all-reduces); per device,
+    one is left (the gradients and the moving statistics, combined), and each group is normalised by its own
+    mean and variance."""
+    if not JAX:
+        pytest.skip("JAX not installed")
+    procs = {}
+    for mode in ("global", "per_device"):
+        env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
+               "TF_CPP_MIN_LOG_LEVEL": "3", "XLA_FLAGS": "--xla_force_host_platform_device_count=2 "
+               f"--xla_dump_to={tmp_path / mode} --xla_dump_hlo_as_text"}
+        procs[mode] = subprocess.Popen([sys.executable, "-c", f"MODE = {mode!r}\n" + _BN], cwd=PROJECT_ROOT,
+                                       env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    counts = {}
+    for mode, proc in procs.items():
+        out = proc.communicate(timeout=300)[0]
+        assert proc.returncode == 0, out[-3000:]
+        assert f"CONVERTED {3 if mode == 'per_device' else 0}" in out
+        step = [f for f in (tmp_path / mode).glob("*train_step*after_optimizations.txt")]
+        assert len(step) == 1, sorted(p.name for p in (tmp_path / mode).iterdir())[:20]
+        counts[mode] = step[0].read_text().count(" all-reduce(") + step[0].read_text().count(" all-reduce-start(")
+    assert counts["global"] >= 6 and counts["per_device"] == 1, counts
+
+
+def test_per_device_batchnorm_normalises_each_devices_part_by_its_own_moments():
+    if not JAX:
+        pytest.skip("JAX not installed")
+    code = """
+import numpy as np, keras
+from helpers.point import batchnorm
+i = keras.Input((4, 4, 3)); bn = keras.layers.BatchNormalization(); m = keras.Model(i, bn(i))
+assert batchnorm.convert(m, 1) == 0 and type(bn) is keras.layers.BatchNormalization  # one device: unchanged
+assert batchnorm.convert(m, 2) == 1
+x = np.random.default_rng(0).normal(size=(8, 4, 4, 3)).astype("float32"); x[4:] = 3 * x[4:] + 5
+y = np.asarray(bn(x, training=True))
+ref = np.concatenate([(g - g.mean((0, 1, 2))) / np.sqrt(g.var((0, 1, 2)) + bn.epsilon) for g in (x[:4], x[4:])])
+assert np.abs(y - ref).max() < 1e-4, np.abs(y - ref).max()
+want = 0.01 * np.mean([x[:4].mean((0, 1, 2)), x[4:].mean((0, 1, 2))], axis=0)  # momentum 0.99 from 0
+assert np.allclose(np.asarray(bn.moving_mean), want, atol=1e-5)
+assert np.allclose(np.asarray(bn(x, training=False)), np.asarray(keras.layers.BatchNormalization.call(bn, x)))
+print("OK")
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""})
+    assert out.returncode == 0 and "OK" in out.stdout, out.stdout[-2000:] + out.stderr[-3000:]
 
 
 # ---------------------------------------------------------------- the report's scaling section

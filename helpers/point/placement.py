@@ -138,3 +138,32 @@ def host_copy(x, y, batch_size: int, backend: str, step_s: float | None = None,
            "host_copy_gb_per_s": nbytes / med / 1e9 if med > 0 else None,
            "host_copy_share": (med / step_s) if step_s else None}
     return out
+
+
+def place(point, data):
+    """The point's training arrays as its ``data_placement`` asks, the record told what was done: ``device`` (the
+    batches put on the device now, before the clock: ``device_dataset``), ``staged`` (a thread puts each batch on
+    the devices ahead of the step: ``helpers.point.staging``); None on the host path or for a generator."""
+    from helpers.point.distribution_params import per_process_batch
+
+    how = point.params.get("data_placement", "host")
+    if how not in ("device", "staged") or data.train is not None:
+        return None
+    batch, backend, seed = per_process_batch(point.params), point.params["backend"], point.params.get("seed", 0)
+    if how == "staged":
+        from helpers.point import staging
+
+        placed = staging.staged_dataset(data.x_train, data.y_train, batch, backend, seed=seed)
+        point.record["data_staged"] = {"bytes": placed.bytes, "batches": len(placed), "depth": staging.DEPTH,
+                                       "shuffle": "once into batches; the batch order every epoch"}
+        print(f"data staged on the devices by a thread: {len(placed)} batches a pass, {staging.DEPTH} ready ahead "
+              "of the step")
+        return placed
+    t0 = time.perf_counter()
+    placed = device_dataset(data.x_train, data.y_train, batch, backend, seed=seed)
+    point.record["data_on_device"] = {"bytes": placed.bytes, "batches": len(placed),
+                                      "put_s": round(time.perf_counter() - t0, 4),
+                                      "shuffle": "once into batches; the batch order every epoch"}
+    print(f"data on the device: {len(placed)} batches, {placed.bytes / 1e6:.1f} MB, put there in "
+          f"{point.record['data_on_device']['put_s']:.2f} s (not timed)")
+    return placed

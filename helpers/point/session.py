@@ -201,6 +201,11 @@ class Point:
         except Exception as exc:
             self.fail(exc)
             raise
+        if self.params.get("batchnorm_stats", "global") == "per_device":  # each device's own statistics
+            from helpers.point import batchnorm
+
+            self.record["batchnorm_per_device"] = {"layers": batchnorm.convert(self.model, batchnorm.mesh_devices()),
+                                                   "groups": batchnorm.mesh_devices()}
         n = int(self.model.count_params())
         self.record["model_params"] = n
         self.record["expected_params"] = self.workload.expected_params
@@ -260,41 +265,15 @@ class Point:
         return self.timer.history
 
     def _placed(self, data):
-        """``data_placement: device``: the training arrays as batches on the device (``helpers.point.placement``);
-        ``staged``: batches a thread puts on the devices ahead of the step (``helpers.point.staging``); None on the
+        """The training arrays as ``data_placement`` puts them (``helpers.point.placement.place``); None on the
         host path."""
-        how = self.params.get("data_placement", "host")
-        if how not in ("device", "staged") or data.train is not None:
-            return None
-        if how == "staged":
-            from helpers.point import staging
-
-            try:
-                placed = staging.staged_dataset(data.x_train, data.y_train, per_process_batch(self.params),
-                                                self.params["backend"], seed=self.params.get("seed", 0))
-            except Exception as exc:
-                self.fail(exc)
-                raise
-            self.record["data_staged"] = {"bytes": placed.bytes, "batches": len(placed), "depth": staging.DEPTH,
-                                          "shuffle": "once into batches; the batch order every epoch"}
-            print(f"data staged on the devices by a thread: {len(placed)} batches a pass, "
-                  f"{staging.DEPTH} ready ahead of the step")
-            return placed
         from helpers.point import placement
 
-        t0 = time.perf_counter()
         try:
-            placed = placement.device_dataset(data.x_train, data.y_train, per_process_batch(self.params),
-                                              self.params["backend"], seed=self.params.get("seed", 0))
+            return placement.place(self, data)
         except Exception as exc:  # e.g. the training set does not fit in the device's memory
             self.fail(exc)
             raise
-        self.record["data_on_device"] = {"bytes": placed.bytes, "batches": len(placed),
-                                         "put_s": round(time.perf_counter() - t0, 4),
-                                         "shuffle": "once into batches; the batch order every epoch"}
-        print(f"data on the device: {len(placed)} batches, {placed.bytes / 1e6:.1f} MB, put there in "
-              f"{self.record['data_on_device']['put_s']:.2f} s (not timed)")
-        return placed
 
     def finish(self) -> dict:
         """Write the ``ok`` record and return it."""
