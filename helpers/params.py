@@ -129,13 +129,12 @@ COMMON = _spec(
           "or 'staged' (numpy on the host, each batch put on the devices ahead of the step by a thread of its own; "
           "several processes too; helpers.point.staging); jax and torch, workloads whose data are arrays",
           choices=PLACEMENTS, default="host",
-          note="host (numpy, copied each step as Keras does), device (put there once) or staged (copied ahead of "
-               "the step by a thread); jax, torch"),
+          note="host (numpy, as Keras copies it), device (put there once) or staged (ahead of the step)"),
     Param("batchnorm_stats", str, "whose batch a BatchNormalization layer normalises by on several devices: "
           "'global' (Keras' DataParallel: the global batch, its statistics all-reduced in every such layer) or "
           "'per_device' (each device's part of the batch, as PyTorch's DistributedDataParallel; "
           "helpers.point.batchnorm); the same on one device", choices=BATCHNORM_STATS, default="global",
-          note="global (Keras: all-reduced in every layer) or per_device (as PyTorch DDP) on several devices"),
+          note="global (Keras: all-reduced in each layer) or per_device (as PyTorch DDP)"),
     Param("profile", bool, "after the timed window, a few steady-state steps under the framework's own "
           "profiler: the trace kept beside the record, the step's breakdown in it (helpers.point.profiling); the "
           "timed figures are not touched", default=False,

@@ -389,7 +389,7 @@ def _scaling_html(tmp_path, runs):
 def test_scaling_section_shows_efficiency_with_both_inputs_side_by_side(tmp_path):
     page = _scaling_html(tmp_path, [(1, "float32", 4000.0), (2, "float32", 3600.0),
                                     (1, "uint8", 6000.0), (2, "uint8", 8640.0)])
-    assert "samples/s against the number of GPUs" in page and "Not run yet" not in page
+    assert "efficiency against the number of GPUs" in page and "Not run yet" not in page
     assert "0.45" in page and "0.72" in page  # 3600 / (2 x 4000), 8640 / (2 x 6000)
     assert page.count("uint8") >= 2 and page.count("float32") >= 2 and "class=\"cgb-fig\"" in page
 

@@ -350,7 +350,10 @@ def test_published_multi_gpu_sets_one_process_per_gpu_beside_one_process_driving
     def way(p):
         return (p["workload"], p.get("gpus", 1), p.get("processes", 1), p.get("input_dtype", "float32"))
 
-    planned = {way(p) for p in grid.expand_all([PROJECT_ROOT / "params" / "multi_gpu.yaml"])}
+    # the two-GPU ways of today's grid (it also plans 4 and 8 GPUs, and its uint8 path is staged today)
+    planned = {way(p) for p in grid.expand_all([PROJECT_ROOT / "params" / "multi_gpu.yaml"])
+               if p.get("gpus", 1) * p.get("processes", 1) <= 2}
+    planned |= {(w, g, n, "uint8") for w, g, n, _ in planned}
     runs = {}
     for r in recs:
         assert way(r["params"]) in planned and r["params"]["batch_size"] == 256
@@ -458,3 +461,40 @@ def test_published_h100_profile_holds_a_breakdown_for_every_cell_and_the_best_ru
     page = (folder / "report.html").read_text()
     assert 'id="breakdown"' in page and "cgb-absent" not in page.split('id="breakdown"', 1)[1][:200]
     assert folder / "records" not in {p for p in (PROJECT_ROOT / "reference").glob("*/records")}
+
+
+def test_published_h100x4_holds_the_scaling_grid_of_one_lease_and_its_readme_table_is_generated():
+    """reference/h100x4: every configuration of params/multi_gpu.yaml up to 4 GPUs from one lease (ResNet-50's
+    twice, VGG's at least once), the 8-GPU points skipped by the runner with the reason and no kernel; the two
+    profiled points of params/multi_gpu_profile.yaml with their collectives; the README's table is the one the
+    records give (helpers.report.devices_readme), and the report leads with the scaling answer."""
+    from collections import Counter
+
+    from helpers.report.context import build_context
+    from helpers.report.devices import scaling_table
+    from helpers.report.devices_readme import readme_table
+
+    folder = PROJECT_ROOT / "reference" / "h100x4"
+    recs, _ = read_records([folder / "records"])
+    assert len({r["fingerprint"]["boot_id"] for r in recs}) == 1  # one lease
+
+    def key(p):
+        return (p["workload"], p.get("gpus", 1), p.get("processes", 1), p.get("input_dtype", "float32"),
+                p.get("data_placement", "host"), bool(p.get("profile")))
+
+    planned = {key(p) for p in grid.expand_all([PROJECT_ROOT / "params" / "multi_gpu.yaml"])
+               if p.get("gpus", 1) * p.get("processes", 1) <= 4}
+    ok = Counter(key(r["params"]) for r in recs if r["status"] == "ok" and not r["params"].get("profile"))
+    assert set(ok) == planned
+    assert all(n >= (2 if k[0] == "resnet50" else 1) for k, n in ok.items()), ok
+    eight = [r for r in recs if r["params"].get("gpus", 1) * r["params"].get("processes", 1) == 8]
+    assert eight and all(r["status"] == "skipped" and "needs 8 GPUs" in r["reason"]
+                         and "but this host shows 4" in r["reason"] for r in eight)
+    prof = [r for r in recs if r["params"].get("profile")]
+    assert sorted(r["params"].get("gpus", 1) for r in prof) == [1, 4]
+    assert all(r["step_breakdown"]["parts_ms"] for r in prof)
+    table = readme_table(scaling_table(build_context([folder / "records"], use_reference=False)))
+    assert table in (folder / "README.md").read_text()
+    page = (folder / "report.html").read_text()
+    assert page.find("Scaling: samples/s and efficiency") < page.find("Where the time of a step goes")
+    assert "the collectives (NCCL&#x27;s kernels" in page or "the collectives (NCCL's kernels" in page

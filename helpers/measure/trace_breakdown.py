@@ -34,7 +34,10 @@ _MEMSET = re.compile(r"memset", re.I)
 _NOT_WORK = re.compile(r"^(ThreadpoolListener|Wait for|ThunkExecutor::Execute \(wait|end: |ExecutorDoneCallback)")
 _HOST_OP_THREADS = ("tf_XLA", "tf_Compute", "tf_numa", "tf_XLAEigen")
 # GPU kernels by family, from their names (cuDNN / cuBLAS / CUTLASS / XLA / ATen naming), first match wins
+COLLECTIVE = re.compile(r"nccl|all-?reduce|all_reduce|allreduce|all-?gather|reduce-?scatter|collective-permute|"
+                        r"all-to-all", re.I)
 FAMILIES = (
+    ("collective", COLLECTIVE),  # the devices' collectives (NCCL's kernels): before "reduce" matches AllReduce
     ("layout", re.compile(r"convertTensor|transpose|nchwToNhwc|nhwcToNchw|permute", re.I)),
     ("matmul_conv", re.compile(r"gemm|conv|cudnn|xmma|cutlass|cublas|nvjet|wgrad|dgrad|implicit|\bdot\b|_mm_|sm\d\d_",
                                re.I)),
@@ -175,6 +178,22 @@ def breakdown(events: list[Ev], steps: int, device: str, source: str = "", top: 
 
 def family(name: str) -> str:
     return next((f for f, pat in FAMILIES if pat.search(name)), "other")
+
+
+def collective_per_device(b: dict, devices: int) -> tuple[float | None, float | None]:
+    """One device's collective kernels in a step of a breakdown (``ms``, ``calls``): the kernels of every device
+    traced are summed, so over ``devices``. From the ``collective`` family where the breakdown has it, else from
+    its top kernels (a breakdown made before the family existed counted NCCL's kernels under ``reduce``); None
+    where neither names one."""
+    n = max(1, int(devices or 1))
+    fam = b.get("kernel_families_ms") or {}
+    top = [t for t in (b.get("top") or []) if COLLECTIVE.search(str(t.get("name", "")))]
+    calls = sum(float(t.get("calls_per_step") or 0) for t in top) / n if top else None
+    if fam.get("collective") is not None:
+        return float(fam["collective"]) / n, calls
+    if top:
+        return sum(float(t.get("ms") or 0) for t in top) / n, calls
+    return None, None
 
 
 def families(kernels, lo, hi, steps) -> dict:

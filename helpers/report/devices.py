@@ -25,6 +25,7 @@ from .table import CONFIG_KEYS
 
 DEVICE_KNOBS = ("gpus", "hosts", "processes")
 ONE_PROCESS = "one process"  # the way of a point of one process (driving one GPU or several)
+BN_PER_DEVICE = ", BatchNorm per GPU"  # a way's suffix: batchnorm_stats per_device (helpers.point.batchnorm)
 PER_GPU = "one process per GPU"  # the way of N processes of one GPU each, in words
 # the input paths, the recommended one (uint8 batches put on the GPUs ahead of the step) first
 INPUTS = (("uint8", "staged"), ("float32", "staged"), ("float32", "host"), ("uint8", "host"), ("float32", "device"),
@@ -45,6 +46,8 @@ def device_scaling(summ):
     if summ.empty or "knobs" not in summ.columns:
         return None
     s = summ[summ["samples_per_s"].notna()].copy()
+    # profiled points are the step breakdown's (their timed window is a configuration's own, apart from the grid's)
+    s = s[[str(_knob_items(k).get("profile", "False")).lower() != "true" for k in s["knobs"]]]
     items = [_knob_items(k) for k in s["knobs"]]
     s["gpus_n"] = [int(i.get("gpus", 1)) for i in items]
     s["hosts_n"] = [int(i.get("hosts", 1)) for i in items]
@@ -52,7 +55,10 @@ def device_scaling(summ):
     s["devices"] = s["gpus_n"] * s["hosts_n"] * s["procs_n"]
     s["input_dtype"] = [i.get("input_dtype", LATER_DEFAULTS["input_dtype"]) for i in items]
     s["placement"] = [i.get("data_placement", LATER_DEFAULTS["data_placement"]) for i in items]
-    s["_base"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k not in DEVICE_KNOBS) for i in items]
+    # BatchNorm's statistics per device or global are one computation on one device: the same base for both
+    s["_bn"] = [i.get("batchnorm_stats", LATER_DEFAULTS["batchnorm_stats"]) for i in items]
+    s["_base"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k not in DEVICE_KNOBS + ("batchnorm_stats",))
+                  for i in items]
     if not (s["devices"] > 1).any():
         return None
     keys = [k for k in CONFIG_KEYS if k not in ("knobs", "n_train")] + ["_base"]
@@ -60,18 +66,21 @@ def device_scaling(summ):
     for _, g in s.groupby(keys, dropna=False, sort=True):
         if g["devices"].max() <= 1:
             continue
-        one = g[g["devices"] == 1]
+        one = g[g["devices"] == 1].sort_values("_bn")  # "global" first: the grid's own one-GPU point
         base = float(one["samples_per_s"].iloc[0]) if len(one) else math.nan
         b_lo, b_hi = (_run_range(one.iloc[0]) if len(one) else (math.nan, math.nan))
-        for r in g.sort_values("devices").to_dict("records"):
+        for r in g.sort_values(["devices", "_bn"]).to_dict("records"):
             n = r["devices"]
+            if n == 1 and r["_bn"] != LATER_DEFAULTS["batchnorm_stats"] and len(one) > 1:
+                continue  # the same computation as the global one-device point
             lo, hi = _run_range(r)
             eff = r["samples_per_s"] / (n * base) if base == base else math.nan
             rows.append({"workload": r["workload"], "backend": r["backend"], "precision": r["precision"],
                          "batch per device": r["batch_size"], "input": r["input_dtype"], "data on": r["placement"],
                          "GPUs": f"{r['gpus_n']}" + (f" x {r['hosts_n']} hosts" if r["hosts_n"] > 1 else "")
                                  + (f" x {r['procs_n']} processes" if r["procs_n"] > 1 else ""),
-                         "devices": n, "way": way(r["gpus_n"], r["hosts_n"] * r["procs_n"]),
+                         "devices": n, "way": way(r["gpus_n"], r["hosts_n"] * r["procs_n"])
+                                              + (BN_PER_DEVICE if n > 1 and r["_bn"] == "per_device" else ""),
                          "samples/s": r["samples_per_s"], "samples/s over the runs": (lo, hi) if lo != hi else None,
                          "efficiency": eff,
                          "efficiency over the runs": (lo / (n * b_hi), hi / (n * b_lo)) if base == base else None,
@@ -154,16 +163,19 @@ def answer(table) -> list[str]:
 
 
 def _way_words(w: str, n: int) -> str:
+    bn = BN_PER_DEVICE if w.endswith(BN_PER_DEVICE) else ""
+    w = w[:len(w) - len(bn)]
     if n <= 1:
         return "one GPU"
     if w == ONE_PROCESS:
-        return f"one process driving {n} GPUs"
-    return PER_GPU if w == way(1, n) else w
+        return f"one process driving {n} GPUs{bn}"
+    return (PER_GPU if w == way(1, n) else w) + bn
 
 
 def _kind(w: str) -> str:
     """A way whatever the GPU count: ``ONE_PROCESS``, ``PER_GPU`` or the way itself ('2 processes x 2 GPUs')."""
-    return PER_GPU if re.fullmatch(r"\d+ processes x 1 GPU", w) else w
+    bn = BN_PER_DEVICE if w.endswith(BN_PER_DEVICE) else ""
+    return (PER_GPU if re.fullmatch(r"\d+ processes x 1 GPU", w[:len(w) - len(bn)]) else w[:len(w) - len(bn)]) + bn
 
 
 def eff_shown(v) -> str:
@@ -172,8 +184,11 @@ def eff_shown(v) -> str:
 
 
 def range_shown(r, fmt=num) -> str:
-    """A (low, high) over the runs: '0.77-0.92', '4,191-4,451'; '' for none."""
-    return "" if not r or isnull(r[0]) else f"{fmt(r[0])}-{fmt(r[1])}"
+    """A (low, high) over the runs: '0.77-0.92', '4,191-4,451'; '' for none or where both ends read alike."""
+    if not r or isnull(r[0]):
+        return ""
+    lo, hi = fmt(r[0]), fmt(r[1])
+    return "" if lo == hi else f"{lo}-{hi}"
 
 
 def scaling_table(ctx):

@@ -4,6 +4,7 @@ and per workload the dominant cost with the knob that addresses it."""
 from __future__ import annotations
 
 from helpers.measure import peaks
+from helpers.measure.trace_breakdown import collective_per_device
 
 from ..aggregate import labels
 from ..charts import grid
@@ -57,7 +58,46 @@ def rows(ctx):
     sub["trace"] = [(with_b[p].get("trace") or {}).get("path") or (with_b[p].get("trace") or {}).get("reason")
                     for p in sub["path"]]
     sub["mfu"] = peaks.mfu(sub["flops_per_sample"], sub["samples_per_s"], sub["peak_flops"])
+    recs = {r.get("_path"): r for r in ctx.records}
+    sub["devices"] = [_devices(recs.get(p) or {}) for p in sub["path"]]
+    coll = [collective_per_device(with_b[p], d) for p, d in zip(sub["path"], sub["devices"])]
+    sub["collective_ms"] = [c[0] for c in coll]
+    sub["collective_calls"] = [c[1] for c in coll]
     return sub, without
+
+
+def _devices(rec: dict) -> int:
+    """The devices a record's point trained on: its mesh, else gpus x processes."""
+    mesh = rec.get("mesh_devices")
+    if mesh:
+        return len(mesh)
+    p = rec.get("params") or {}
+    return int(p.get("gpus") or 1) * int(p.get("processes") or 1) * int(p.get("hosts") or 1)
+
+
+def scaling_notes(conf) -> list[tuple[str, tuple]]:
+    """Per workload profiled on one device and on several (same backend, device kind, batch per device): the
+    step side by side, and what the difference is made of (the devices' collectives, the host's share)."""
+    out = []
+    for (wl, be), g in conf.groupby(["workload", "backend"], sort=True):
+        one, many = g[g["devices"] == 1], g[g["devices"] > 1]
+        if not len(one) or not len(many):
+            continue
+        a = one.iloc[0]
+        for b in many.sort_values("devices").to_dict("records"):
+            coll = b.get("collective_ms")
+            calls = b.get("collective_calls")
+            step_a, step_b = a["unprofiled_ms"], b["unprofiled_ms"]
+            if isnull(step_a) or isnull(step_b):
+                continue
+            what = ("no collective kernel among its top kernels" if isnull(coll) else
+                    f"the collectives (NCCL's kernels{'' if isnull(calls) else f', {calls:.0f} a step'}) take "
+                    f"{rounded(coll, 2)} ms of each GPU's step")
+            out.append(("{} ({}) on {} GPUs against 1: {} ms a step unprofiled against {} (+{} ms, the gap from "
+                        "linear scaling); {}; the device idles while the host works {} ms a step against {}.",
+                        (wl, be, int(b["devices"]), rounded(step_b, 3), rounded(step_a, 3),
+                         rounded(step_b - step_a, 2), what, rounded(b["host_only"], 2), rounded(a["host_only"], 2))))
+    return out
 
 
 def _families_text(fam) -> str:
@@ -80,7 +120,8 @@ def _top_text(top) -> str:
 def configurations(sub):
     """The profiled runs pooled per configuration (median of each figure over its runs)."""
     keys = [k for k in CONFIG_KEYS if k in sub.columns]
-    num = list(PARTS) + ["traced_ms", "unprofiled_ms", "overhead", "mfu", "samples_per_s", "matmul_share"]
+    num = list(PARTS) + ["traced_ms", "unprofiled_ms", "overhead", "mfu", "samples_per_s", "matmul_share",
+                         "collective_ms", "collective_calls", "devices"]
     g = sub.groupby(keys, dropna=False, sort=True)
     out = g[num].median().reset_index()
     firsts = g[["top", "families", "trace", "config"]].first().reset_index()
@@ -181,6 +222,10 @@ def table(conf):
         "unprofiled ms/step": [rounded(v, 3) for v in conf["unprofiled_ms"]],
         "profiler ×": [rounded(v, 2) for v in conf["overhead"]],
         "MFU %": ["" if isnull(v) else f"{v * 100:.2g}" for v in conf["mfu"]],
+        "GPUs": [int(v) for v in conf["devices"]],
+        "collectives ms per GPU (calls)": [
+            "" if isnull(c) else f"{rounded(c, 2)}" + ("" if isnull(n) else f" ({n:.0f})")
+            for c, n in zip(conf["collective_ms"], conf["collective_calls"])],
         "top kernels / ops (ms per step)": conf["top"], "GPU kernels by family (ms per step)": conf["families"],
         "trace (beside the record)": conf["trace"],
         "runs": conf["runs"],
@@ -202,6 +247,8 @@ def build(ctx) -> Section:
     s.figure(chart(conf), "the step's time per part, stacked, per configuration")
     for w in sorted(conf["workload"].unique()):
         template, values = sentence(w, conf[conf["workload"] == w])
+        s.note(template, *values)
+    for template, values in scaling_notes(conf):
         s.note(template, *values)
     s.table(table(conf.sort_values(["workload", "machine", "device", "backend"])))
     if without:
