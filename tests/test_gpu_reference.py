@@ -498,3 +498,24 @@ def test_published_h100x4_holds_the_scaling_grid_of_one_lease_and_its_readme_tab
     page = (folder / "report.html").read_text()
     assert page.find("Scaling: samples/s and efficiency") < page.find("Where the time of a step goes")
     assert "the collectives (NCCL&#x27;s kernels" in page or "the collectives (NCCL's kernels" in page
+
+
+def test_mfu_of_a_point_of_several_processes_is_over_every_gpus_peak():
+    """A 2-process x 1-GPU record (reference/h100x2/multi_gpu): the report's peak is both GPUs' and its MFU the
+    record's own, never the two processes' FLOP/s over one GPU's peak."""
+    from helpers.measure import peaks
+    from helpers.report.table import tidy
+
+    recs, _ = read_records([PROJECT_ROOT / "reference" / "h100x2" / "multi_gpu" / "records"])
+    two = [r for r in recs if r.get("merged_from") == 2 and r.get("mfu")]
+    one = [r for r in recs if (r["params"].get("processes") or 1) == 1 and (r["params"].get("gpus") or 1) == 1]
+    assert two and one
+    df = tidy(two + one[:1])
+    peak_one = float(df["peak_flops"].iloc[-1])
+    for r, row in zip(two, df.head(len(two)).to_dict("records")):
+        assert row["peak_flops"] == pytest.approx(2 * peak_one) == pytest.approx(r["peak_tflops"] * 1e12)
+        # the record's MFU, from its own achieved FLOP/s over the peak the report now takes
+        assert r["achieved_tflops"] * 1e12 / row["peak_flops"] == pytest.approx(r["mfu"], rel=1e-6)
+        # the report's MFU (its FLOPs count includes the optimiser's update: a few per cent apart), never twice it
+        assert float(peaks.mfu(row["flops_per_sample"], row["samples_per_s"], row["peak_flops"])) == pytest.approx(
+            r["mfu"], rel=0.05)

@@ -184,10 +184,11 @@ def test_the_estimate_from_earlier_records_of_this_machine_guards_a_long_grid(fa
 # ------------------------------------------------------------------ progress
 
 def test_progress_text():
-    assert progress_mod.progress(5, 5, []) == "[5 left]"  # no ETA before a point has run
-    assert progress_mod.progress(3, 2, [10.0, 20.0]) == "[3 left, ETA 00:30]"  # 2 runs needing a kernel x 15 s
-    assert progress_mod.progress(0, 0, [10.0]) == "[0 left, ETA 00:00]"
-    assert progress_mod.progress(2, 2, [1800.0, 1800.0]) == "[2 left, ETA 1:00:00]"
+    assert progress_mod.progress(5, 5, []) == "[5 runs to go]"  # no time left before a point has run
+    assert progress_mod.progress(3, 2, [10.0, 20.0]) == "[3 runs to go, <1 min left]"  # 2 runs with a kernel x 15 s
+    assert progress_mod.progress(1, 1, [470.0]) == "[1 run to go, 8 min left]"  # time left, not a clock time
+    assert progress_mod.progress(0, 0, [10.0]) == "[0 runs to go, 0 min left]"
+    assert progress_mod.progress(2, 2, [1800.0, 1830.0]) == "[2 runs to go, 1 h 01 min left]"
 
 
 def test_each_line_says_the_runs_left_and_the_eta_after_a_point_has_run(fake_runner, tmp_path, capsys):
@@ -199,9 +200,9 @@ def test_each_line_says_the_runs_left_and_the_eta_after_a_point_has_run(fake_run
     assert runner.main([str(g), "--no-report"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
     # done before: costs nothing, no ETA yet; then every line after a run has its ETA
-    assert "done before" in lines[0] and lines[0].endswith("[3 left]")
-    assert lines[1].endswith("[2 left, ETA 00:00]") and " ok " in lines[1]
-    assert lines[2].endswith("[1 left, ETA 00:00]") and lines[3].endswith("[0 left, ETA 00:00]")
+    assert "done before" in lines[0] and lines[0].endswith("[3 runs to go]")
+    assert lines[1].endswith("[2 runs to go, 0 min left]") and " ok " in lines[1]
+    assert lines[2].endswith("[1 run to go, 0 min left]") and lines[3].endswith("[0 runs to go, 0 min left]")
 
 
 class Clock:
@@ -276,7 +277,7 @@ def test_real_runs_repeats_resume_and_live_epochs(tmp_path, monkeypatch, capsys,
         assert runner.main([str(grid_file(tmp_path, repeats=3, seeds=(1,))), "--no-report"]) == 0
         out = capsys.readouterr().out
         assert out.count("not run again") == 1 and "\n  epoch" not in out
-        assert "[1 left, ETA " in out and "[0 left, ETA " in out
+        assert "[1 run to go, " in out and "[0 runs to go, " in out
     finally:
         signal.signal(signal.SIGTERM, old_term)
     recs = {r["repeat"]: r for r in records(outputs)}

@@ -238,14 +238,16 @@ def _limit(r: dict, gpu, cal: dict, threads) -> dict:
     step apart, ``optimizer_flops_per_step``), and ``flops_source`` (``flops_table.for_record``), ``peak_flops``
     (of the devices the point used) and ``peak_source`` (its source, or why there is none)."""
     from helpers.measure import flops_table, peaks
+    from helpers.point.distribution_params import devices_of
 
     if r.get("status") != "ok":
         return {"flops_per_sample": None, "flops_source": None, "peak_flops": None, "peak_source": None,
                 "optimizer_flops_per_step": None}
     fps, opt, source = flops_table.for_record(r)  # the model's (forward + backward); the optimiser's per step
     p = r.get("params") or {}
+    per_process, processes = devices_of({k: _num(p.get(k)) for k in ("gpus", "hosts", "processes")})
     pk, why = peaks.peak(r.get("device_used"), gpu, p.get("precision") or "float32", cal or None, threads or None,
-                         gpus=int(_num(p.get("gpus")) or 1) * int(_num(p.get("hosts")) or 1))
+                         gpus=per_process * processes)  # every device the point used, as its record counts them
     return {"flops_per_sample": _num(fps), "flops_source": source, "peak_flops": pk, "peak_source": why,
             "optimizer_flops_per_step": _num(opt)}
 

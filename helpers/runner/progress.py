@@ -1,6 +1,6 @@
 """Progress of a run: runs left and time left, and the epoch lines of a long point as they come.
 
-    progress(left, kernel_left, spent)        # "[5 left, ETA 02:10]"
+    progress(left, kernel_left, spent)        # "[5 runs to go, 3 min left]"
     outcome(rec)                              # "  first epoch 2.10s, 0.412 s/epoch, 2427 samples/s (synthetic)"
     sink = LiveEpochs(log, title=...).start() # fed the kernel's stdout; prints epochs after LIVE_AFTER_S
     engine = streaming_engine(base_engine)    # papermill engine feeding ``engine.sink``
@@ -18,13 +18,21 @@ EPOCH_LINE = re.compile(r"^epoch \d+: ")  # what helpers.measure.timing prints p
 
 
 def progress(left: int, kernel_left: int, spent: list[float]) -> str:
-    """``[5 left, ETA 02:10]``: runs left; the time left is the mean wall time of the runs that started a
-    kernel in this run so far times the runs left that will start one (none before a run has)."""
+    """``[5 runs to go, 3 min left]``: runs left, and the time left (not a clock time): the mean wall time of the
+    runs that started a kernel in this run so far times the runs left that will start one (none before a run has)."""
     if not spent:
-        return f"[{left} left]"
-    from tqdm import tqdm
+        return f"[{left} {'run' if left == 1 else 'runs'} to go]"
+    return f"[{left} {'run' if left == 1 else 'runs'} to go, {time_left(statistics.fmean(spent) * kernel_left)} left]"
 
-    return f"[{left} left, ETA {tqdm.format_interval(statistics.fmean(spent) * kernel_left)}]"
+
+def time_left(seconds: float) -> str:
+    """'0 min', '<1 min', '8 min', '1 h 05 min': rounded up to the minute, as a reader plans with it."""
+    if seconds < 1:
+        return "0 min"
+    if seconds < 60:
+        return "<1 min"
+    m = int(-(-seconds // 60))
+    return f"{m} min" if m < 60 else f"{m // 60} h {m % 60:02d} min"
 
 
 def outcome(rec: dict) -> str:
