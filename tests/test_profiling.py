@@ -50,7 +50,9 @@ def test_gpu_parts_partition_the_window_kernels_first_then_copies_then_the_host(
     ("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float, MeanOps>>", "reduce"),
     ("input_reduce_select_fusion_1", "reduce"), ("loop_add_fusion", "elementwise"),
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", "elementwise"),
-    ("void at::native::unrolled_elementwise_kernel<direct_copy_kernel_cuda>", "elementwise"), ("foo", "other")])
+    ("void at::native::unrolled_elementwise_kernel<direct_copy_kernel_cuda>", "elementwise"), ("foo", "other"),
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective"),
+    ("all-reduce-start.3", "collective")])
 def test_kernels_fall_into_families(name, family):
     assert tb.family(name) == family
 
@@ -58,9 +60,18 @@ def test_kernels_fall_into_families(name, family):
 def test_gpu_kernel_families_add_each_kernels_time_in_the_window():
     gpu, s = "/device:GPU:0", "Stream #1"
     events = [_ev(W, 0, 100, "/host:CPU", "python"), _ev("sm90_gemm", 0, 30, gpu, s),
-              _ev("loop_add_fusion", 30, 20, gpu, s), _ev("reduce_kernel", 90, 20, gpu, s)]  # half in the window
-    fam = tb.breakdown(events, steps=1, device="gpu")["kernel_families_ms"]
-    assert fam == pytest.approx({"layout": 0, "matmul_conv": 0.03, "reduce": 0.01, "elementwise": 0.02, "other": 0})
+              _ev("loop_add_fusion", 30, 20, gpu, s), _ev("reduce_kernel", 90, 20, gpu, s),  # half in the window
+              _ev("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 10, gpu, s)]
+    b = tb.breakdown(events, steps=1, device="gpu")
+    fam = b["kernel_families_ms"]
+    assert fam == pytest.approx({"collective": 0.01, "layout": 0, "matmul_conv": 0.03, "reduce": 0.01,
+                                 "elementwise": 0.02, "other": 0})
+    # one device's collectives a step: the family's time over the GPUs the point used
+    assert tb.collective_per_device(b, 2)[0] == pytest.approx(0.005)
+    old = {"kernel_families_ms": {"reduce": 9.0}, "top": [{"name": "ncclDevKernel_AllReduce", "ms": 8.0,
+                                                            "calls_per_step": 424.0}, {"name": "gemm", "ms": 1.0}]}
+    assert tb.collective_per_device(old, 4) == (2.0, 106.0)  # a breakdown made before the family: its top kernels
+    assert tb.collective_per_device({"kernel_families_ms": {"reduce": 1.0}, "top": []}, 1) == (None, None)
 
 
 def test_torch_categories_and_host_ops_while_the_device_idles():

@@ -40,7 +40,7 @@ WAIT_S = 600.0  # the training thread waits this long at most for a batch before
 def _put_fn(backend: str):
     """One numpy array -> where this process trains it (the module docstring's three cases), and a wait."""
     if backend != "jax":
-        from helpers.point.placement import _to_device
+        from helpers.point.batches import _to_device
 
         return _to_device(backend)
     import jax
@@ -138,7 +138,7 @@ def staged_dataset(x, y, batch_size: int, backend: str, depth: int = DEPTH, seed
     the devices ahead of the step (``depth`` ready). ``close()`` stops the thread; ``stats()`` says what it did."""
     import keras
 
-    from helpers.point.placement import _as_fed, _nbytes
+    from helpers.point.batches import _as_fed, _nbytes
 
     tree = keras.tree
     n = len(tree.flatten(x)[0])

@@ -1,0 +1,60 @@
+"""Numpy batches and where a backend trains them: the helpers the input paths share (``helpers.point.placement``:
+the data on the device, the host copy's cost; ``helpers.point.staging``: batches put on the devices ahead of the
+step).
+
+    put, wait = _to_device("jax")     # numpy -> the device(s), sharded as Keras shards a batch; wait for it to land
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _tree():
+    import keras
+
+    return keras.tree
+
+
+def _slice(x, i: int, j: int):
+    return _tree().map_structure(lambda a: a[i:j], x)
+
+
+def _nbytes(x) -> int:
+    return int(sum(np.asarray(a).nbytes for a in _tree().flatten(x)))
+
+
+def _to_device(backend: str):
+    """A function putting one numpy array where the backend trains (and, with a distribution set, sharded as
+    Keras shards a data batch over the mesh), and one that waits for the copies to land."""
+    if backend == "jax":
+        import jax
+        import keras
+
+        dist = keras.distribution.distribution()
+
+        def put(a):
+            if dist is not None:
+                return jax.device_put(a, dist.get_data_layout(a.shape).backend_layout)
+            return jax.device_put(a)
+
+        return put, jax.block_until_ready
+    if backend == "torch":
+        import torch
+        from keras.src.backend.torch.core import get_device
+
+        dev = get_device()
+
+        def wait(x):
+            if torch.cuda.is_available() and str(dev).startswith("cuda"):
+                torch.cuda.synchronize()
+            return x
+
+        return (lambda a: torch.as_tensor(a).to(dev)), wait
+    raise ValueError(f"data_placement 'device': backend {backend!r} is not one of jax, torch")
+
+
+def _as_fed(a, floatx: str):
+    """An array as Keras' array adapter feeds it: floats other than ``floatx`` cast to it."""
+    a = np.asarray(a)
+    return a.astype(floatx) if np.issubdtype(a.dtype, np.floating) and a.dtype != np.dtype(floatx) else a
