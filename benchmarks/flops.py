@@ -126,11 +126,12 @@ def _configs() -> list[tuple[str, dict]]:
 def worker_table(out: Path) -> None:
     from helpers import workloads as W
     from helpers.measure import flops_analytic, flops_table
+    from helpers.predict.shape import shape
 
     rows = []
     for name, p in sorted(_configs(), key=lambda c: (c[0], flops_table.model_key(c[1]))):
         model = W.build_model(name, {**p, "backend": "jax"})
-        rows.append(flops_table.table_row(name, p, flops_analytic.analytic(model)))
+        rows.append(flops_table.table_row(name, p, flops_analytic.analytic(model), shape(model)))
         macs = float(rows[-1]["forward_flops"]) / 2
         print(f"{name} {flops_table.model_key(p)}: {macs:,.0f} MACs forward", flush=True)
     with out.open("w", newline="") as f:

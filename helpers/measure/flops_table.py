@@ -90,11 +90,22 @@ def for_record(r: dict) -> tuple[float | None, float | None, str]:
     return None, None, "no count for this model in data/flops.csv (python benchmarks/flops.py --table adds it)"
 
 
+# the model's shape beside its count (helpers.predict.shape: what a step launches, the GPU step-time model's inputs)
+SHAPE_FIELDS = ["layers", "launches", "weights", "input_bytes"]
 TABLE_FIELDS = ["workload", "model_key", "forward_flops", "input_grad_flops", "trainable_params", "update_per_param",
-                "optimizer", "notes"]
+                "optimizer", *SHAPE_FIELDS, "notes"]
 
 
-def table_row(workload: str, params: dict, c: Count) -> dict:
+def table_row(workload: str, params: dict, c: Count, shape: dict | None = None) -> dict:
     return {"workload": workload, "model_key": model_key(params), "forward_flops": repr(c.forward),
             "input_grad_flops": repr(c.input_grad), "trainable_params": c.trainable_params,
-            "update_per_param": repr(c.update_per_param), "optimizer": c.optimizer, "notes": " | ".join(c.notes)}
+            "update_per_param": repr(c.update_per_param), "optimizer": c.optimizer,
+            **{k: (shape or {}).get(k, "") for k in SHAPE_FIELDS}, "notes": " | ".join(c.notes)}
+
+
+def shape_of(workload: str, params: dict) -> dict | None:
+    """The committed shape (``SHAPE_FIELDS``) of ``workload`` with ``params``, None if absent."""
+    r = _table(str(TABLE)).get((workload, model_key(params)))
+    if r is None or not all(r.get(k) for k in SHAPE_FIELDS):
+        return None
+    return {k: int(float(r[k])) for k in SHAPE_FIELDS}

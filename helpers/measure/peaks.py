@@ -56,6 +56,15 @@ def gpu_peak(gpu_name, precision: str, path: str | None = None) -> tuple[float |
     return None, f"unknown GPU {gpu_name!r}: not in params/peaks.yaml"
 
 
+def gpu_memory_bandwidth(gpu_name, path: str | None = None) -> float | None:
+    """Bytes/s of the GPU NVML names ``gpu_name`` (the datasheet's ``memory_tb_s``), None where not given."""
+    for entry in (load_peaks(path).get("gpus") or []) if gpu_name else []:
+        if any(m.lower() in str(gpu_name).lower() for m in entry["match"]):
+            bw = entry.get("memory_tb_s")
+            return float(bw) * 1e12 if bw else None
+    return None
+
+
 def cpu_peak(calibration, threads=None) -> tuple[float | None, str]:
     """(FLOP/s or None, source or reason) from the host calibration: the float32 matmul on all threads (or on one
     thread where that was faster: a busy host; a peak is the most the host showed), capped at one thread x

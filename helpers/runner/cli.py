@@ -109,6 +109,14 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--shard", default=None, metavar="I/N",
                     help="run shard I (0 to N-1) of N of the grid's runs, balanced by estimated time; default: "
                          "from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shard-count (docs/cluster.md)")
+    ap.add_argument("--predict", type=Path, default=None, metavar="FILE.keras",
+                    help="print the model's predicted samples/s on the reference GPU per backend, each with its 80%% "
+                         "interval (fitted on the bundled reference: docs/custom_model.md); runs nothing else")
+    ap.add_argument("--batch-size", type=int, default=None, metavar="N", help="with --predict: the batch size")
+    ap.add_argument("--precision", default=None, choices=("float32", "mixed_bfloat16", "mixed_float16"),
+                    help="with --predict: the Keras dtype policy (default float32)")
+    ap.add_argument("--samples", type=int, default=0, metavar="N",
+                    help="with --predict: samples an epoch, for the predicted epoch time")
     ap.add_argument("--shard-count", type=int, default=None, metavar="N",
                     help=f"the number of shards when the index comes from the environment (a Kubernetes "
                          f"Indexed Job's completions; or {_shard.COUNT_ENV})")
@@ -117,6 +125,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.predict is not None:  # the model's predicted GPU figures: no grid, nothing run
+        from helpers.predict.cli import predict_main
+
+        return predict_main(str(args.predict), args.batch_size, args.precision or "float32", samples=args.samples)
     logging.getLogger("papermill").setLevel(logging.WARNING)
     logging.getLogger("traitlets").setLevel(logging.ERROR)
     prep = prepare(args)
