@@ -238,6 +238,7 @@ LAYERS = (
     ("helpers.data",),  # datasets, image folders, the augmenting generator
     ("helpers.workloads",),  # models and their data, one module a workload
     ("helpers.measure",),  # timing, sampler, FLOPs, peaks, calibration, fingerprint
+    ("helpers.predict",),  # predicted figures: a model's step on the reference GPU, fitted on its records
     ("helpers.point",),  # inside the kernel: device, distribution, placement, profiling, the point's session
     ("helpers.grid",),  # grid files -> points
     ("helpers.report",),  # records -> the report
@@ -263,7 +264,7 @@ def test_no_module_imports_from_a_layer_above_its_own():
 
 
 def test_layer_check_sees_an_upward_import():
-    assert layer_of("helpers.params") == 0 and layer_of("helpers.report.sections.limit") == 7
+    assert layer_of("helpers.params") == 0 and layer_of("helpers.report.sections.limit") == 8
     assert layer_of("helpers.runner.cli") > layer_of("helpers.report.render") > layer_of("helpers.grid")
     graph = {"helpers.record.check": {"helpers.runner.cli"}}
     assert [a for a, e in graph.items() for b in e if layer_of(b) > layer_of(a)] == ["helpers.record.check"]
