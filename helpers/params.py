@@ -95,6 +95,9 @@ COMMON = _spec(
     Param("batch_size", int, "samples per step", minimum=1, note="samples per step"),
     Param("epochs", int, "epochs (>= 2): the first is reported apart (compile), the rest are steady state",
           minimum=2, note="epochs; the first is reported apart (compile), the rest are steady state"),
+    Param("epochs_planned", int, "epochs you plan to train: the report's break-even (when the GPU pays off) and "
+          "time for that many; null = the source's count, else 10; not part of the point id (measures nothing)",
+          minimum=1, nullable=True, default=None, note="epochs you plan to train, for the report's break-even"),
     Param("n_train", int, "training samples (null = the whole dataset)", minimum=1, nullable=True,
           note="training samples (None: the whole dataset)"),
     Param("n_val", int, "validation samples evaluated each epoch (0 = none)", minimum=0, default=0,

@@ -197,3 +197,93 @@ def test_one_string_per_figure_in_the_h100_reference_and_its_readme(reference_ct
     for name, (v, s) in verdict_only.items():
         found = {c for c in _candidates(v) if re.search(rf"(?<![\d.,]){re.escape(c)}×", quoted)}
         assert found <= {s}, (name, s, found)
+
+
+# ------------------------------------------------------------------ when the GPU pays off (issue 58, part 4)
+
+def _side(first, steady, source_epoch, d):
+    """One side of a verdict row: first and steady epoch of the run's own n_train, a source epoch (seconds)."""
+    return {f"first_epoch_s{d}": first, f"s_per_epoch{d}": steady, f"source_epoch_s{d}": source_epoch}
+
+
+def test_the_break_even_by_hand():
+    from helpers.report import breakeven as be
+
+    rows = pd.DataFrame([
+        # GPU: compiles 60 s, 2 s a source epoch; CPU: compiles 1 s, 20 s an epoch. 60 + 2n <= 1 + 20n from
+        # n >= 59/18 = 3.3: after 3 epochs 66 s against 61 s, after 4 68 s against 81 s
+        {"workload": "cnn_cifar10", **_side(61.0, 1.0, 2.0, "_gpu"), **_side(11.0, 10.0, 20.0, "_cpu")},
+        # GPU 60 + 10n against CPU 1 + 10.5n: ahead from n >= 118, past the horizon
+        {"workload": "mlp_mnist", **_side(61.0, 1.0, 10.0, "_gpu"), **_side(2.0, 1.0, 10.5, "_cpu")},
+        # GPU 2 + 1n against CPU 1 + 20n: 3 s against 21 s after the first epoch
+        {"workload": "cnn_mnist", **_side(3.0, 1.0, 1.0, "_gpu"), **_side(2.0, 1.0, 20.0, "_cpu")},
+        # GPU 1 + 2n against CPU 10 + 1n: ahead through n = 9, behind from 10
+        {"workload": "lstm_textgen", **_side(2.0, 1.0, 2.0, "_gpu"), **_side(11.0, 1.0, 1.0, "_cpu")},
+    ])
+    out = be.add(rows, {"cnn_mnist": 50}).set_index("workload")
+    assert list(out["gpu_ahead_after"].astype(object).where(out["gpu_ahead_after"].notna(), None)) == [4, None, 1, 1]
+    assert out.loc["lstm_textgen", "gpu_behind_from"] == 10 and out["gpu_behind_from"].isna().sum() == 3
+    assert (out.loc["cnn_cifar10", "compile_s_gpu"], out.loc["cnn_cifar10", "compile_s_cpu"]) == (60.0, 1.0)
+    # N: the records' epochs_planned, else the source's epochs ("(the source: 20)"), else the default
+    n = out[["epochs_planned", "planned_from"]].to_dict("index")
+    assert n["cnn_mnist"] == {"epochs_planned": 50, "planned_from": "records"}
+    assert n["mlp_mnist"] == {"epochs_planned": 20, "planned_from": "source"}
+    assert n["cnn_cifar10"] == {"epochs_planned": be.DEFAULT_EPOCHS, "planned_from": "default"}
+    assert out.loc["cnn_cifar10", "planned_s_gpu"] == 60 + 2 * be.DEFAULT_EPOCHS
+    assert out.loc["mlp_mnist", "planned_s_cpu"] == pytest.approx(1 + 10.5 * 20)
+    said = {t.split(":")[0]: t for t in be.sentences(out.reset_index())}
+    assert said["cnn_cifar10"].endswith("the GPU is ahead after 4 epochs (its first epoch spends 1.0 min compiling, "
+                                        "the CPU's 1.0 s).")
+    assert said["cnn_cifar10"].startswith("cnn_cifar10: 10 epochs (the suite's default), the first (compiling) one "
+                                          "included, take 3.4 min on the CPU and 1.3 min on the GPU;")  # 201 s, 80 s
+    assert said["mlp_mnist"].endswith("the GPU is never ahead within 100 epochs.")
+    assert said["cnn_mnist"].endswith("the GPU is ahead from the first epoch.") and "50 epochs (epochs_planned)" in \
+        said["cnn_mnist"]
+    assert said["lstm_textgen"].endswith("the GPU is ahead for the first 9 epochs only, the CPU from epoch 10 on.")
+    assert be.overview(out.reset_index()) == (
+        "Counting the first (compiling) epoch, the GPU is ahead from the first epoch on 1 of the 4 workloads, after "
+        "4 epochs on cnn_cifar10, early on lstm_textgen (the first 9 epochs only); never within 100 epochs on "
+        "mlp_mnist.")
+    # a first epoch shorter than the steady one costs nothing; an unknown one leaves the row out of the sentences
+    assert be.compile_overhead(0.5, 1.0) == 0.0 and be.ahead_after((float("nan"), 1.0), (0.0, 1.0)) is None
+    assert be.sentences(be.add(rows.assign(first_epoch_s_gpu=float("nan")))) == []
+
+
+def _payoff(i, workload, device, sps, compile_s, planned=None):
+    """A run of 1,000 samples at ``sps`` whose first epoch is a steady one plus ``compile_s``."""
+    steady = 1000 / sps
+    params = {"threads": 0, "precision": "float32", **({"epochs_planned": planned} if planned else {})}
+    return _rec(i, workload=workload, backend="jax", device=device, device_used=device, batch_size=100,
+                n_train=1000, median_epoch_s=steady, epoch_s=[steady] * 3, samples_per_s=sps, step_s=100 / sps,
+                steps_per_epoch=10, first_epoch_s=steady + compile_s, params=params,
+                point_id=f"{workload}-{device}-{i}",
+                fingerprint={"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4,
+                             "gpu_names": [H100] if device == "gpu" else [], "versions": {"keras": "3.15.1"}})
+
+
+def test_verdict_csv_says_when_the_gpu_pays_off(tmp_path):
+    """mlp_mnist (60,000 samples a source epoch): CPU 3,000 samples/s (20 s an epoch) compiling 1 s, GPU 30,000
+    (2 s) compiling 60 s, planned for 50 epochs: ahead after 4 (60 + 2n against 1 + 20n), 1,001 s against 160 s.
+    cnn_mnist (60,000): CPU 6,000 (10 s), GPU 60,000 / 9.5 (9.5 s) compiling 60 s: never within 100 epochs."""
+    from helpers.record.ids import point_id
+
+    recs = [_payoff(0, "mlp_mnist", "cpu", 3000, 1.0), _payoff(1, "mlp_mnist", "gpu", 30000, 60.0, planned=50),
+            _payoff(2, "cnn_mnist", "cpu", 6000, 1.0), _payoff(3, "cnn_mnist", "gpu", 60000 / 9.5, 60.0)]
+    report.setup_plots()
+    ctx = _ctx(tmp_path, recs)
+    _, verdict = _conf(ctx, tmp_path)
+    assert list(verdict.columns) == csvs.VERDICT_COLUMNS
+    for c in ("epochs_planned", "gpu_ahead_after_epochs", "cpu_s_for_epochs_planned", "gpu_s_for_epochs_planned",
+              "cpu_compile_overhead_s", "gpu_source_epoch_s", "gpu_first_epoch_s", "gpu_behind_again_from_epoch"):
+        assert c in verdict.columns, c
+    v = verdict.set_index("workload")
+    m = v.loc["mlp_mnist"]
+    assert (m["epochs_planned"], m["epochs_planned_from"], m["gpu_ahead_after_epochs"]) == (50, "records", 4)
+    assert m["cpu_s_for_epochs_planned"] == pytest.approx(1001) and m["gpu_s_for_epochs_planned"] == pytest.approx(160)
+    assert (m["cpu_compile_overhead_s"], m["gpu_compile_overhead_s"]) == (pytest.approx(1), pytest.approx(60))
+    c = v.loc["cnn_mnist"]
+    assert pd.isna(c["gpu_ahead_after_epochs"]) and (c["epochs_planned"], c["epochs_planned_from"]) == (12, "source")
+    text = _page(ctx, ["verdict"])
+    assert "the GPU is ahead after 4 epochs" in text and "the GPU is never ahead within 100 epochs" in text
+    # the knob measures nothing: a point keeps its id with it set
+    assert point_id({"workload": "mlp_mnist", "epochs_planned": 50}, "m") == point_id({"workload": "mlp_mnist"}, "m")

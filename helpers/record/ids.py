@@ -14,8 +14,8 @@ from pathlib import Path
 
 from helpers.params import LATER_DEFAULTS
 
-# Parameters that do not change what is measured (where it is written, its id).
-_ID_EXCLUDED = ("output_dir", "point_id")
+# Parameters that do not change what is measured (where it is written, its id; the epochs the report plans for).
+_ID_EXCLUDED = ("output_dir", "point_id", "epochs_planned")
 
 
 def point_id(params: dict, machine_key: str, contents: dict | None = None) -> str:

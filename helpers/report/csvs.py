@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import breakeven
 from .best import best_over_best
 from .fmt import marks, shown_path, speedup_shown, sps_shown, visible
 from .headline import sides
@@ -101,24 +102,37 @@ def configurations_frame(costed, currency: str = "USD"):
     return out
 
 
+# when the GPU pays off (breakeven.add): each side's first epoch, its compile overhead (first − steady epoch), a
+# steady epoch of the source's dataset and the time for epochs_planned of them, the first included
+BREAKEVEN_SIDE = {"first_epoch_s": "first_epoch_s", "compile_s": "compile_overhead_s", "epoch_s": "source_epoch_s",
+                  "planned_s": "s_for_epochs_planned"}
+BREAKEVEN_SIDE_COLUMNS = [f"{d}_{v}" for d in ("cpu", "gpu") for v in BREAKEVEN_SIDE.values()]
+
 # verdict.csv: each side's columns (as configurations.csv names them), then the speedup
 VERDICT_SIDE = {"machine": "machine", "backend": "backend", "threads": "threads", "jit_compile": "jit_compile",
                 "batch_size": "batch_size", "precision": "precision", "samples_per_s": "samples_per_s_median",
                 "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "n_runs": "runs"}
 VERDICT_COLUMNS = (["workload", "sides"] + [f"{d}_{v}" for d in ("cpu", "gpu") for v in VERDICT_SIDE.values()]
                    + ["cpu_samples_per_s_shown", "gpu_samples_per_s_shown", "speedup", "speedup_low", "speedup_high",
-                      "interval_kind", "speedup_shown", "marks"])
+                      "interval_kind", "speedup_shown", "marks"]
+                   + BREAKEVEN_SIDE_COLUMNS + ["epochs_planned", "epochs_planned_from", "gpu_ahead_after_epochs",
+                                               "gpu_behind_again_from_epoch"])
 
 
-def verdict_frame(costed):
+def verdict_frame(costed, records=()):
     """One row per workload (``best.best_over_best``): each side's machine, backend, thread and compilation
     setting, batch, precision, median samples/s with its interval and runs; the speedup and its interval; the
-    figures as the report shows them (``*_shown``: the same digits as its sentences, chart and tables)."""
+    figures as the report shows them (``*_shown``: the same digits as its sentences, chart and tables); when the
+    GPU pays off (``breakeven.add``; ``records``: the raw records, whose ``epochs_planned`` sets N): each side's
+    first epoch, compile overhead, source epoch and time for N epochs, N and where it comes from, the epoch count
+    after which the GPU is ahead (empty: never within ``breakeven.HORIZON``) and, where it falls behind again,
+    the epoch it does."""
     import pandas as pd
 
     rows = best_over_best(costed)
     if not len(rows):
         return pd.DataFrame(columns=VERDICT_COLUMNS)
+    rows = breakeven.add(rows, breakeven.planned(records))
     out = pd.DataFrame({"workload": rows["workload"], "sides": [sides(r) for r in rows.to_dict("records")]})
     for d in ("cpu", "gpu"):
         for k, v in VERDICT_SIDE.items():
@@ -132,6 +146,11 @@ def verdict_frame(costed):
     out["speedup_shown"] = [speedup_shown(r) for r in recs]
     out["marks"] = [" ".join(filter(None, (marks(r["n_runs"], bool(r["short_window"])), busy_sides(r))))
                     for r in recs]
+    for d in ("cpu", "gpu"):
+        for k, v in BREAKEVEN_SIDE.items():
+            out[f"{d}_{v}"] = rows[f"{k}_{d}"]
+    out["epochs_planned"], out["epochs_planned_from"] = rows["epochs_planned"], rows["planned_from"]
+    out["gpu_ahead_after_epochs"], out["gpu_behind_again_from_epoch"] = rows["gpu_ahead_after"], rows["gpu_behind_from"]
     return out[VERDICT_COLUMNS]
 
 
@@ -142,5 +161,5 @@ def write_csvs(ctx, folder: Path) -> tuple[Path, Path, Path]:
     res = write_text_atomic(folder / RESULTS, inert(results_frame(ctx.df)).to_csv(index=False))
     cur = (ctx.prices or {}).get("currency", "USD")
     conf = write_text_atomic(folder / CONFIGURATIONS, inert(configurations_frame(ctx.costed, cur)).to_csv(index=False))
-    verdict = write_text_atomic(folder / VERDICT, inert(verdict_frame(ctx.costed)).to_csv(index=False))
+    verdict = write_text_atomic(folder / VERDICT, inert(verdict_frame(ctx.costed, ctx.records)).to_csv(index=False))
     return res, conf, verdict

@@ -10,11 +10,12 @@ import psutil
 
 from helpers.measure.fingerprint import cpu_model
 
+from .. import breakeven
 from .. import headline as hl
 from ..best import best_over_best, one_side
 from ..charts import plain_log
 from ..devices import leads
-from ..fmt import ONE_RUN, SHORT, esc, html_table, isnull, marks, rounded, speedup_shown, sps_shown
+from ..fmt import ONE_RUN, SHORT, esc, html_table, isnull, marks, note, rounded, speedup_shown, sps_shown
 from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
 from ..style import PALETTE, key_handles, scatter_look
@@ -142,6 +143,22 @@ def _key_note(rows) -> str:
             "window under min_steady_s. Brackets after a speedup: the between-run interval.</p>")
 
 
+def payoff(s: Section, rows, records) -> None:
+    """When the GPU pays off (``breakeven``): one sentence over every workload, then one per workload (folded)
+    under a line saying how they are counted."""
+    rows = breakeven.add(rows, breakeven.planned(records))
+    said = breakeven.sentences(rows)
+    if not said:
+        return
+    s.html(f'<p class="cgb-compared">{esc(breakeven.overview(rows))}</p>')
+    how = note("N epochs of the source's dataset on each side, the first epoch's compilation (first − steady epoch, "
+               "a fixed cost) added once; N is a grid's epochs_planned, else the epochs the source trained, else "
+               "{}; the GPU is ahead after the first epoch count whose total is no longer than the CPU's (looked for "
+               "up to {} epochs; verdict.csv has the figures).", breakeven.DEFAULT_EPOCHS, breakeven.HORIZON)
+    s.details("When the GPU pays off, per workload: N epochs on each side, the first included (click to open)",
+              how + '<ul class="cgb-payoff">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
+
+
 def build(ctx) -> Section:
     c = ctx.costed
     if c.empty or not c["samples_per_s"].notna().any():
@@ -162,6 +179,7 @@ def build(ctx) -> Section:
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
     s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
+    payoff(s, rows, ctx.records)
     busy = [f"{r['workload']} ({busy_sides(r)})" for r in rows.to_dict("records") if busy_sides(r)]
     if busy:
         s.note("⚠ Host busy: {} rest(s) on runs measured while another process used more than a quarter of the "
