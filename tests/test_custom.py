@@ -329,6 +329,21 @@ def test_notebook_times_a_model_saved_under_another_backend(kernel, tmp_path, sa
     assert info["loss_from"] == info["optimizer_from"] == "saved compile config" and info["optimizer"] == "Adam"
     assert info["rebuilt"] is False and info["model_path"] == str(d / "clf.keras")
     assert rec["data_info"]["n_classes"] == 4 and "accuracy" in rec["history"]
+    # no GPU measured it: the report's verdict predicts its GPU side, each backend with its interval and the mark
+    assert rec["model_shape"] == {"layers": 2, "launches": 2, "weights": 4, "input_bytes": 48}
+    from helpers import report
+    from helpers.report import sections
+    from helpers.report.csvs import verdict_frame
+
+    report.setup_plots()
+    ctx = report.build_context([tmp_path / "records"], use_reference=False)
+    page = sections.build(sections.get("verdict"), ctx)._repr_html_()
+    assert "custom, batch 64, float32: predicted, not measured, on one NVIDIA H100" in page
+    assert page.count("samples/s (80% interval ") == 3 and "held out in turn" in page
+    rows = verdict_frame(ctx.costed, ctx.records)
+    assert list(rows["figure"]) == ["predicted"] * 3 and list(rows["marks"]) == ["predicted"] * 3
+    assert (rows["gpu_samples_per_s_low"] < rows["gpu_samples_per_s_median"]).all()
+    assert (rows["gpu_samples_per_s_median"] < rows["gpu_samples_per_s_high"]).all()
 
 
 def test_notebook_text_model_with_knobs(kernel, tmp_path, saved):

@@ -129,6 +129,9 @@ def limit_figures(point) -> dict:
             gpu_name=names[0] if names else None, precision=p.get("precision", "float32"),
             calibration=fp.get("calibration"), threads=p.get("threads") or None,
             gpus=point.dist.gpus * point.dist.hosts))
+        from helpers.predict.shape import shape
+
+        out["model_shape"] = shape(point.model)  # what a step launches: the GPU step model's input (predicted figures)
         out.update(model_flops_per_sample=out.pop("flops_per_sample"), flops_per_sample=c.train(p["batch_size"]),
                    optimizer_flops_per_step=c.update_per_step, optimizer=c.optimizer,
                    flops_source="analytic, counted on the trained model", flops_forward=c.forward, flops_notes=c.notes)

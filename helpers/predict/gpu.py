@@ -263,3 +263,28 @@ def predicted(fit: Fit, f: dict) -> dict:
     return {"backend": f["backend"], "gpu": fit.gpu, "step_s": t, "samples_per_s": f["batch"] / t,
             "samples_per_s_low": f["batch"] / (t * math.exp(hi)), "samples_per_s_high": f["batch"] / (t * math.exp(lo)),
             "interval": LEVEL, "mark": "predicted", "fitted_on": list(fit.workloads)}
+
+
+def record_features(r: dict, backend: str) -> tuple[dict | None, str]:
+    """The step model's features of the model a record trained, on ``backend`` at the record's batch and precision,
+    or (None, why): its FLOPs (``flops_table.for_record``), its shape (the record's ``model_shape``, else the
+    committed table's) and parameters."""
+    from helpers import workloads as _workloads
+    from helpers.measure import flops_table
+
+    p = r.get("params") or {}
+    try:
+        full = {**_workloads.defaults(r.get("workload")), **p}
+    except KeyError:
+        full = dict(p)
+    fps, opt, why = flops_table.for_record(r)
+    shp = r.get("model_shape") or flops_table.shape_of(r.get("workload"), full)
+    n = r.get("model_params")
+    if not fps:
+        return None, why
+    if not isinstance(shp, dict) or not all(isinstance(shp.get(k), int) for k in ("launches", "weights",
+                                                                                  "input_bytes")):
+        return None, "no model shape in the record (written before the suite recorded one) nor in data/flops.csv"
+    if not isinstance(n, int) or n <= 0:
+        return None, "no parameter count in the record"
+    return features(r.get("workload"), {**full, "backend": backend}, fps, opt or 0.0, shp, n), ""

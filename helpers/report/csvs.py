@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import breakeven
+from . import breakeven, predicted
 from .best import best_over_best
 from .fmt import marks, shown_path, speedup_shown, sps_shown, visible
 from .headline import sides
@@ -116,7 +116,7 @@ VERDICT_COLUMNS = (["workload", "sides"] + [f"{d}_{v}" for d in ("cpu", "gpu") f
                    + ["cpu_samples_per_s_shown", "gpu_samples_per_s_shown", "speedup", "speedup_low", "speedup_high",
                       "interval_kind", "speedup_shown", "marks"]
                    + BREAKEVEN_SIDE_COLUMNS + ["epochs_planned", "epochs_planned_from", "gpu_ahead_after_epochs",
-                                               "gpu_behind_again_from_epoch"])
+                                               "gpu_behind_again_from_epoch", "figure"])
 
 
 def verdict_frame(costed, records=()):
@@ -131,7 +131,7 @@ def verdict_frame(costed, records=()):
 
     rows = best_over_best(costed)
     if not len(rows):
-        return pd.DataFrame(columns=VERDICT_COLUMNS)
+        return predicted_rows(records, costed)
     rows = breakeven.add(rows, breakeven.planned(records))
     out = pd.DataFrame({"workload": rows["workload"], "sides": [sides(r) for r in rows.to_dict("records")]})
     for d in ("cpu", "gpu"):
@@ -151,7 +151,29 @@ def verdict_frame(costed, records=()):
             out[f"{d}_{v}"] = rows[f"{k}_{d}"]
     out["epochs_planned"], out["epochs_planned_from"] = rows["epochs_planned"], rows["planned_from"]
     out["gpu_ahead_after_epochs"], out["gpu_behind_again_from_epoch"] = rows["gpu_ahead_after"], rows["gpu_behind_from"]
-    return out[VERDICT_COLUMNS]
+    out["figure"] = "measured"
+    return pd.concat([out[VERDICT_COLUMNS], predicted_rows(records, costed)], ignore_index=True)[VERDICT_COLUMNS]
+
+
+def predicted_rows(records, costed):
+    """verdict.csv's rows of the workloads no GPU measured: the GPU side predicted on the reference's GPU, per
+    backend, with its 80% interval (``predicted.table_of``), marked ``figure: predicted``."""
+    import pandas as pd
+
+    t, _ = predicted.table_of(list(records), costed)
+    if not len(t):
+        return pd.DataFrame(columns=VERDICT_COLUMNS)
+    t = t[~t["measured_gpu"]]
+    return pd.DataFrame({
+        "workload": t["workload"], "sides": [f"CPU measured → GPU predicted ({g}, {b})" for g, b in zip(t["gpu"],
+                                                                                                      t["backend"])],
+        "gpu_machine": t["gpu"], "gpu_backend": t["backend"], "gpu_batch_size": t["batch"],
+        "gpu_precision": t["precision"],
+        "cpu_samples_per_s_median": t["cpu_samples_per_s"], "gpu_samples_per_s_median": t["gpu_predicted"],
+        "gpu_samples_per_s_low": t["gpu_predicted_low"], "gpu_samples_per_s_high": t["gpu_predicted_high"],
+        "speedup": t["speedup_predicted"], "speedup_low": t["speedup_predicted_low"],
+        "speedup_high": t["speedup_predicted_high"], "interval_kind": "80% prediction interval (held-out errors)",
+        "marks": "predicted", "figure": "predicted"}).reindex(columns=VERDICT_COLUMNS)
 
 
 def write_csvs(ctx, folder: Path) -> tuple[Path, Path, Path]:

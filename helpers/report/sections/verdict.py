@@ -10,7 +10,7 @@ import psutil
 
 from helpers.measure.fingerprint import cpu_model
 
-from .. import breakeven
+from .. import breakeven, predicted
 from .. import headline as hl
 from ..best import best_over_best, one_side
 from ..charts import plain_log
@@ -172,14 +172,18 @@ def build(ctx) -> Section:
                                         "samples/s grow with the number of GPUs, is the first section.")
     if not len(rows):
         devs = set(c["device"].dropna())
-        return s.note("No GPU/CPU pair to compare in these records ({}): the sections below show each device's own "
-                      "figures.", "no GPU run" if "gpu" not in devs else "no CPU run" if "cpu" not in devs
-                      else "no configuration ran on both", kind="warn")
+        s.note("No GPU/CPU pair to compare in these records ({}): the sections below show each device's own "
+               "figures.", "no GPU run" if "gpu" not in devs else "no CPU run" if "cpu" not in devs
+               else "no configuration ran on both", kind="warn")
+        if "cpu" in devs:  # the GPU side no record measures: predicted, with its interval
+            predicted.add_to(s, ctx)
+        return s
     pairs = hl.best_pairs(all_pairs(c))
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
     s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
     payoff(s, rows, ctx.records)
+    predicted.add_to(s, ctx)
     busy = [f"{r['workload']} ({busy_sides(r)})" for r in rows.to_dict("records") if busy_sides(r)]
     if busy:
         s.note("⚠ Host busy: {} rest(s) on runs measured while another process used more than a quarter of the "
