@@ -291,3 +291,20 @@ def test_verdict_csv_says_when_the_gpu_pays_off(tmp_path):
     assert "the GPU is ahead after 4 epochs" in text and "the GPU is never ahead within 100 epochs" in text
     # the knob measures nothing: a point keeps its id with it set
     assert point_id({"workload": "mlp_mnist", "epochs_planned": 50}, "m") == point_id({"workload": "mlp_mnist"}, "m")
+
+
+def test_every_workload_left_out_of_the_verdict_is_named_with_its_reason(tmp_path):
+    """A workload measured on the CPU at one batch and on the GPU at another never pairs: the verdict names it with
+    each side's configuration; one with no GPU run is named too (its GPU side predicted)."""
+    recs = (_point(0, "jax", "cpu", 2_000, batch=128, workload="mlp_mnist") + _point(1, "jax", "gpu", 5_000, batch=128,
+                                                                                     workload="mlp_mnist")
+            + _point(2, "jax", "cpu", 9, batch=8, workload="resnet50") + _point(3, "jax", "gpu", 2_000, batch=64,
+                                                                              workload="resnet50")
+            + _point(4, "jax", "cpu", 1_000, batch=32, workload="vgg_cifar10"))
+    report.setup_plots()
+    ctx = _ctx(tmp_path, recs)
+    assert list(best.best_over_best(ctx.costed)["workload"]) == ["mlp_mnist"]
+    text = re.sub(r"\s+", " ", _page(ctx, ["verdict"]))
+    assert ("Not in the verdict (2 of 3 workloads): resnet50 (no configuration measured on both: the CPU at batch 8"
+            in text)
+    assert "the GPU at batch 64" in text and "vgg_cifar10 (no GPU run)" in text

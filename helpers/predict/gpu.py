@@ -280,6 +280,9 @@ def record_features(r: dict, backend: str) -> tuple[dict | None, str]:
     fps, opt, why = flops_table.for_record(r)
     shp = r.get("model_shape") or flops_table.shape_of(r.get("workload"), full)
     n = r.get("model_params")
+    if not isinstance(n, int) or n <= 0:  # a record without its count: the committed table's, where it has the model
+        count = flops_table.lookup(r.get("workload"), full)
+        n = count.trainable_params if count is not None else None
     if not fps:
         return None, why
     if not isinstance(shp, dict) or not all(isinstance(shp.get(k), int) for k in ("launches", "weights",

@@ -140,3 +140,34 @@ def add_to(s, ctx) -> None:
                      if w in gpu.HOST_PIPELINE else "" for w in both["workload"]]})
         s.details(f"Predicted beside measured: the verdict's GPU sides, {len(rows)} workload(s) (click to open)",
                   html_table(rows))
+
+
+def _configs(g) -> str:
+    """A side's configurations in words: 'batch 8, image_size=32' (distinct, at most three)."""
+    seen = []
+    for b, p, k in zip(g["batch_size"], g["precision"], g["knobs"]):
+        text = ", ".join(filter(None, [f"batch {int(b)}" if b == b else "", "" if p == "float32" else str(p),
+                                       str(k or "")]))
+        if text not in seen:
+            seen.append(text)
+    return "; ".join(seen[:3]) + (f" and {len(seen) - 3} more" if len(seen) > 3 else "")
+
+
+def unpaired(costed, rows) -> list[str]:
+    """Every workload of the inputs that the verdict leaves out, named with the reason: no GPU run, no CPU run, or
+    no configuration (batch, precision, knobs) measured on both sides, each side's configurations said."""
+    c = costed[costed["samples_per_s"].notna()]
+    have = set(rows["workload"]) if len(rows) else set()
+    out = []
+    for wl, g in c.groupby("workload", sort=True):
+        if wl in have:
+            continue
+        cpu, gpu_side = g[g["device"] == "cpu"], g[g["device"] == "gpu"]
+        if not len(gpu_side):
+            out.append(f"{wl} (no GPU run)")
+        elif not len(cpu):
+            out.append(f"{wl} (no CPU run)")
+        else:
+            out.append(f"{wl} (no configuration measured on both: the CPU at {_configs(cpu)}; the GPU at "
+                       f"{_configs(gpu_side)})")
+    return out

@@ -181,6 +181,10 @@ def build(ctx) -> Section:
     pairs = hl.best_pairs(all_pairs(c))
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
+    left_out = predicted.unpaired(c, rows)
+    if left_out:  # every workload of the inputs accounted for
+        s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
+               "; ".join(left_out), kind="warn")
     s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
     payoff(s, rows, ctx.records)
     predicted.add_to(s, ctx)
