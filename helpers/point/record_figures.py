@@ -129,12 +129,15 @@ def limit_figures(point) -> dict:
             gpu_name=names[0] if names else None, precision=p.get("precision", "float32"),
             calibration=fp.get("calibration"), threads=p.get("threads") or None,
             gpus=point.dist.gpus * point.dist.hosts))
-        from helpers.predict.shape import shape
-
-        out["model_shape"] = shape(point.model)  # what a step launches: the GPU step model's input (predicted figures)
         out.update(model_flops_per_sample=out.pop("flops_per_sample"), flops_per_sample=c.train(p["batch_size"]),
                    optimizer_flops_per_step=c.update_per_step, optimizer=c.optimizer,
                    flops_source="analytic, counted on the trained model", flops_forward=c.forward, flops_notes=c.notes)
     except Exception as exc:  # a layer the count does not know how to walk
         out.update(flops_per_sample=None, mfu=None, mfu_reason=f"FLOPs not counted: {type(exc).__name__}: {exc}")
+    try:  # what a step launches: the GPU step model's input (the report's predicted figures); never fails the point
+        from helpers.predict.shape import shape
+
+        out["model_shape"] = shape(point.model)
+    except Exception as exc:
+        out["model_shape_reason"] = f"not read: {type(exc).__name__}: {exc}"[:300]
     return out
