@@ -12,6 +12,7 @@ constants fitted on every workload. Exit 0; 1 where a target is missed (the figu
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -60,7 +61,7 @@ def main(argv: list[str]) -> int:
     fit = gpu.final_fit(obs)
     print("fitted on every workload: " + "; ".join(
         f"{b}: {fit.a[b] * 1e3:.2f} ms a step + {fit.k[b] * 1e6:.1f} us a launch, {fit.e[b]:.0%} of the peak, "
-        f"interval x{pow(2.718281828, fit.log_q[b][0]):.2f} to x{pow(2.718281828, fit.log_q[b][1]):.2f} of the step"
+        f"interval x{math.exp(fit.log_q[b][0]):.2f} to x{math.exp(fit.log_q[b][1]):.2f} of the step"
         for b in sorted(fit.a)) + f"; {fit.w * 1e6:.1f} us a weight tensor; {fit.h * 1e12:.0f} ps a host byte")
     if write:
         held = {"cells": len(rows), "median_abs_error": med, "coverage": cov,

@@ -58,3 +58,15 @@ def _as_fed(a, floatx: str):
     """An array as Keras' array adapter feeds it: floats other than ``floatx`` cast to it."""
     a = np.asarray(a)
     return a.astype(floatx) if np.issubdtype(a.dtype, np.floating) and a.dtype != np.dtype(floatx) else a
+
+
+def shuffled(x, y, seed: int):
+    """The training arrays shuffled once (seeded), as Keras' array adapter feeds them (``_as_fed``): ``(x, y, n)``,
+    each a contiguous copy (the data on the device and the staged batches are cut from it)."""
+    import keras
+
+    n = len(_tree().flatten(x)[0])
+    perm = np.random.default_rng(seed).permutation(n)
+    fx = keras.config.floatx()
+    return (_tree().map_structure(lambda a: _as_fed(a, fx)[perm], x),
+            _as_fed(y, fx)[perm] if y is not None else None, n)

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from helpers.point.batches import _as_fed, _nbytes, _slice, _to_device, _tree
+from helpers.point.batches import _nbytes, _slice, _to_device, _tree, shuffled
 
 COPY_REPEATS = 5  # timed copies of one batch (after one untimed: allocation, first-use costs)
 
@@ -36,11 +36,7 @@ def device_dataset(x, y, batch_size: int, backend: str, seed: int = 0):
     visits them in a new order every epoch."""
     import keras
 
-    n = len(_tree().flatten(x)[0])
-    perm = np.random.default_rng(seed).permutation(n)
-    fx = keras.config.floatx()
-    x = _tree().map_structure(lambda a: _as_fed(a, fx)[perm], x)
-    y = _as_fed(y, fx)[perm] if y is not None else None
+    x, y, n = shuffled(x, y, seed)
     put, wait = _to_device(backend)
     tree = _tree()
     batches = []

@@ -39,22 +39,19 @@ WAIT_S = 600.0  # the training thread waits this long at most for a batch before
 
 def _put_fn(backend: str):
     """One numpy array -> where this process trains it (the module docstring's three cases), and a wait."""
-    if backend != "jax":
-        from helpers.point.batches import _to_device
+    from helpers.point.batches import _to_device
 
-        return _to_device(backend)
-    import jax
-    import keras
+    if backend == "jax":
+        import jax
+        import keras
 
-    dist = keras.distribution.distribution()
-    if dist is not None and jax.process_count() > 1:
-        mesh = dist.device_mesh.backend_mesh
-        mine = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
-        first = mine[0] if mine else jax.local_devices()[0]
-        return (lambda a: jax.device_put(a, first)), jax.block_until_ready
-    if dist is not None:
-        return (lambda a: jax.device_put(a, dist.get_data_layout(a.shape).backend_layout)), jax.block_until_ready
-    return jax.device_put, jax.block_until_ready
+        dist = keras.distribution.distribution()
+        if dist is not None and jax.process_count() > 1:  # this process's part of the global batch, on its device
+            mesh = dist.device_mesh.backend_mesh
+            mine = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
+            first = mine[0] if mine else jax.local_devices()[0]
+            return (lambda a: jax.device_put(a, first)), jax.block_until_ready
+    return _to_device(backend)  # one process: where Keras puts a batch (sharded over its devices with gpus > 1)
 
 
 class _Stager:
@@ -138,16 +135,12 @@ def staged_dataset(x, y, batch_size: int, backend: str, depth: int = DEPTH, seed
     the devices ahead of the step (``depth`` ready). ``close()`` stops the thread; ``stats()`` says what it did."""
     import keras
 
-    from helpers.point.batches import _as_fed, _nbytes
+    from helpers.point.batches import _nbytes, shuffled
 
     tree = keras.tree
-    n = len(tree.flatten(x)[0])
+    x, y, n = shuffled(x, y, seed)  # contiguous copies: each batch a slice of them, no gather a step
     if n == 0:
         raise ValueError("data_placement 'staged': no training samples")
-    perm = np.random.default_rng(seed).permutation(n)
-    fx = keras.config.floatx()
-    x = tree.map_structure(lambda a: np.ascontiguousarray(_as_fed(a, fx)[perm]), x)
-    y = np.ascontiguousarray(_as_fed(y, fx)[perm]) if y is not None else None
     put, wait = _put_fn(backend)
     stager = _Stager(x, y, batch_size, put, wait, depth, seed)
     first = tree.flatten(x)[0]

@@ -190,12 +190,12 @@ def leave_one_out(obs: list[dict], nested: bool = True) -> list[dict]:
     for wl in wls:
         fit = fit_model([o for o in obs if o["workload"] != wl])
         outer[wl] = [(o, step_s(fit, o)) for o in obs if o["workload"] == wl]
-    rows = []
+    rows, cache = [], {}
     for wl in wls:
         lo = hi = None
         q = {}
         if nested:  # per backend: the other workloads' held-out errors on it
-            inner = [(o, p) for w2 in wls if w2 != wl for o, p in _inner(obs, wl, w2)]
+            inner = [(o, p) for w2 in wls if w2 != wl for o, p in _inner(obs, wl, w2, cache)]
             for b in {o["backend"] for o, _ in outer[wl]}:
                 q[b] = _quantiles([math.log(o["step_s"] / p) for o, p in inner if o["backend"] == b])
         for o, p in outer[wl]:
@@ -210,16 +210,13 @@ def leave_one_out(obs: list[dict], nested: bool = True) -> list[dict]:
     return rows
 
 
-_INNER: dict = {}
-
-
-def _inner(obs, out1: str, out2: str):
-    """``out2``'s configurations predicted by a fit on every workload but ``out1`` and ``out2`` (cached)."""
-    key = (id(obs), out1, out2)
-    if key not in _INNER:
-        fit = fit_model([o for o in obs if o["workload"] not in (out1, out2)])
-        _INNER[key] = [(o, step_s(fit, o)) for o in obs if o["workload"] == out2]
-    return _INNER[key]
+def _inner(obs, out1: str, out2: str, cache: dict):
+    """``out2``'s configurations predicted by a fit on every workload but ``out1`` and ``out2`` (one fit per pair:
+    ``cache`` holds it for the pair's other order, in one ``leave_one_out``)."""
+    key = frozenset((out1, out2))
+    if key not in cache:
+        cache[key] = fit_model([o for o in obs if o["workload"] not in key])
+    return [(o, step_s(cache[key], o)) for o in obs if o["workload"] == out2]
 
 
 def final_fit(obs: list[dict]) -> Fit:

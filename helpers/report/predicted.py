@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .best import best_over_best
 from .fmt import sps_shown
+from .headline import backend_name
 
 MARK = "predicted"
 
@@ -81,9 +82,6 @@ def table_of(records, costed):
     return pd.DataFrame(rows), "; ".join(why)
 
 
-_BACKEND = {"jax": "JAX", "tensorflow": "TensorFlow", "torch": "PyTorch"}
-
-
 def interval_text(lo, hi) -> str:
     from .fmt import rounded
 
@@ -95,7 +93,7 @@ def sentence(g) -> str:
     from .fmt import rounded
 
     r0 = g.iloc[0]
-    parts = [f"{_BACKEND.get(r['backend'], r['backend'])} {rounded(r['gpu_predicted'], 2)} samples/s "
+    parts = [f"{backend_name(r['backend'])} {rounded(r['gpu_predicted'], 2)} samples/s "
              f"(80% interval {interval_text(r['gpu_predicted_low'], r['gpu_predicted_high'])}; "
              f"{rounded(r['speedup_predicted'], 2)}× the CPU's {rounded(r['cpu_samples_per_s'], 3)}, "
              f"{interval_text(r['speedup_predicted_low'], r['speedup_predicted_high'])}×)"
@@ -131,7 +129,7 @@ def add_to(s, ctx) -> None:
         import pandas as pd
 
         rows = pd.DataFrame({
-            "workload": both["workload"], "GPU backend": [_BACKEND.get(b, b) for b in both["backend"]],
+            "workload": both["workload"], "GPU backend": [backend_name(b) for b in both["backend"]],
             "batch": both["batch"], "measured samples/s": list(both["gpu_measured_shown"]),
             "predicted samples/s (80% interval)": [f"{rounded(p, 2)} ({interval_text(lo, hi)})" for p, lo, hi in zip(
                 both["gpu_predicted"], both["gpu_predicted_low"], both["gpu_predicted_high"])],
