@@ -294,6 +294,7 @@ def add_speedup(m):
     m["speedup_lo"], m["speedup_hi"], m["interval"] = ([v[i] for v in iv] for i in range(3))
     m["n_runs"] = m[["n_runs_cpu", "n_runs_gpu"]].min(axis=1)
     m["short_window"] = m["short_window_cpu"].astype(bool) | m["short_window_gpu"].astype(bool)
+    m["host_busy"] = [fmt.yes(r.get("host_busy_cpu")) or fmt.yes(r.get("host_busy_gpu")) for r in m.to_dict("records")]
     m["digits"] = [fmt.sig_digits(r["speedup"], r["speedup_lo"], r["speedup_hi"], r["n_runs"], r["short_window"])
                    if r["interval"] != "none" else min(fmt.digits(r, "_cpu"), fmt.digits(r, "_gpu"))
                    for r in m.to_dict("records")]

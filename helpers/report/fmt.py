@@ -30,11 +30,14 @@ FOLD_HEAD = 90
 # Marks on a figure, in every table and chart that shows it (never a precision the runs do not have)
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
 SHORT = "‡"  # its steady-state window (median run) is under the run's min_steady_s (MIN_STEADY_S when unrecorded)
+BUSY = "§"  # every run it rests on was measured while another process used the host's cores (protocol.HOST_BUSY)
 MIN_STEADY_S = 2.0  # seconds: the window records without ``params.min_steady_s`` are held to
 INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
 MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
               f"{SHORT} steady-state window under min_steady_s ({MIN_STEADY_S:g} s for records without it): at "
-              "most 2 digits for one run, 3 for several. Brackets: the between-run interval of the median (range "
+              "most 2 digits for one run, 3 for several. "
+              f"{BUSY} host busy: every run of the figure measured while another process used the cores (a quiet "
+              "run of it would replace them). Brackets: the between-run interval of the median (range "
               "of 2–4 runs, bootstrap 95% from 5); n = runs, then the median run's steady window in seconds. The "
               "within-run epoch spread (IQR of the steady epochs) is shown apart and is not the figure's "
               "uncertainty.")
@@ -159,10 +162,21 @@ def rounded(v, digits: int = 3) -> str:
     return f"{q:,.{max(0, digits - 1 - math.floor(math.log10(abs(q))))}f}"
 
 
-def marks(n_runs, short) -> str:
-    """'†' one run, '‡' a window under min_steady_s, '†‡' both, '' neither."""
+def yes(v) -> bool:
+    """A flag cell that says yes (a bool or numpy bool; missing and NaN say no)."""
+    return not isnull(v) and not isinstance(v, str) and bool(v)
+
+
+def marks(n_runs, short, busy=False) -> str:
+    """'†' one run, '‡' a window under min_steady_s, '§' every run on a busy host; '' none of them."""
     one = not isnull(n_runs) and n_runs <= 1
-    return (ONE_RUN if one else "") + (SHORT if short else "")
+    return (ONE_RUN if one else "") + (SHORT if yes(short) else "") + (BUSY if yes(busy) else "")
+
+
+def row_marks(r, suffix: str = "") -> str:
+    """The marks of a configuration's figure (a summary row, or one side of a pair: ``suffix``), or of a pair's
+    speedup (the fewer runs, either window short, either side busy): the one place marks are read from a row."""
+    return marks(r.get(f"n_runs{suffix}"), r.get(f"short_window{suffix}"), r.get(f"host_busy{suffix}"))
 
 
 def rests_on(n_runs, window_s=None, min_s=None, kind: str = "") -> str:
@@ -177,7 +191,8 @@ def rests_on(n_runs, window_s=None, min_s=None, kind: str = "") -> str:
     return f"{runs}{', ' if runs.endswith('run') else '; '}{win}" if runs else win
 
 
-def figure_text(med, lo, hi, n_runs, window_s=None, min_s=None, kind: str = "", digits: int | None = None) -> str:
+def figure_text(med, lo, hi, n_runs, window_s=None, min_s=None, kind: str = "", digits: int | None = None,
+                busy=False) -> str:
     """A figure as every table shows it: rounded by ``sig_digits``, its between-run interval in brackets,
     its marks, and what it rests on: '209,000 [205,000–212,000] (n=4, range; 3.1 s)',
     '210,000 †‡ (1 run, window 0.72 s < 2 s)'. '' when the figure is missing."""
@@ -189,7 +204,7 @@ def figure_text(med, lo, hi, n_runs, window_s=None, min_s=None, kind: str = "", 
     text = rounded(med, d)
     if not (isnull(n_runs) or n_runs <= 1 or isnull(lo) or isnull(hi)):
         text += f" [{rounded(lo, d)}–{rounded(hi, d)}]"
-    m = marks(n_runs, short)
+    m = marks(n_runs, short, busy)
     return f"{text}{' ' + m if m else ''} ({rests_on(n_runs, window_s, min_s, kind)})"
 
 
@@ -210,14 +225,15 @@ def figure(r, scale: float = 1.0, suffix: str = "") -> str:
         return float("nan") if isnull(v) else v
 
     return figure_text(g("samples_per_s") * scale, g("sps_lo") * scale, g("sps_hi") * scale, g("n_runs"),
-                       g("steady_s"), g("min_steady_s"), r.get(f"sps_interval{suffix}") or "", digits(r, suffix))
+                       g("steady_s"), g("min_steady_s"), r.get(f"sps_interval{suffix}") or "", digits(r, suffix),
+                       r.get(f"host_busy{suffix}"))
 
 
 def shown(v, r, mark: bool = True, suffix: str = "", unit: str = "") -> str:
     """A figure derived from configuration ``r`` (seconds per epoch, a cost...): ``r``'s digits and marks."""
     if isnull(v):
         return ""
-    m = marks(r.get(f"n_runs{suffix}"), bool(r.get(f"short_window{suffix}"))) if mark else ""
+    m = row_marks(r, suffix) if mark else ""
     return rounded(v, digits(r, suffix)) + unit + (f" {m}" if m else "")
 
 
@@ -239,7 +255,7 @@ def speedup_text(p) -> str:
     text = rounded(p["speedup"], d)
     if p["interval"] != "none":
         text += f" [{rounded(p['speedup_lo'], d)}–{rounded(p['speedup_hi'], d)}]"
-    m = marks(p["n_runs"], bool(p["short_window"]))
+    m = row_marks(p)
     how = (f"between runs: {INTERVALS[p['interval']]}, n={int(p['n_runs_gpu'])}/{int(p['n_runs_cpu'])} GPU/CPU"
            if p["interval"] != "none" else "1 run: no interval")
     return f"{text}{' ' + m if m else ''} ({how})"

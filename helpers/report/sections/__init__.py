@@ -83,7 +83,17 @@ def order(ctx) -> list[str]:
 
 
 def build_all(ctx) -> list[Section]:
-    return [build(get(n), ctx) for n in order(ctx)]
+    """Every section in this report's order; the marks' explanation (``Section.marks_note``) kept in the first
+    section that has it only."""
+    from .base import MARKS_PART
+
+    built, explained = [build(get(n), ctx) for n in order(ctx)], False
+    for s in built:
+        if MARKS_PART in s.parts and s.present:
+            if explained:
+                s.parts = [p for p in s.parts if p != MARKS_PART]
+            explained = True
+    return built
 
 
 def toc(built: list[Section]) -> str:

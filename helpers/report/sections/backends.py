@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..fmt import MARKS_NOTE, digits, figure, rounded
+from ..fmt import digits, figure, rounded
 from ..table import CONFIG_KEYS
 from .base import Section
 
@@ -39,4 +39,4 @@ def build(ctx) -> Section:
     if len(bt) == 0:
         return Section.absent(__name__, "only one backend per device and setting in these records: nothing to "
                                         "compare.")
-    return Section.of(__name__).found(*said.backends(bt)).table(bt).note("{}", MARKS_NOTE)
+    return Section.of(__name__).found(*said.backends(bt)).table(bt).marks_note()

@@ -4,7 +4,7 @@
     s.note("{} runs", n).table(frame).figure(fig)
     return s                               # or Section.absent(__name__, "why there is nothing")
 
-Bar charts of figures carry the figures' marks (fmt.ONE_RUN, fmt.SHORT): ``with_marks(labeller)`` ends each
+Bar charts of figures carry the figures' marks (fmt.ONE_RUN, fmt.SHORT, fmt.BUSY): ``with_marks(labeller)`` ends each
 bar's label with its runs, window and marks, ``at_digits(frame, value)`` writes each bar's value to the
 digits its runs support, and ``mark_bars(fig)`` hatches the marked bars and adds the legend line.
 """
@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from jinja2 import Environment, select_autoescape
 from markupsafe import Markup
 
-from ..fmt import ONE_RUN, SHORT, digits, html_table, isnull, marks, note, num, rounded, visible
+from ..fmt import BUSY, MARKS_NOTE, ONE_RUN, SHORT, digits, html_table, isnull, marks, note, num, rounded, visible
 
+MARKS_PART = Markup(note("<b>Marks.</b> {}", MARKS_NOTE))  # one paragraph: the same object in every section
 FOLD_ROWS = 16  # tables longer than this are folded (a click opens them)
 FOLD_COLUMNS = 7  # columns in view; a table's further columns fold into a "more" cell per row (the CSVs hold all)
 
@@ -87,6 +88,12 @@ class Section:
     def note(self, template: str, *values, kind: str = "note") -> Section:
         return self.html(note(template, *values, kind=kind))
 
+    def marks_note(self) -> Section:
+        """The marks' explanation (fmt.MARKS_NOTE); ``sections.build_all`` keeps it in the first section the reader
+        meets it in and drops it from the others: each mark is explained once."""
+        self.parts.append(MARKS_PART)
+        return self
+
     def heading(self, text: str) -> Section:
         return self.html(f"<h3>{Markup.escape(text)}</h3>")
 
@@ -101,10 +108,14 @@ class Section:
                                 html_table(df, **kw))
         return self.html(html_table(df, **kw))
 
-    def figure(self, fig, alt: str = "") -> Section:
+    def figure(self, fig, alt: str = "", fold: str = "") -> Section:
+        """A chart; with ``fold``, behind that summary line (a click opens it): a chart that repeats what the
+        section's sentence and tables already say, kept for the reader who wants it."""
         from ..charts import figure_html
 
         if fig is not None:
+            if fold:
+                return self.details(fold, figure_html(fig, alt or self.title))
             self.html(figure_html(fig, alt or self.title))
         return self
 
@@ -127,7 +138,7 @@ def with_marks(labeller, runs: str = "n_runs", short: str = "short_window", brie
         for text, r in zip(labeller(sub), sub.to_dict("records")):
             n, w = r.get(runs), r.get("steady_s")
             rest = ("n=?" if isnull(n) else f"n={int(n)}") + ("" if isnull(w) else f", {w:.2g} s")
-            m = marks(n, bool(r.get(short)))
+            m = marks(n, r.get(short), r.get("host_busy"))
             out.append(f"{text}{' ' + m if m else ''}" if brief else f"{text} ({rest}){' ' + m if m else ''}")
         return out
     return label
@@ -172,12 +183,13 @@ def mark_bars(fig):
         bars = [b for c in ax.containers if isinstance(c, BarContainer) for b in c.patches]
         for bar, text in zip(bars, labels):
             tail = text.rsplit(")", 1)[-1]
-            hatch = ("..." if ONE_RUN in tail else "") + ("xx" if SHORT in tail else "")
+            hatch = "".join(h for m, h in ((ONE_RUN, "..."), (SHORT, "xx"), (BUSY, "//")) if m in tail)
             if hatch:
                 bar.set_hatch((bar.get_hatch() or "") + hatch)
-                seen |= {m for m in (ONE_RUN, SHORT) if m in tail}
+                seen |= {m for m in (ONE_RUN, SHORT, BUSY) if m in tail}
     items = [(ONE_RUN, "...", f"{ONE_RUN} one run: no between-run interval"),
-             (SHORT, "xx", f"{SHORT} steady window under min_steady_s: fewer digits")]
+             (SHORT, "xx", f"{SHORT} steady window under min_steady_s: fewer digits"),
+             (BUSY, "//", f"{BUSY} host busy: every run shared the cores")]
     handles = [Patch(facecolor="#999999", edgecolor="white", hatch=h, label=t) for m, h, t in items if m in seen]
     if handles:
         fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.0, 0.0), ncols=len(handles), fontsize=8,

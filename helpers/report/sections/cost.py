@@ -6,7 +6,7 @@ from .. import findings as said
 from ..aggregate import labels
 from ..charts import grid, plain_log
 from ..costs import price_sources, relative_table
-from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, marks, rounded
+from ..fmt import digits, figure, html_table, isnull, rounded, row_marks
 from ..style import PALETTE, bars_look, key_above, style_key
 from .base import Section, mark_bars
 
@@ -74,7 +74,7 @@ def plot_relative(rel):
         a2.set_yticks(y, [""] * len(y))
         a2.invert_yaxis()
         a2.set_title("cost per sample", fontsize=9, fontweight="bold")
-        a2.set_xlabel("× the base's cost per sample (log; preemptible, else on-demand)", fontsize=8)
+        a2.set_xlabel(f"× the base's cost per sample (log; {price_kind(sub)})", fontsize=8)
     fig.tight_layout()
     from matplotlib.patches import Patch
 
@@ -82,6 +82,27 @@ def plot_relative(rel):
     base = Patch(facecolor="white", edgecolor=PALETTE["base"], linewidth=1.8, label="◀ base: outlined in black")
     key_above(fig, axes[0], style_key(drawn.assign(machine=list(r["machine"])), extra=[base]))
     return fig
+
+
+def price_kind(rel) -> str:
+    """Which price the cost bars of ``rel`` use: 'preemptible', 'on-demand' or 'preemptible, else on-demand'."""
+    pre, od = rel["cost × base (preemptible)"].notna(), rel["cost × base (on-demand)"].notna()
+    if pre.any() and not (od & ~pre).any():
+        return "preemptible"
+    return "on-demand" if not pre.any() else "preemptible, else on-demand"
+
+
+def ranks_as_time(rel) -> bool:
+    """Whether cost per sample orders every workload's configurations as time per sample does (one price per
+    machine, or prices that change no order): then the cost chart would repeat the time chart."""
+    cost = rel["cost × base (preemptible)"].fillna(rel["cost × base (on-demand)"])
+    for _, g in rel.assign(_cost=cost).groupby("workload", sort=False):
+        g = g[g["_cost"].notna() & g["time × base"].notna()]
+        by_time = g.sort_values(["time × base", "_cost"], kind="stable").index
+        by_cost = g.sort_values(["_cost", "time × base"], kind="stable").index
+        if list(by_time) != list(by_cost):
+            return False
+    return True
 
 
 def with_labels(rel, src):
@@ -138,8 +159,9 @@ def build(ctx) -> Section:
         s.note("Base configuration: {}.", ", ".join(f"{k} = {v}" for k, v in ctx.base_config.items()) or "none given")
         rel, no_base = relative_table(c, ctx.base_config)
         if no_base:
-            s.note("No configuration matches the base for: {}; there the base is the fastest CPU configuration "
-                   "instead (marked ◀ base).", ", ".join(no_base), kind="warn")
+            s.note("No configuration matches the base for: {}; there the base is {} instead (marked ◀ base).",
+                   ", ".join(no_base), "the fastest CPU configuration" if (c["device"] == "cpu").any() else
+                   "the slowest configuration", kind="warn")
         unpriced = sorted(set(c[c["profile"].isna()]["machine"]))
         if unpriced:
             s.note("No price for: {}. These machines match no profile in prices.yaml and no "
@@ -147,10 +169,15 @@ def build(ctx) -> Section:
                    kind="warn")
         src = _sources(c, rel)
         if src is not None:
-            rel = with_labels(rel, src).assign(marks=[marks(r["n_runs"], bool(r["short_window"])) for r in src])
-        s.figure(mark_bars(plot_relative(rel)))
+            rel = with_labels(rel, src).assign(marks=[row_marks(r) for r in src])
+        same = ranks_as_time(rel)
+        if same:
+            s.note("Cost per sample ranks every workload's configurations as time per sample does (one price per "
+                   "machine here): the chart of both is folded below, the table holds the prices.")
+        s.figure(mark_bars(plot_relative(rel)), fold="Time and cost per sample against the base, per workload "
+                 "(click to open)" if same else "")
         s.table(shown_relative(rel.drop(columns=["marks"]), src) if src is not None else rel)
-        s.note("{}", MARKS_NOTE)
+        s.marks_note()
         s.note("Prices in {} per hour, price set \"{}\" ({} prices; each profile's dates below); $/source epoch: "
                "one epoch of the source's full dataset at this configuration's samples/s.",
                ctx.prices.get("currency", "USD"), ctx.prices.get("price_set") or "all",

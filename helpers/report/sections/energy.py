@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import findings as said
 from ..aggregate import labels
 from ..charts import bar_facets
-from ..fmt import MARKS_NOTE, shown
+from ..fmt import shown
 from .base import Section, at_digits, config_labels, mark_bars, with_marks
 
 TITLE = "Energy per epoch and per 1,000 samples"
@@ -58,9 +58,10 @@ def build(ctx) -> Section:
     s.found(*said.energy(e))
     s.figure(mark_bars(bar_facets(
         e, "j_per_1k", with_marks(labels, brief=True), log=True, annotate=at_digits(e, "j_per_1k", " J"),
-                                  xlabel="joules per 1,000 training samples (log scale)")))
+                                  xlabel="joules per 1,000 training samples (log scale)")),
+        fold="Joules per 1,000 samples, per configuration (click to open; the table has every figure)")
     s.table(energy_table(summ))
-    s.note("{}", MARKS_NOTE)
+    s.marks_note()
     if (e["energy_method"].fillna("") == "mean_power").any():
         s.note("⚠ Records marked \"mean power × time\" were measured before the energy counter was used: NVML's "
                "power reading is averaged over about a second, short steady windows get few samples, and idle "

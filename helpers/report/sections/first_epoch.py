@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import findings as said
 from ..aggregate import labels
 from ..charts import bar_facets
-from ..fmt import MARKS_NOTE, rounded, shown, spread_text
+from ..fmt import rounded, shown, spread_text
 from .base import Section, config_labels, mark_bars, with_marks
 
 TITLE = "First epoch (compilation) beside the steady state"
@@ -40,4 +40,4 @@ def build(ctx) -> Section:
         "runs": t["n_runs"],
     }))
     return s.note("First epoch: median over runs [min–max]; the overhead and the ratio to 2 significant digits (a "
-                  "run measures its first epoch once). {}", MARKS_NOTE)
+                  "run measures its first epoch once).").marks_note()

@@ -249,7 +249,9 @@ def build(ctx) -> Section:
     bare = getattr(ctx, "bare", None)
     if len(lad) and lad["machine"].nunique() == 1:  # the charts' titles leave it out
         s.note("Every rung ran on {}.", lad["machine"].iloc[0])
-    s.figure(ladder_chart(lad, bare), "the tuning ladder: samples/s and MFU per rung")
+    both = {"cpu", "gpu"} <= set(ctx.costed["device"].dropna())  # beside a CPU/GPU verdict: detail, folded
+    s.figure(ladder_chart(lad, bare), "the tuning ladder: samples/s and MFU per rung", fold=both and
+             "The ladder's chart: samples/s and MFU per rung (click to open; the table has every rung)")
     panels = len(_ladders(lad))
     if panels > MAX_PANELS:
         s.note("The chart draws the first {} of {} ladders (workload, backend, machine); the table below lists "

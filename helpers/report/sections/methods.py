@@ -3,7 +3,7 @@ reproduce the report; the records read and their provenance follow it."""
 
 from __future__ import annotations
 
-from ..fmt import MARKS_NOTE, shown_path
+from ..fmt import shown_path
 from ..reference import is_reference
 from .base import Section
 
@@ -40,7 +40,7 @@ def build(ctx) -> Section:
            "while timing. Repeats run in fresh kernels, interleaved across configurations; a figure is the median "
            "over runs with its between-run interval. Each figure says whether it trained on the real dataset or "
            "on synthetic data of the same shapes.")
-    s.note("<b>Marks.</b> {}", MARKS_NOTE)
+    s.marks_note()
     folders = ", ".join(shown_path(f) for f in ctx.folders) or "outputs/"
     s.note("<b>To reproduce.</b> <code>./run_all.sh</code> runs the default grid and writes this report; "
            "<code>./run_all.sh --report-only --inputs {}</code> renders it again from these records. Every run is "

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import findings as said
 from ..charts import grid, plain_log
-from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, marks, rounded
+from ..fmt import digits, figure, html_table, isnull, rounded, row_marks
 from ..published import INFERRED, SYNTHETIC_IMAGES, coverage
 from ..published_match import other_figures, versus_published
 from ..style import PALETTE, bar_look, key_above, style_key
@@ -43,7 +43,7 @@ def with_runs(vs, src):
     vs = vs.copy()
     vs["shown"] = [figure(r).split(" (")[0] if r else (None if isnull(v) else f"{v:,.0f}")
                    for r, v in zip(src, vs["samples/s"])]
-    vs["marks"] = [marks(r["n_runs"], bool(r["short_window"])) if r else "" for r in src]
+    vs["marks"] = [row_marks(r) if r else "" for r in src]
     for col, k in (("low", "sps_lo"), ("high", "sps_hi")):
         vs[col] = [r[k] if r else v for r, v in zip(src, vs[col])]
     return vs
@@ -166,7 +166,7 @@ def build(ctx) -> Section:
         vs = with_runs(vs, src)
         s.figure(mark_bars(plot_vs_published(vs)))
         s.table(shown_table(vs, src), caption="published throughput beside yours, like with like")
-        s.note("{}", MARKS_NOTE)
+        s.marks_note()
         s.note("Epochs: 'training + validation' is the whole epoch with its validation pass (seed 002's logged "
                "'elapsed' times on_epoch_begin → on_epoch_end; seed 001's progress line); yours then is n_train / "
                "(training part + your validation), and your validation set may be smaller than the source's (the "

@@ -23,7 +23,7 @@ from ..charts import MAX_LINES, grid, plain_log
 from ..devices import ONE_PROCESS, answer, eff_shown, findings, leads, plot_devices, published_devices, scaling_table
 from ..devices import device_scaling as device_scaling  # the section's table, re-exported
 from ..devices_readme import shown
-from ..fmt import MARKS_NOTE, esc, isnull, marks, num
+from ..fmt import esc, isnull, num, row_marks
 from ..headline import LINKS
 from ..style import point_look
 from ..table import CONFIG_KEYS
@@ -101,7 +101,7 @@ def plot_scaling(summ, x: str, xlabel: str):
             key = (k[other.index("backend")], k[other.index("device")])
             style = styles[seen.setdefault(key, 0) % len(styles)]
             seen[key] += 1
-            m = "".join(sorted({c for n, sh in zip(h["n_runs"], h["short_window"]) for c in marks(n, bool(sh))}))
+            m = "".join(sorted({c for r in h.to_dict("records") for c in row_marks(r)}))
             ax.errorbar(xs, h["samples_per_s"], yerr=[(h["samples_per_s"] - h["sps_lo"]).clip(lower=0).fillna(0),
                                                        (h["sps_hi"] - h["samples_per_s"]).clip(lower=0).fillna(0)],
                         capsize=2, label=lab + (f" {m}" if m else ""), ls=style, ms=4, **point_look(*key))
@@ -180,7 +180,7 @@ def input_path(summ):
                      "copy / step": share if r["placement"] == "host" else math.nan,
                      "samples/s": r["samples_per_s"],
                      "gain of data on the device": r["samples_per_s"] / twin if twin else math.nan,
-                     "marks": marks(r.get("n_runs"), bool(r.get("short_window")))})
+                     "marks": row_marks(r)})
     import pandas as pd
 
     return pd.DataFrame(rows)
@@ -237,7 +237,7 @@ def build(ctx) -> Section:
         _devices_part(s, ctx)
         s.found(*said.scaling(summ, drawn, len(AXES)))
     _input_part(s, ctx)
-    return s.note("{}", MARKS_NOTE) if drawn else s
+    return s.marks_note() if drawn else s
 
 
 def _measured(ctx, table) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import findings as said
 from ..aggregate import labels
 from ..charts import bar_facets
-from ..fmt import MARKS_NOTE, figure, rounded, speedup_text
+from ..fmt import figure, rounded, speedup_text
 from ..reference import all_pairs, speedup_label
 from .base import Section, at_digits, mark_bars, with_marks
 
@@ -66,5 +66,4 @@ def build(ctx) -> Section:
         tab = tab.drop(columns=["machine", "GPU machine"])
         s.note("CPU: {}; GPU: {}.", m["machine"].iloc[0], m["gpu_machine"].iloc[0])
     s.table(tab)
-    return s.note("{} A speedup keeps the digits of its own interval, else those of its less precise side.",
-                  MARKS_NOTE)
+    return s.marks_note().note("A speedup keeps the digits of its own interval, else those of its less precise side.")

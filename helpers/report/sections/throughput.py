@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import findings as said
 from ..aggregate import MIN_STEPS, labels, precision_marks, source_epochs
 from ..charts import bar_facets
-from ..fmt import MARKS_NOTE, digits, figure, html_table, isnull, rounded, shown
+from ..fmt import digits, figure, html_table, isnull, rounded, shown
 from .base import Section, at_digits, config_labels, mark_bars, with_marks
 
 TITLE = "Samples per second by workload × backend × device"
@@ -59,7 +59,7 @@ def build(ctx) -> Section:
                                   annotate=at_digits(summ, "samples_per_s"),
                                   xlabel="samples per second (log scale; median over runs, whiskers: between runs)")))
     s.table(timing_table(summ), caption="samples/s, seconds per epoch and per step, and what each figure rests on")
-    s.note("{}", MARKS_NOTE)
+    s.marks_note()
     few = summ[summ["few_steps"]]
     if len(few):
         s.note("⚠ {} configuration(s) ran fewer than {} steps per epoch: a fixed cost per epoch (iterator restart, "

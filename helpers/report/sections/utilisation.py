@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import findings as said
 from .. import mfu as mfu_of
-from ..fmt import MARKS_NOTE, digits, figure, isnull, rounded, short_path, shown
+from ..fmt import digits, figure, isnull, rounded, short_path, shown
 from ..style import PALETTE
 from .base import Section
 
@@ -113,7 +113,7 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__).found(*said.utilisation(ctx.summary))
     s.table(comparison_summary(ctx.summary))
-    s.note("{}", MARKS_NOTE)
+    s.marks_note()
     s.note("{}", WHY_THEY_DIFFER)
     run = pick_timeline(ctx.records, ctx.timeline_run)
     if ctx.timeline_run and (run is None or not str(run.get("point_id", "")).startswith(ctx.timeline_run)):

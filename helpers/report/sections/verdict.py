@@ -15,7 +15,7 @@ from .. import headline as hl
 from ..best import best_over_best, one_side
 from ..charts import plain_log
 from ..devices import leads
-from ..fmt import ONE_RUN, SHORT, esc, html_table, isnull, marks, note, rounded, speedup_shown, sps_shown
+from ..fmt import esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
 from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
 from ..style import PALETTE, key_handles, scatter_look
@@ -55,7 +55,7 @@ def chart(rows):
         a2.scatter([r["speedup"]], [y], zorder=2, **ratio)
         if not (isnull(r.get("speedup_lo")) or isnull(r.get("speedup_hi"))):
             a2.plot([r["speedup_lo"], r["speedup_hi"]], [y, y], color=PALETTE["ratio"], lw=1, zorder=1)
-        m = marks(r["n_runs"], bool(r["short_window"]))
+        m = row_marks(r)
         end = r["speedup"] if isnull(r.get("speedup_hi")) else max(r["speedup"], r["speedup_hi"])  # past the whisker
         a2.annotate(f"{speedup_shown(r)}{' ' + m if m else ''}", (end, y), xytext=(5, 0), textcoords="offset points",
                     fontsize=8, va="center")
@@ -100,7 +100,7 @@ def glance_table(rows):
         sp = speedup_shown(r)
         if r["interval"] != "none":
             sp += f" [{rounded(r['speedup_lo'], d)}–{rounded(r['speedup_hi'], d)}]"
-        m = marks(r["n_runs"], bool(r["short_window"]))
+        m = row_marks(r)
         od_c, od_g = r.get("on_demand_per_source_epoch_cpu"), r.get("on_demand_per_source_epoch_gpu")
         out.append({
             "workload": r["workload"],
@@ -123,14 +123,14 @@ def like_for_like(pairs):
     import pandas as pd
 
     def fig(r, suffix):
-        m = marks(r[f"n_runs{suffix}"], bool(r[f"short_window{suffix}"]))
+        m = row_marks(r, suffix)
         return sps_shown(r, suffix) + (f" {m}" if m else "")
 
     return pd.DataFrame([{
         "workload": r["workload"], "backend (both sides)": r["backend"], "GPU": hl.config_key(r),
         "CPU samples/s": fig(r, "_cpu"), "GPU samples/s": fig(r, "_gpu"),
-        "GPU ÷ CPU": speedup_shown(r) + (f" {marks(r['n_runs'], bool(r['short_window']))}"
-                                         if marks(r["n_runs"], bool(r["short_window"])) else ""),
+        "GPU ÷ CPU": speedup_shown(r) + (f" {row_marks(r)}"
+                                         if row_marks(r) else ""),
     } for r in pairs.sort_values(["workload", "backend"]).to_dict("records")])
 
 
@@ -139,8 +139,7 @@ def _key_note(rows) -> str:
     names = "; ".join(f"<b>{esc(hl.gpu_side(m))}</b> = {esc(m)}" for m in machines)
     return (f'<p class="cgb-key">Key: {names}; b = batch size per step; fp32 unless named. Each side is the '
             "workload's fastest configuration on that device (any backend, thread and compilation setting) at the "
-            f"batch size and precision named. {ONE_RUN} one run: no between-run interval; {SHORT} a steady "
-            "window under min_steady_s. Brackets after a speedup: the between-run interval.</p>")
+            "batch size and precision named. Brackets after a speedup: the between-run interval.</p>")
 
 
 def payoff(s: Section, rows, records) -> None:
@@ -193,7 +192,7 @@ def build(ctx) -> Section:
         s.note("⚠ Host busy: {} rest(s) on runs measured while another process used more than a quarter of the "
                "cores (no unmarked run of that configuration exists); measure it again on a quiet machine.",
                ", ".join(busy), kind="warn")
-    s.html(_key_note(rows))
+    s.html(_key_note(rows)).marks_note()
     s.html(html_table(glance_table(rows)))
     if pairs is not None and len(pairs):
         s.note("Like for like: the same backend, batch size, precision and knobs on both sides (the CPU side at its "
