@@ -242,3 +242,44 @@ def test_a_real_point_on_a_core_held_by_a_busy_loop_is_marked_and_the_report_say
     row = ctx.summary.iloc[0]
     assert bool(row["host_busy"]) and "host busy: every run measured" in precision_marks(row)
     assert "1 run(s) were measured on a busy host" in sections.build(sections.get("overview"), ctx)._repr_html_()
+
+
+def test_a_figure_on_busy_host_runs_only_carries_its_mark_in_every_section_that_shows_it(tmp_path):
+    """A CPU configuration whose two runs were both measured on a busy host: its figure carries § wherever it is
+    shown (the verdict's chart, table and like-for-like table, the speedup, samples/s, cost, first epoch and
+    backends sections, the CSVs), the mark explained once; a quiet configuration beside it carries none."""
+    import re
+
+    from helpers.report import fmt
+
+    load = {"window_s": 2.0, "process_cpu_s": 2.0, "cores_busy_s": 4.0, "allowed_cores": 2, "process_cores": 1.0,
+            "others_cores": 1.0, "threshold_cores": 0.5, "host_busy": True}
+    busy = [_busy_record(load, i, sps) for i, sps in ((0, 1000.0), (1, 1040.0))]
+    quiet = [_rec(2 + i, schema=4, backend="torch", samples_per_s=sps, median_epoch_s=1000 / sps,
+                  epoch_s=[1000 / sps] * 3, point_id=f"quiet-{i}", repeat=i) for i, sps in enumerate((700.0, 720.0))]
+    gpu = [_rec(4 + i, schema=4, device="gpu", device_used="gpu", samples_per_s=sps, median_epoch_s=1000 / sps,
+                epoch_s=[1000 / sps] * 3, point_id=f"gpu-{i}", repeat=i,
+                fingerprint={"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4,
+                             "gpu_names": ["NVIDIA H100 80GB HBM3"], "versions": {"keras": "3.15.1"}})
+           for i, sps in enumerate((50_000.0, 51_000.0))]
+    for r in busy + quiet:  # one machine: the GPU box's own CPU
+        r["fingerprint"] = {**gpu[0]["fingerprint"]}
+    ctx = _ctx(tmp_path, busy + quiet + gpu)
+    summ = ctx.summary.set_index(["backend", "device"])
+    assert bool(summ.loc[("jax", "cpu"), "host_busy"]) and not bool(summ.loc[("torch", "cpu"), "host_busy"])
+    shown_busy = fmt.sps_shown(summ.loc[("jax", "cpu")].to_dict())
+    built = {s.name: s for s in sections.build_all(ctx)}
+    for name in ("verdict", "speedup", "throughput", "cost", "first_epoch", "backends"):
+        text = re.sub(r"<[^>]+>", " ", built[name]._repr_html_())
+        assert fmt.BUSY in text, name
+    text = re.sub(r"<[^>]+>", " ", built["throughput"]._repr_html_())
+    assert re.search(rf"{re.escape(shown_busy)} \[[^\]]+\] {fmt.BUSY}", text), text[:3000]
+    assert not re.search(rf"{re.escape(fmt.sps_shown(summ.loc[('torch', 'cpu')].to_dict()))} \[[^\]]+\] "
+                         rf"[†‡]*{fmt.BUSY}", text)
+    verdict = re.sub(r"<[^>]+>", " ", built["verdict"]._repr_html_())
+    assert re.search(rf"{re.escape(shown_busy)} {fmt.BUSY}", verdict)  # like for like: the CPU side's figure
+    assert re.search(rf"\d× [†‡]*{fmt.BUSY}", verdict)  # the speedup, in the chart's labels and the table
+    explained = [n for n, s in built.items() if fmt.esc(fmt.MARKS_NOTE) in s._repr_html_()]
+    assert explained == ["verdict"]
+    conf = csvs.configurations_frame(ctx.costed).set_index(["backend", "device"])
+    assert "host busy" in conf.loc[("jax", "cpu"), "marks"] and "host busy" not in conf.loc[("torch", "cpu"), "marks"]
