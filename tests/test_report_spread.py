@@ -340,3 +340,38 @@ def test_the_prediction_interval_predicts_each_lease_from_the_others_only(tmp_pa
     two = subprocess.run([sys.executable, "benchmarks/reference_spread.py", str(folder), "--interval",
                           "--min-leases", "4"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert two.returncode == 1 and "3 or more leases" in two.stderr
+
+
+def test_what_a_fresh_machine_of_each_kind_is_expected_to_give(tmp_path):
+    """The 90% prediction interval for a fresh lease, by hand: two configurations on three leases each, s pooled
+    over both (log lease medians about their own means), the interval exp(mean ± 1.645 s sqrt(1 + 1/3)); a
+    configuration on one lease takes the same s around its one median; both CSVs carry it and the verdict says it."""
+    import math
+
+    from helpers.report import csvs, fresh
+
+    a = _runs([1000, 1100, 1210], boot=["l1", "l2", "l3"], schema=4)  # one run a lease
+    b = _runs([500, 450, 550], start=10, boot=["l1", "l2", "l3"], schema=4, backend="torch")
+    g = _runs([50_000], start=20, boot=["l1"], schema=4, **GPU)
+    ctx = _ctx(tmp_path, a + b + g)
+    logs = [[math.log(v) for v in (1000, 1100, 1210)], [math.log(v) for v in (500, 450, 550)]]
+    ss = sum((x - sum(L) / 3) ** 2 for L in logs for x in L)
+    s = math.sqrt(ss / 4)
+    c = ctx.costed.set_index(["backend", "device"])
+    half = 1.645 * s * math.sqrt(1 + 1 / 3)
+    centre = sum(logs[0]) / 3
+    assert c.loc[("jax", "cpu"), "fresh_lo"] == pytest.approx(math.exp(centre - half))
+    assert c.loc[("jax", "cpu"), "fresh_hi"] == pytest.approx(math.exp(centre + half))
+    assert c.loc[("jax", "cpu"), "fresh_pct"] == pytest.approx(100 * (math.exp(half) - 1))
+    assert f"s = {s:.3f} pooled over 2 CPU configurations" in c.loc[("jax", "cpu"), "fresh_basis"]
+    # the GPU: one lease in these records, so the bundled reference's spread, said
+    ref, name = fresh.reference_spread()
+    gpu_half = 1.645 * ref["gpu"][0] * math.sqrt(2)
+    assert c.loc[("jax", "gpu"), "fresh_hi"] == pytest.approx(50_000 * math.exp(gpu_half))
+    assert f"of the bundled reference {name}" in c.loc[("jax", "gpu"), "fresh_basis"]
+    conf = csvs.configurations_frame(ctx.costed)
+    assert conf["fresh_machine_samples_per_s_low"].notna().all() and conf["fresh_machine_interval"].str.len().min() > 20
+    v = csvs.verdict_frame(ctx.costed)
+    assert v["gpu_fresh_machine_samples_per_s_high"].iloc[0] == pytest.approx(50_000 * math.exp(gpu_half))
+    page = sections.build(sections.get("verdict"), ctx)._repr_html_()
+    assert f"the GPU side within about ±{round(100 * (math.exp(gpu_half) - 1))}%" in page

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from helpers.record.reader import split_duplicates
 
-from . import aggregate, bare, costs, published, reference, table
+from . import aggregate, bare, costs, fresh, published, reference, table
 from .fmt import visible
 
 
@@ -130,6 +130,7 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
         notes.append(("Records of {} machine(s) name different price profiles for the same machine; none of them "
                       "is used: those machines are priced by their hardware.", (len(disagree),), "warn"))
     costed = costs.add_costs(summ, prices, dict(host_profiles or {}), machine_profiles=from_records)
+    costed = fresh.add(costed, df)  # what a fresh machine of each kind is expected to give
     pub = published.load_published(published_file or None)
     bare_files = []  # bare_loops.jsonl files not read (not a regular file, outside the folders, too large)
     try:

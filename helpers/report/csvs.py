@@ -43,6 +43,8 @@ CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
     "n_earlier": "earlier_protocol_runs_left_out", "n_host_busy": "host_busy_runs_left_out",
     "samples_per_s": "samples_per_s_median",
     "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "sps_interval": "interval_kind",
+    "fresh_lo": "fresh_machine_samples_per_s_low", "fresh_hi": "fresh_machine_samples_per_s_high",
+    "fresh_basis": "fresh_machine_interval",
     "runs_sps_min": "samples_per_s_min_run", "runs_sps_max": "samples_per_s_max_run",
     "steady_s": "steady_window_s", "min_steady_s": "min_steady_s", "short_window": "short_window",
     "s_per_epoch": "steady_epoch_s", "s_per_step": "step_s", "first_epoch_s": "first_epoch_s",
@@ -111,10 +113,11 @@ BREAKEVEN_SIDE_COLUMNS = [f"{d}_{v}" for d in ("cpu", "gpu") for v in BREAKEVEN_
 # verdict.csv: each side's columns (as configurations.csv names them), then the speedup
 VERDICT_SIDE = {"machine": "machine", "backend": "backend", "threads": "threads", "jit_compile": "jit_compile",
                 "batch_size": "batch_size", "precision": "precision", "samples_per_s": "samples_per_s_median",
-                "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "n_runs": "runs"}
+                "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "n_runs": "runs",
+                "fresh_lo": "fresh_machine_samples_per_s_low", "fresh_hi": "fresh_machine_samples_per_s_high"}
 VERDICT_COLUMNS = (["workload", "sides"] + [f"{d}_{v}" for d in ("cpu", "gpu") for v in VERDICT_SIDE.values()]
                    + ["cpu_samples_per_s_shown", "gpu_samples_per_s_shown", "speedup", "speedup_low", "speedup_high",
-                      "interval_kind", "speedup_shown", "marks"]
+                      "interval_kind", "speedup_shown", "marks", "fresh_machine_interval"]
                    + BREAKEVEN_SIDE_COLUMNS + ["epochs_planned", "epochs_planned_from", "gpu_ahead_after_epochs",
                                                "gpu_behind_again_from_epoch", "figure"])
 
@@ -137,6 +140,8 @@ def verdict_frame(costed, records=()):
     for d in ("cpu", "gpu"):
         for k, v in VERDICT_SIDE.items():
             out[f"{d}_{v}"] = rows[f"{k}_{d}"]
+    out["fresh_machine_interval"] = [" | ".join(f"{d.upper()}: {r.get(f'fresh_basis_{d}')}" for d in ("cpu", "gpu")
+                                                if r.get(f"fresh_basis_{d}")) for r in rows.to_dict("records")]
     out["gpu_threads"] = None  # a GPU configuration's threads are not a setting of its speed
     recs = rows.to_dict("records")
     out["cpu_samples_per_s_shown"] = [sps_shown(r, "_cpu") for r in recs]

@@ -73,6 +73,8 @@ def leases_table(df):
         for col, label in _CAL.items():
             vals = cal[col].dropna()
             row[label] = float(vals.median()) if len(vals) else NOT_RECORDED
+            if col != "cal_threads" and len(vals) >= 2:  # how far it moved inside the lease: a state, not a trait
+                row[f"{label}: min–max in the lease"] = f"{num(vals.min())}–{num(vals.max())}"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -135,7 +137,9 @@ def build(ctx) -> Section:
         leases = leases_table(df)
         s.heading("Machines by lease").note(
             "A lease is one boot of a machine (its <code>boot_id</code>); the calibration (Python dispatch, numpy "
-            "matmul) is measured at the start of each run and shown as the median over the lease's runs. "
+            "matmul) is measured at the start of each run and shown as the median over the lease's runs, with "
+            "its range inside the lease: it is the host's state when a run started (it moved up to 2× between "
+            "runner starts of one H100 lease and tracked none of its figures), not a trait of the machine. "
             "Records from before this was recorded say so.")
         s.table(leases, caption="the leases")
         for machine, n, figures, worst in lease_differences(leases):
