@@ -308,3 +308,26 @@ def test_every_workload_left_out_of_the_verdict_is_named_with_its_reason(tmp_pat
     assert ("Not in the verdict (2 of 3 workloads): resnet50 (no configuration measured on both: the CPU at batch 8"
             in text)
     assert "the GPU at batch 64" in text and "vgg_cifar10 (no GPU run)" in text
+
+
+def test_the_verdict_names_what_differs_between_its_sides_besides_the_device(tmp_path):
+    """A CPU side on JAX 0.10.2 in epochs of 4 steps against a GPU side on JAX 0.11.2 in epochs of 100: the verdict
+    says both; sides that agree say nothing."""
+    from helpers.report import sides
+
+    cpu = _rec(0, workload="cnn_cifar10", backend="jax", device="cpu", device_used="cpu", batch_size=100,
+               n_train=400, steps_per_epoch=4)
+    gpu = _rec(1, workload="cnn_cifar10", backend="jax", device="gpu", device_used="gpu", batch_size=100,
+               n_train=10_000, steps_per_epoch=100, samples_per_s=50_000.0, median_epoch_s=0.2, epoch_s=[0.2] * 3)
+    gpu["fingerprint"] = {**gpu["fingerprint"], "gpu_names": ["NVIDIA H100 80GB HBM3"],
+                          "versions": {"keras": "3.15.1", "jax": "0.11.2"}}
+    cpu["fingerprint"] = {**gpu["fingerprint"], "versions": {"keras": "3.15.1", "jax": "0.10.2"}}
+    ctx = _ctx(tmp_path, [cpu, gpu])
+    rows = best.best_over_best(ctx.costed)
+    said = sides.differences(rows, ctx.df)
+    assert "JAX 0.10.2 on the CPU side, 0.11.2 on the GPU side" in said and "Keras" not in said, said
+    assert "epochs of 4 steps on the CPU side against 100 on the GPU side" in said, said
+    assert fmt.esc(said) in sections.build(sections.get("verdict"), ctx)._repr_html_()
+    same = rows.assign(steps_per_epoch_gpu=rows["steps_per_epoch_cpu"])
+    ctx.df.loc[ctx.df["device"] == "cpu", "backend_version"] = "0.11.2"
+    assert sides.differences(same, ctx.df) == ""

@@ -11,7 +11,8 @@ from .base import Section, at_digits, mark_bars, with_marks
 
 TITLE = "Speedup of the GPU over the CPU (matched configurations)"
 NAV = "All speedups"  # its name in the one-line contents
-LEAD = ("GPU samples/s ÷ CPU samples/s of the same machine, workload, backend, batch size, precision and "
+LEAD = ("GPU samples/s ÷ CPU samples/s of one machine (or of your CPU and the bundled reference's GPU, where "
+        "your records have no GPU run), the same workload, backend, batch size, precision and "
         "knobs (the CPU side: its fastest thread setting); per sample, so the two sides may train on different "
         "numbers of samples. \"% less time\" as seeds 000 and 001 report it. The interval is between runs, from "
         "the runs of both sides: [slowest GPU run ÷ fastest CPU run, fastest GPU run ÷ slowest CPU run] while a "

@@ -10,7 +10,7 @@ import psutil
 
 from helpers.measure.fingerprint import cpu_model
 
-from .. import breakeven, fresh, predicted
+from .. import breakeven, fresh, predicted, sides
 from .. import headline as hl
 from ..best import best_over_best, one_side
 from ..charts import plain_log
@@ -185,8 +185,9 @@ def build(ctx) -> Section:
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
                "; ".join(left_out), kind="warn")
     s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
-    if fresh.sentence(rows):  # what another machine of each kind is expected to give
-        s.html(f'<p class="cgb-compared">{esc(fresh.sentence(rows))}</p>')
+    for line in (sides.differences(rows, ctx.df), fresh.sentence(rows)):  # what else differs; another machine
+        if line:
+            s.html(f'<p class="cgb-compared">{esc(line)}</p>')
     payoff(s, rows, ctx.records)
     predicted.add_to(s, ctx)
     busy = [f"{r['workload']} ({busy_sides(r)})" for r in rows.to_dict("records") if busy_sides(r)]
