@@ -19,7 +19,7 @@ import re
 
 from ..params import LATER_DEFAULTS
 from .aggregate import _knob_items
-from .fmt import isnull, num, row_marks
+from .fmt import digits, isnull, num, row_marks
 from .published import published_devices as published_devices  # the anchors, kept there
 from .table import CONFIG_KEYS
 
@@ -88,7 +88,7 @@ def device_scaling(summ):
                          "$ per 1k samples": r.get("on_demand_per_1k", math.nan),
                          "$ per epoch": (r.get("on_demand_per_h", math.nan) / 3600.0 * r["s_per_epoch"]
                                          if not isnull(r.get("s_per_epoch")) else math.nan),
-                         "runs": r.get("n_runs"),
+                         "runs": r.get("n_runs"), "digits": digits(r),  # the figure's digits (fmt.sig_digits)
                          "marks": row_marks(r)})
     if not rows:
         return None

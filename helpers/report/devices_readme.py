@@ -1,6 +1,6 @@
 """The scaling table as it is shown: the report's table and a reference README's, from the same strings.
 
-    cells = shown(device_scaling(summ))       # every figure a string, formatted once (fmt.num, devices.eff_shown)
+    cells = shown(device_scaling(summ))       # every figure a string, formatted once (fmt.rounded, devices.eff_shown)
     print(readme_table(table))                # the README's Markdown table of the same strings
 
     python -m helpers.report.devices_readme reference/h100x4/records      # prints the README's table
@@ -15,13 +15,9 @@ import sys
 from pathlib import Path
 
 from .devices import INPUTS, PER_GPU, _kind, _path, _way_words, eff_shown, range_shown
-from .fmt import isnull, num
+from .fmt import isnull, rounded
 
 README_COLUMNS = ("model (batch per GPU)", "input path", "GPUs", "way", "samples/s", "efficiency", "runs")
-
-
-def _money(v) -> str:
-    return "" if isnull(v) else (f"{v:.3g}" if v >= 0.01 else f"{v:.2e}")
 
 
 def shown(table):
@@ -41,13 +37,15 @@ def shown(table):
         "input path": [_path(i, o, inputs=False) for i, o in zip(t["input"], t["data on"])],
         "GPUs": [g if "hosts" in g else str(n) for g, n in zip(t["GPUs"], t["devices"])],
         "way": [_way_words(w, n) for w, n in zip(t["way"], t["devices"])],
-        "samples/s": [num(v) for v in t["samples/s"]],
-        "samples/s over the runs": [range_shown(r) for r in t["samples/s over the runs"]],
+        # samples/s to the digits its runs support, as every other part of the report writes the figure
+        "samples/s": [rounded(v, d) for v, d in zip(t["samples/s"], t["digits"])],
+        "samples/s over the runs": [range_shown(r, lambda v, d=d: rounded(v, d))
+                                    for r, d in zip(t["samples/s over the runs"], t["digits"])],
         "efficiency": [eff_shown(v) for v in t["efficiency"]],
         "efficiency over the runs": [range_shown(r, eff_shown) for r in t["efficiency over the runs"]],
-        "J per epoch": [num(v) for v in t["J per epoch"]],
-        "$ per 1k samples": [_money(v) for v in t["$ per 1k samples"]],
-        "$ per epoch": [_money(v) for v in t["$ per epoch"]],
+        "J per epoch": [rounded(v, d) for v, d in zip(t["J per epoch"], t["digits"])],
+        "$ per 1k samples": [rounded(v, d) for v, d in zip(t["$ per 1k samples"], t["digits"])],
+        "$ per epoch": [rounded(v, d) for v, d in zip(t["$ per epoch"], t["digits"])],
         "runs": ["" if isnull(v) else str(int(v)) for v in t["runs"]],
     })[["model (batch per GPU)", "input path", "GPUs", "way", "samples/s", "efficiency", "efficiency over the runs",
         "samples/s over the runs", "runs", "marks", "backend", "precision", "J per epoch", "$ per 1k samples",

@@ -147,7 +147,8 @@ def versus_published(summ, pub):
                      "batch": best["batch_size"], "samples/s": got,
                      "low": best["sps_q1"] if not with_val else None, "high": best["sps_q3"] if not with_val else None,
                      "epoch includes": mode, "like with like": "",
-                     "source": f"your records ({best['n_runs']} run(s), data: {best['data_source']})"})
+                     "source": f"your records ({best['n_runs']} run(s), data: {best['data_source']})",
+                     "_row": best.name})  # the configuration (summary row) behind it: its digits and marks
     out = pd.DataFrame(rows)
     if out.empty:
         return out

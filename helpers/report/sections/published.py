@@ -27,35 +27,42 @@ LEAD = ("The figures the source documents published (data/published_figures.csv,
 
 
 def yours(vs, summ) -> list:
-    """The configuration (a summary row) behind each of your rows of ``versus_published``; None for the
-    published ones."""
-    def key(w, h, d, b, v):
-        return w, h, d, None if isnull(b) else float(b), None if isnull(v) else round(float(v), 6)
+    """The configuration (a summary row) behind each of your rows of ``versus_published`` (its ``_row``); None for
+    the published ones."""
+    rows = summ.to_dict("index")
+    return [rows.get(i) if str(w).startswith("you") and not isnull(i) else None
+            for w, i in zip(vs["who"], vs.get("_row", [None] * len(vs)))]
 
-    idx = {key(r["workload"], f"{r['machine']} · {r['backend']}", r["device"], r["batch_size"], r["samples_per_s"]): r
-           for r in summ.to_dict("records")}
-    return [idx.get(key(r["workload"], r["hardware / configuration"], r["device"], r["batch"], r["samples/s"]))
-            if str(r["who"]).startswith("you") else None for r in vs.to_dict("records")]
+
+def _shown(r, v) -> str:
+    """Your figure as every other part of the report writes it: the configuration's own (``fmt.figure``) where it
+    is its samples/s, else (an epoch with its validation) ``v`` to the configuration's digits, with its marks."""
+    if not isnull(v) and not isnull(r.get("samples_per_s")) and abs(v - r["samples_per_s"]) <= 1e-9 * abs(v):
+        return figure(r).split(" (")[0]
+    m = row_marks(r)
+    return rounded(v, digits(r)) + (f" {m}" if m else "")
 
 
 def with_runs(vs, src):
     """Your rows: between-run low/high (none for one run), the value as shown and the marks (for the chart)."""
     vs = vs.copy()
-    vs["shown"] = [figure(r).split(" (")[0] if r else (None if isnull(v) else f"{v:,.0f}")
-                   for r, v in zip(src, vs["samples/s"])]
+    vs["shown"] = [_shown(r, v) if r else (None if isnull(v) else f"{v:,.0f}") for r, v in zip(src, vs["samples/s"])]
     vs["marks"] = [row_marks(r) if r else "" for r in src]
     for col, k in (("low", "sps_lo"), ("high", "sps_hi")):
-        vs[col] = [r[k] if r else v for r, v in zip(src, vs[col])]
+        vs[col] = [r[k] if r and _shown(r, v) == figure(r).split(" (")[0] else lo
+                   for r, v, lo in zip(src, vs["samples/s"], vs[col])]
     return vs
 
 
 def shown_table(vs, src):
     """The table: your figures as text, rounded to what their runs support and marked."""
-    out = vs.drop(columns=["shown", "marks"]).astype(object)
+    out = vs.drop(columns=["shown", "marks", "_row"], errors="ignore").astype(object)
     for i, r in enumerate(src):
         if r:
             d = digits(r)
-            out.iat[i, out.columns.get_loc("samples/s")] = figure(r)
+            v = out.iat[i, out.columns.get_loc("samples/s")]
+            out.iat[i, out.columns.get_loc("samples/s")] = figure(r) if _shown(r, v) == figure(r).split(" (")[0] \
+                else _shown(r, v)
             for col in ("low", "high"):
                 out.iat[i, out.columns.get_loc(col)] = rounded(out.iat[i, out.columns.get_loc(col)], d)
     return out.rename(columns={"low": "low samples/s", "high": "high samples/s"})  # the unit in the header

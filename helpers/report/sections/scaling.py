@@ -23,7 +23,7 @@ from ..charts import MAX_LINES, grid, plain_log
 from ..devices import ONE_PROCESS, answer, eff_shown, findings, leads, plot_devices, published_devices, scaling_table
 from ..devices import device_scaling as device_scaling  # the section's table, re-exported
 from ..devices_readme import shown
-from ..fmt import esc, isnull, num, row_marks
+from ..fmt import digits, esc, isnull, num, rounded, row_marks
 from ..headline import LINKS
 from ..style import point_look
 from ..table import CONFIG_KEYS
@@ -178,7 +178,7 @@ def input_path(summ):
                      "data on": r["placement"], "MB per step": r.get("input_mb_per_step"),
                      "s per step": step, "copy of one batch, s": r["host_copy_s"],
                      "copy / step": share if r["placement"] == "host" else math.nan,
-                     "samples/s": r["samples_per_s"],
+                     "samples/s": r["samples_per_s"], "_digits": digits(r),
                      "gain of data on the device": r["samples_per_s"] / twin if twin else math.nan,
                      "marks": row_marks(r)})
     import pandas as pd
@@ -206,7 +206,8 @@ def _input_part(s: Section, ctx) -> None:
                          **{"copy / step": ["" if isnull(v) else f"{v:.0%}" for v in table["copy / step"]],
                             "gain of data on the device": ["" if isnull(v) else f"{v:.2f}x"
                                                            for v in table["gain of data on the device"]],
-                            "samples/s": [num(v) for v in table["samples/s"]]})
+                            "samples/s": [rounded(v, d) for v, d in zip(table["samples/s"], table["_digits"])]}
+                         ).drop(columns=["_digits"])
     s.table(shown, caption="the input path")
     s.note(COPY_NOTE)
 
