@@ -29,10 +29,11 @@ def _top(g, n: int = 12):
 
 
 def plot_relative(rel):
-    """Per workload, time and cost per sample × the base, on log axes shared by every panel (a bar's length
-    compares across workloads); each bar in its backend's colour and its device's mark, the base outlined in black
-    and labelled; a bar's label says what differs between the workload's configurations (``label``, else device,
-    backend and batch); the key names each device's machine once."""
+    """Per workload, cost per sample × the base, on a log axis shared by every panel (a bar's length compares
+    across workloads), two workloads a row; each bar in its backend's colour and its device's mark, the base
+    outlined in black and labelled; a bar's label says what differs between the workload's configurations
+    (``label``, else device, backend and batch); the key names each device's machine once. Time per sample × the
+    base is the table's column (and the throughput section's chart): drawn again, it would double the chart."""
     import numpy as np
     import pandas as pd
 
@@ -42,10 +43,9 @@ def plot_relative(rel):
     workloads = sorted(r["workload"].unique())
     panels = [(wl, _top(r[r["workload"] == wl])) for wl in workloads]
     cost_all = r["cost × base (preemptible)"].fillna(r["cost × base (on-demand)"])
-    tlim, clim = _limits(r["time × base"]), _limits(cost_all)
-    fig, axes = grid(2 * len(panels), [h for _, sub in panels for h in [0.18 * len(sub) + 1.0] * 2], ncols=2)
-    for i, (wl, sub) in enumerate(panels):
-        a1, a2 = axes[2 * i], axes[2 * i + 1]
+    clim = _limits(cost_all)
+    fig, axes = grid(len(panels), [0.18 * len(sub) + 1.0 for _, sub in panels], ncols=2)
+    for ax, (wl, sub) in zip(axes, panels):
         y = np.arange(len(sub))
         names = sub["label"] if "label" in sub else [f"{c} · b{b:g}" for c, b in zip(sub["device · backend"],
                                                                                  sub["batch"])]
@@ -55,26 +55,18 @@ def plot_relative(rel):
         look = bars_look(be, dev)
         look["edgecolor"] = [PALETTE["base"] if b else e for b, e in zip(sub["base"], look["edgecolor"])]
         look["linewidth"] = [1.8 if b else w for b, w in zip(sub["base"], look["linewidth"])]
-        a1.barh(y, sub["time × base"], **look)
-        a1.axvline(1.0, ls=":", color="k", lw=0.8)
-        a1.set_yticks(y, labs, fontsize=8)
-        a1.invert_yaxis()
-        plain_log(a1)
-        a1.set_xlim(*tlim)
-        a1.set_title(f"{wl}: time per sample", fontsize=9, fontweight="bold")
-        a1.set_xlabel("× the base's time per sample (log; lower is better)", fontsize=8)
         cost = sub["cost × base (preemptible)"].fillna(sub["cost × base (on-demand)"])
-        a2.barh(y, cost.fillna(0), **look)
-        plain_log(a2)
-        a2.set_xlim(*clim)
+        ax.barh(y, cost.fillna(0), **look)
+        plain_log(ax)
+        ax.set_xlim(*clim)
         for yi, c in zip(y, cost):
             if isnull(c):
-                a2.text(clim[0] * 1.1, yi, "no price", va="center", fontsize=8, color="#8a5a00")
-        a2.axvline(1.0, ls=":", color="k", lw=0.8)
-        a2.set_yticks(y, [""] * len(y))
-        a2.invert_yaxis()
-        a2.set_title("cost per sample", fontsize=9, fontweight="bold")
-        a2.set_xlabel(f"× the base's cost per sample (log; {price_kind(sub)})", fontsize=8)
+                ax.text(clim[0] * 1.1, yi, "no price", va="center", fontsize=8, color="#8a5a00")
+        ax.axvline(1.0, ls=":", color="k", lw=0.8)
+        ax.set_yticks(y, labs, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(f"{wl}: cost per sample", fontsize=9, fontweight="bold")
+        ax.set_xlabel(f"× the base's cost per sample (log; {price_kind(sub)}; lower is better)", fontsize=8)
     fig.tight_layout()
     from matplotlib.patches import Patch
 
@@ -173,9 +165,9 @@ def build(ctx) -> Section:
         same = ranks_as_time(rel)
         if same:
             s.note("Cost per sample ranks every workload's configurations as time per sample does (one price per "
-                   "machine here): the chart of both is folded below, the table holds the prices.")
-        s.figure(mark_bars(plot_relative(rel)), fold="Time and cost per sample against the base, per workload "
-                 "(click to open)" if same else "")
+                   "machine here): its chart is folded below, the table holds the prices.")
+        s.figure(mark_bars(plot_relative(rel)), fold="Cost per sample against the base, per workload (click to "
+                 "open)" if same else "")
         s.table(shown_relative(rel.drop(columns=["marks"]), src) if src is not None else rel)
         s.marks_note()
         s.note("Prices in {} per hour, price set \"{}\" ({} prices; each profile's dates below); $/source epoch: "

@@ -26,7 +26,9 @@ def build(ctx) -> Section:
     s = Section.of(__name__).found(*said.first_epoch(s_))
     s.figure(mark_bars(bar_facets(
         s_, "compile_s", with_marks(labels, brief=True), xlabel="first epoch − steady epoch, seconds",
-                                  annotate=lambda v: f"{rounded(v, 2)} s")))
+                                  annotate=lambda v: f"{rounded(v, 2)} s")),
+             fold="The first epoch's overhead per configuration (click to open; the verdict counts it in when the "
+                  "GPU pays off)")
     t = s_.sort_values(["workload", "machine", "device", "backend"])
     rows = t.to_dict("records")
     s.table(pd.DataFrame({

@@ -10,7 +10,7 @@ from ...paths import PROJECT_ROOT
 from .. import bare as _bare
 from .. import findings as said
 from ..aggregate import _knob_items, describe
-from ..fmt import isnull, num, rounded, shown
+from ..fmt import isnull, note, num, rounded, shown
 from .base import Section
 
 TITLE = "How far from the limit"
@@ -226,19 +226,20 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__).found(*said.limit(summ))
     counted = summ["flops_per_sample"].notna()
-    s.note("FLOPs per sample of one training step, counted once per model by walking its layers: "
+    how = [note("FLOPs per sample of one training step, counted once per model by walking its layers: "
            "2 FLOPs per multiply-add, backward = 2 × forward, plus the optimiser's update per step over the batch; "
            "cross-checked against XLA's cost analysis of the compiled JAX train step (benchmarks/flops.py). "
            "{} of {} configurations have a count; {} of them were counted at report time (records that predate "
            "the count).", int(counted.sum()), len(summ),
-           int(summ["flops_source"].fillna("").str.contains("report time").sum()))
-    s.note("Peaks: GPUs from NVIDIA's datasheets, dense, for the precision used (params/peaks.yaml: float32 "
+           int(summ["flops_source"].fillna("").str.contains("report time").sum())),
+           note("Peaks: GPUs from NVIDIA's datasheets, dense, for the precision used (params/peaks.yaml: float32 "
            "against the TF32 tensor-core peak where the GPU has one, the most float32 training gets from the card: "
            "JAX and TensorFlow use it by default, PyTorch for convolutions; a PyTorch dense or recurrent model in "
            "float32 runs plain FP32 matmuls, so its MFU also says what allow_tf32 could add); CPUs: "
            "the measured matmul peak of the run's host calibration (numpy float32 matmul on the threads used), "
-           "not a datasheet figure. Without a known peak MFU is left empty and the table says why.")
-    s.note("{}", NVML_VS_MFU)
+           "not a datasheet figure. Without a known peak MFU is left empty and the table says why."),
+           note("{}", NVML_VS_MFU)]
+    s.details("How FLOPs, peaks and MFU are counted (click to open)", "".join(how))
     s.table(limit_table(summ), caption="FLOPs, achieved TFLOP/s and MFU per configuration")
     s.figure(roofline(summ), "achieved TFLOP/s against the peak")
     s.heading("The tuning ladder (params/ladder.yaml)")
@@ -285,16 +286,13 @@ def build(ctx) -> Section:
     todo = sorted(f"{wl} · {be}" for wl, be in rungs() if (wl, be) not in done)
     if todo:
         s.note("Not run yet (no rung in these records): {}.", ", ".join(todo))
-    s.note("Largest step: the knob that moved this workload most, as the ratio of its rung's samples/s to the "
-           "rung run before it (medians over the runs). A rung that lost (under {} × the rung before) is a "
-           "finding about that knob on this model, not something the suite undid: the README's \"How far from "
-           "the limit\" explains the ones measured so far.", LOSS)
-    s.note("The bare loop: benchmarks/bare_jax.py and bare_torch.py (plain JAX / PyTorch, synthetic batches kept on "
-           "the device, no Keras) run with <code>--record &lt;run folder&gt;/bare_loops.jsonl</code> on the same "
-           "machine; its model is the workload's network as the benchmark's docstring says (vgg_cifar10 without "
-           "the augmentation layers; resnet50 as torchvision's v1.5), so the ratio is an upper bound on what the "
-           "framework costs, not a like-for-like figure.")
-    s.note("Rungs are found by configuration (batch, steps per execution, precision, input dtype, jit_compile), "
-           "whichever grid ran them; a rung no record has is left out of its chart. A rung's label says what it "
-           "adds to the one before; every rung keeps the knobs below it.")
+    s.details("How the ladder is read: its largest step, the bare loop, how rungs are found (click to open)", note(
+        "Largest step: the knob that moved this workload most, its rung's samples/s over the rung's before (medians "
+        "over runs); a rung that lost (under {} × the one before) is a finding about that knob on this model (the "
+        "README's \"How far from the limit\").", LOSS) + note(
+        "The bare loop: benchmarks/bare_jax.py and bare_torch.py (plain JAX / PyTorch, batches kept on the device, "
+        "no Keras; <code>--record &lt;run folder&gt;/bare_loops.jsonl</code>, same machine; vgg_cifar10 without "
+        "augmentation, resnet50 as torchvision's v1.5): an upper bound on what the framework costs.") + note(
+        "Rungs are found by configuration (batch, steps per execution, precision, input dtype, jit_compile), "
+        "whichever grid ran them; a rung's label says what it adds to the one before, which it keeps."))
     return s

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..fmt import isnull, num, short_path
+from ..fmt import html_table, isnull, num, short_path
 from .base import Section
 
 TITLE = "Provenance"
@@ -141,7 +141,8 @@ def build(ctx) -> Section:
             "its range inside the lease: it is the host's state when a run started (it moved up to 2× between "
             "runner starts of one H100 lease and tracked none of its figures), not a trait of the machine. "
             "Records from before this was recorded say so.")
-        s.table(leases, caption="the leases")
+        s.details(f"The {len(leases)} lease(s): records, runs and calibration medians with their range (click to "
+                  "open)", html_table(leases))
         for machine, n, figures, worst in lease_differences(leases):
             s.note("{}: {} leases: {}.", machine, n, figures, kind="warn" if worst > DIFFER else "note")
         s.heading("Library versions").table(versions_table(df))

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import findings as said
 from ..charts import grid, plain_log
-from ..fmt import digits, figure, html_table, isnull, rounded, row_marks
+from ..fmt import digits, figure, html_table, isnull, note, rounded, row_marks
 from ..published import INFERRED, SYNTHETIC_IMAGES, coverage
 from ..published_match import other_figures, versus_published
 from ..style import PALETTE, bar_look, key_above, style_key
@@ -174,17 +174,19 @@ def build(ctx) -> Section:
         s.figure(mark_bars(plot_vs_published(vs)))
         s.table(shown_table(vs, src), caption="published throughput beside yours, like with like")
         s.marks_note()
-        s.note("Epochs: 'training + validation' is the whole epoch with its validation pass (seed 002's logged "
-               "'elapsed' times on_epoch_begin → on_epoch_end; seed 001's progress line); yours then is n_train / "
-               "(training part + your validation), and your validation set may be smaller than the source's (the "
-               "source's full run: params/seeds.yaml). 'training only' leaves validation out on both sides.")
     oth = other_figures(summ, pub)
     if len(oth):
         s.heading("Other published figures: first epoch, whole run, utilisation (peaks beside means), ratios")
         s.table(oth, caption="other published figures beside yours")
-    s.note("Inferred, not stated by the sources: {}.", "; ".join(INFERRED))
+    how = [note("Epochs: 'training + validation' is the whole epoch with its validation pass (seed 002's logged "
+                "'elapsed' times on_epoch_begin → on_epoch_end; seed 001's progress line); yours then is n_train / "
+                "(training part + your validation), and your validation set may be smaller than the source's (the "
+                "source's full run: params/seeds.yaml). 'training only' leaves validation out on both sides."),
+           note("Inferred, not stated by the sources: {}.", "; ".join(INFERRED))]
     if (pub["workload"].isin(["catsdogs", "cnn_256"])).any():
-        s.note("{}", SYNTHETIC_IMAGES)
+        how.append(note("{}", SYNTHETIC_IMAGES))
+    s.details("How the sources' figures are read: epochs, what is inferred, synthetic images (click to open)",
+              "".join(how))
     if len(cant):
         s.heading("Published figures that cannot be compared, and why")
         s.table(cant, caption="figures not compared")

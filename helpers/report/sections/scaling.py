@@ -23,7 +23,7 @@ from ..charts import MAX_LINES, grid, plain_log
 from ..devices import ONE_PROCESS, answer, eff_shown, findings, leads, plot_devices, published_devices, scaling_table
 from ..devices import device_scaling as device_scaling  # the section's table, re-exported
 from ..devices_readme import shown
-from ..fmt import digits, esc, isnull, num, rounded, row_marks
+from ..fmt import digits, esc, html_table, isnull, note, num, rounded, row_marks
 from ..headline import LINKS
 from ..style import point_look
 from ..table import CONFIG_KEYS
@@ -118,31 +118,28 @@ def plot_scaling(summ, x: str, xlabel: str):
 
 def _devices_part(s: Section, ctx, table=None, lead: bool = False) -> None:
     """The GPU counts: the chart, the table, the notes; leading the report (``lead``): the answer first, no heading."""
+    table = scaling_table(ctx) if table is None else table
+    if table is None:  # said in the section's one list of what is not drawn (build)
+        return
     if not lead:
         s.heading("samples/s against the number of GPUs")
-    table = scaling_table(ctx) if table is None else table
-    if table is None:
-        s.note("Not run yet: no record trained on more than one GPU (the common knob <code>gpus</code>, JAX "
-               "only; several hosts: <code>hosts</code>). Scaling efficiency appears here once a grid runs the "
-               "same configuration on 1 and N GPUs, float32 and uint8 inputs side by side.")
-    else:
-        wls = set(table["workload"])
-        if lead:
-            s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in answer(table)) + "</ul>")
-        s.figure(plot_devices(table, published_devices(getattr(ctx, "published", None), wls), across=lead),
-                 "samples/s and scaling efficiency against the number of GPUs")
-        s.table(shown(table), caption="the scaling table")
-        s.note("Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); "
-               "empty where the one-device run is missing; its range: the slowest N-device run over N x the fastest "
-               "one-device run, and the other way round. The global batch is the per-device batch x N. Cost: the "
-               "machine's on-demand price (params/prices.yaml; empty where it has none) for the time of 1,000 "
-               "samples and of one epoch of the run; the whole machine is paid whether one or all its GPUs train.")
-        if (table["way"] != ONE_PROCESS).any():
-            s.note(WAYS_NOTE)
-        s.note(INPUT_NOTE)
-        for line in findings(table):  # at the most GPUs, with the ranges over the runs
-            s.note("{}", line)
-    wls = set(ctx.summary["workload"]) if len(ctx.summary) else set()
+    wls = set(table["workload"])
+    if lead:
+        s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in answer(table)) + "</ul>")
+    s.figure(plot_devices(table, published_devices(getattr(ctx, "published", None), wls), across=lead),
+             "samples/s and scaling efficiency against the number of GPUs")
+    s.table(shown(table), caption="the scaling table")
+    s.note("Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); "
+           "empty where the one-device run is missing; its range: the slowest N-device run over N x the fastest "
+           "one-device run, and the other way round. The global batch is the per-device batch x N. Cost: the "
+           "machine's on-demand price (params/prices.yaml; empty where it has none) for the time of 1,000 "
+           "samples and of one epoch of the run; the whole machine is paid whether one or all its GPUs train.")
+    if (table["way"] != ONE_PROCESS).any():
+        s.note(WAYS_NOTE)
+    s.note(INPUT_NOTE)
+    for line in findings(table):  # at the most GPUs, with the ranges over the runs
+        s.note("{}", line)
+    wls = set(table["workload"])  # published multi-GPU figures beside your own GPU counts only
     anchors = published_devices(getattr(ctx, "published", None), wls)
     if anchors is not None:
         s.note("Published multi-GPU figures for these workloads (data/published_figures.csv, with their source; "
@@ -194,13 +191,15 @@ COPY_NOTE = ("The copy is timed after training, outside the timed window: one ba
              "to end.")
 
 
-def _input_part(s: Section, ctx) -> None:
-    s.heading("Where the time goes: the copy from the host against the step")
+def _input_part(s: Section, ctx, fold: bool = False) -> None:
+    """Where a GPU step's time goes between the host's copy and the step; ``fold``: the table one click away."""
     table = input_path(ctx.summary)
     if table is None:
-        s.note("Not measured in these records: a GPU point fed from arrays measures one batch's copy from the host "
-               "after training (records written before this measurement, and CPU points, have none).")
+        s.html('<ul class="cgb-notdrawn"><li>Not measured: the copy from the host against the step (a GPU point '
+               "fed from arrays measures one batch's copy after training; CPU points and older records have "
+               "none).</li></ul>")
         return
+    s.heading("Where the time goes: the copy from the host against the step")
     shown = table.assign(**{c: [("" if isnull(v) else f"{v:.3g}") for v in table[c]]
                             for c in ("MB per step", "s per step", "copy of one batch, s")},
                          **{"copy / step": ["" if isnull(v) else f"{v:.0%}" for v in table["copy / step"]],
@@ -208,6 +207,10 @@ def _input_part(s: Section, ctx) -> None:
                                                            for v in table["gain of data on the device"]],
                             "samples/s": [rounded(v, d) for v, d in zip(table["samples/s"], table["_digits"])]}
                          ).drop(columns=["_digits"])
+    if fold:
+        s.details(f"The input path of {len(shown)} GPU configuration(s): bytes a step, the copy against the step "
+                  "(click to open)", html_table(shown) + note("{}", COPY_NOTE))
+        return
     s.table(shown, caption="the input path")
     s.note(COPY_NOTE)
 
@@ -223,21 +226,26 @@ def build(ctx) -> Section:
         s.title, s.lead = LEAD_TITLE, f"{LEAD_DEVICES} {s.lead}"
         s.found("{} " + LINKS, _measured(ctx, table))
         _devices_part(s, ctx, table, lead=True)
-    drawn = 0
+    drawn, missing = 0, []
     for x, label, what in AXES:
         fig = plot_scaling(summ, x, label)
-        s.heading(f"samples/s against {label}")
         if fig is None:
             present = x in summ.columns and summ[x].notna().any()
-            s.note("Not drawn: {}.", ("no configuration was run at several " + what) if present
-                   else ("no record sets " + x))
+            missing.append(f"samples/s against {label}: " + (f"no configuration was run at several {what}" if present
+                                                            else f"no record sets {x}"))
         else:
             drawn += 1
+            s.heading(f"samples/s against {label}")
             s.figure(fig)
     if not lead:
+        if scaling_table(ctx) is None:
+            missing.append("samples/s against the number of GPUs: no record trained on more than one GPU (the "
+                           "knob gpus; several hosts: hosts; runs of 1 and N GPUs give the efficiency)")
         _devices_part(s, ctx)
         s.found(*said.scaling(summ, drawn, len(AXES)))
-    _input_part(s, ctx)
+    if missing:  # what these records cannot draw: one line each, in one list
+        s.html('<ul class="cgb-notdrawn">' + "".join(f"<li>Not drawn: {esc(m)}.</li>" for m in missing) + "</ul>")
+    _input_part(s, ctx, fold=not lead)
     return s.marks_note() if drawn else s
 
 

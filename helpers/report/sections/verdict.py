@@ -198,9 +198,10 @@ def build(ctx) -> Section:
     s.html(_key_note(rows)).marks_note()
     s.html(html_table(glance_table(rows)))
     if pairs is not None and len(pairs):
-        s.note("Like for like: the same backend, batch size, precision and knobs on both sides (the CPU side at its "
-               "fastest thread setting), one row per workload and backend; every pair is in the speedup section.")
-        s.html(html_table(like_for_like(pairs)))
+        s.details(f"Like for like: the same backend on both sides, {len(pairs)} pairs (click to open)",
+                  note("The same backend, batch size, precision and knobs on both sides (the CPU side at its fastest "
+                       "thread setting), one row per workload and backend; every pair is in the speedup section.")
+                  + html_table(like_for_like(pairs)))
     if any(is_reference(m) for m in rows["gpu_machine"].dropna()):
         s.note("The GPU side is the bundled reference run on another machine, at the configurations your CPU ran: "
                "the speedup reads \"your CPU → that GPU\", per sample.", kind="warn")
