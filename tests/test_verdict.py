@@ -331,3 +331,36 @@ def test_the_verdict_names_what_differs_between_its_sides_besides_the_device(tmp
     same = rows.assign(steps_per_epoch_gpu=rows["steps_per_epoch_cpu"])
     ctx.df.loc[ctx.df["device"] == "cpu", "backend_version"] = "0.11.2"
     assert sides.differences(same, ctx.df) == ""
+
+
+def test_the_default_grid_pairs_every_workload_with_the_bundled_reference(tmp_path):
+    """The default grid (params/quick.yaml) runs each workload on the CPU at a configuration the bundled H100
+    reference has on the GPU (batch, image size, knobs): a CPU run of each of its CPU points, written as the
+    notebooks write records, pairs in the verdict, all ten workloads; a workload measured at another batch on the
+    CPU is named in the verdict with its reason."""
+    from helpers.grid.points import expand
+    from helpers.runner.notebook import notebook_params
+
+    points = [p for p in expand(PROJECT_ROOT / "params" / "quick.yaml") if p["device"] == "cpu"]
+    recs = []
+    for i, p in enumerate(points):
+        params = notebook_params(p)  # what the notebook receives, and its record keeps
+        recs.append(_rec(i, workload=p["workload"], backend=p["backend"], device="cpu", device_used="cpu",
+                         batch_size=p["batch_size"], n_train=p["n_train"], params=params, point_id=f"q{i}",
+                         median_epoch_s=1.0, epoch_s=[1.0] * 2, samples_per_s=float(p["n_train"]),
+                         fingerprint={"host": "laptop", "cpu_model": "Some CPU", "cpu_logical": 2, "gpu_names": [],
+                                      "versions": {"keras": "3.15.1"}}))
+    ctx = _ctx(tmp_path / "quick", recs, use_reference=True)
+    rows = best.best_over_best(ctx.costed)
+    assert sorted(rows["workload"]) == sorted({p["workload"] for p in points}) and len(rows) == 10
+    # resnet50 on the CPU at batch 8 and 32 px: no configuration on both sides, said with each side's
+    other = [r for r in recs if r["workload"] != "resnet50"] + [
+        _rec(999, workload="resnet50", backend="jax", device="cpu", device_used="cpu", batch_size=8, n_train=16,
+             params={**next(r["params"] for r in recs if r["workload"] == "resnet50"), "batch_size": 8,
+                     "image_size": 32, "n_train": 16}, point_id="r-small", median_epoch_s=1.0, epoch_s=[1.0] * 2,
+             samples_per_s=16.0, fingerprint=recs[0]["fingerprint"])]
+    ctx = _ctx(tmp_path / "other", other, use_reference=True)
+    page = sections.build(sections.get("verdict"), ctx)._repr_html_()
+    assert "Not in the verdict (1 of 10 workloads): resnet50 (no configuration measured on both: the CPU at" in page
+    assert "b8" in page.split("Not in the verdict")[1].split("</p>")[0] or "batch 8" in page.split(
+        "Not in the verdict")[1].split("</p>")[0]
