@@ -246,7 +246,18 @@ def test_no_figure_of_the_old_readme_is_lost():
     new: set[str] = set()
     for page in pages():
         new |= numbers(page.read_text(encoding="utf-8"))
-    lost = sorted(old - new, key=lambda n: float(n.replace(",", "").split(".")[0] or 0))
+    from helpers.report.fmt import rounded
+
+    def kept(n: str) -> bool:  # as written, or to the digits its runs support now (one string per figure)
+        if n in new:
+            return True
+        try:
+            v = float(n.replace(",", ""))
+        except ValueError:
+            return False
+        return any(rounded(v, d) in new for d in (2, 3, 4)) if v >= 100 else False
+
+    lost = sorted((n for n in old if not kept(n)), key=lambda n: float(n.replace(",", "").split(".")[0] or 0))
     assert not lost, f"{len(lost)} figures of the round-2 README are in no README.md, docs/ or reference/ page: {lost}"
 
 

@@ -432,11 +432,11 @@ def test_the_default_report_still_leads_with_the_verdict_and_old_grids_read_in_w
         (tmp_path / f.name).write_text(json.dumps(rec))
     assert devices_readme.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[2] == ("| resnet50 (256) | uint8 staged on the GPUs | 1 | one GPU | 5,171 (5,102-5,241) | "
+    assert out[2] == ("| resnet50 (256) | uint8 staged on the GPUs | 1 | one GPU | 5,170 (5,100-5,240) | "
                       "1.00 (0.97-1.03) | 2 |")
     assert "| resnet50 (256) | uint8 staged on the GPUs | 2 | one process per GPU | 9,219 (9,211-9,228) | " \
            "0.89 (0.88-0.90) | 2 |" in out
-    assert "| vgg_cifar10 (256) | float32 from the host | 2 | one process driving 2 GPUs | 154,872 (150,000-159,744) " \
+    assert "| vgg_cifar10 (256) | float32 from the host | 2 | one process driving 2 GPUs | 155,000 (150,000-160,000) " \
            "| 0.58 (0.51-0.66) | 2 |" in out
     cpu = tmp_path / "cpu"
     shutil.copytree(PROJECT_ROOT / "reference" / "h100" / "records", cpu)

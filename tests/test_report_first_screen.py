@@ -33,9 +33,9 @@ def test_the_verdict_says_what_the_known_records_say(known):
     assert sorted(rows["workload"]) == ["cnn_cifar10", "mlp_mnist"]
     comp = headline.compared(known.df)
     assert headline.compared_text(comp) == (
-        "Compared: the 2-core AMD EPYC 7B13 against the NVIDIA H100 80GB HBM3 of the same machine.")
+        "Compared: the 2-CPU AMD EPYC 7B13 against the NVIDIA H100 80GB HBM3 of the same machine.")
     said = headline.sentences(rows, comp, pairs)
-    assert said[0] == ("On the 2-core AMD EPYC 7B13, every one of the 2 workloads trains 5.60× to 330× faster on "
+    assert said[0] == ("On the 2-CPU AMD EPYC 7B13, every one of the 2 workloads trains 5.60× to 330× faster on "
                        "the H100 (per sample, each workload's fastest GPU configuration against its fastest CPU "
                        "configuration, any backend, at the same batch size and precision).")
     assert said[1].startswith("The smallest gain is cnn_cifar10, JAX on 2 CPU cores → JAX on the H100 (5.60×, "
@@ -58,13 +58,13 @@ def test_the_verdict_names_a_backend_that_loses_and_this_machine(known):
 
     comp = headline.compared(known.df, here=("gpu-box", CPU, 2))
     said = headline.sentences(rows, comp, pd.concat([pairs, slow], ignore_index=True))
-    assert said[0].startswith("On this 2-core AMD EPYC 7B13, every one of the 2 workloads")
+    assert said[0].startswith("On this 2-CPU AMD EPYC 7B13, every one of the 2 workloads")
     assert said[0].endswith("but like for like, cnn_cifar10 on torch is slower on the GPU (0.72×).")
     assert "of this machine" in headline.compared_text(comp)
     half = rows.copy()
     half.loc[half["workload"] == "cnn_cifar10", "speedup"] = 0.5
     said = headline.sentences(half, comp)
-    assert said[0].startswith("On this 2-core AMD EPYC 7B13, 1 of the 2 workloads train faster on the H100 (up to "
+    assert said[0].startswith("On this 2-CPU AMD EPYC 7B13, 1 of the 2 workloads train faster on the H100 (up to "
                               "330×); cnn_cifar10 does not (0.500×)")
 
 

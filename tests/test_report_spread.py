@@ -20,6 +20,7 @@ from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
 from helpers.report import aggregate, fmt, headline, sections
+from helpers.report import labels as report_labels
 from helpers.report.reference import all_pairs
 from helpers.report.sections.base import mark_bars, with_marks
 from helpers.report.sections.speedup import build as build_speedup
@@ -151,9 +152,9 @@ def test_one_run_and_a_short_window_are_marked_in_every_table(tmp_path):
     # bar charts: the marked bars are hatched, with a legend line; labels say runs and window
     from helpers.report.charts import bar_facets
 
-    lab = with_marks(aggregate.labels)(summ)
+    lab = with_marks(report_labels.labels)(summ)
     assert any(x.endswith("(n=1, 0.72 s) †‡") for x in lab) and any(x.endswith("(n=3, 3 s)") for x in lab)
-    fig = mark_bars(bar_facets(summ, "samples_per_s", with_marks(aggregate.labels), lo="sps_lo", hi="sps_hi"))
+    fig = mark_bars(bar_facets(summ, "samples_per_s", with_marks(report_labels.labels), lo="sps_lo", hi="sps_hi"))
     hatches = [p.get_hatch() or "" for ax in fig.axes for p in ax.patches]
     assert sum("..." in h for h in hatches) == 2 and sum("xx" in h for h in hatches) == 1
     assert fig.legends and "one run" in " ".join(t.get_text() for t in fig.legends[0].get_texts())

@@ -18,8 +18,8 @@ import math
 import re
 
 from ..params import LATER_DEFAULTS
-from .aggregate import _knob_items
 from .fmt import digits, isnull, num, row_marks
+from .labels import _knob_items
 from .published import published_devices as published_devices  # the anchors, kept there
 from .table import CONFIG_KEYS
 

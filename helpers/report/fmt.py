@@ -304,13 +304,3 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS,
                    for row in df.itertuples(index=False))
     return (f'<div class="cgb-scroll" style="overflow-x:auto"><table class="cgb"><thead><tr>{head}</tr></thead>'
             f"<tbody>{rows}</tbody></table></div>{extra}")
-
-
-_KNOB_SHORT = {"input_dtype": ("{} in", "float32"), "steps_per_execution": ("spe{}", "1"),  # (form, unset)
-               "data_placement": ("data on {}", "host"), "gpus": ("{} GPU", "1"), "augment_impl": ("{}", "-")}
-
-
-def knob_short(key: str, value) -> str:
-    """A knob as a chart's label says it: 'uint8 in', 'spe8', 'data on device', '2 GPU', 'matmul'; else 'key=value'."""
-    form, unset = _KNOB_SHORT.get(key, ("", ""))
-    return form.format(unset if str(value) == "-" else value) if form else f"{key}={value}"

@@ -160,14 +160,14 @@ def compared(df, here: tuple = ()) -> dict:
 
 
 def compared_text(c: dict) -> str:
-    """'Compared: the 2-core AMD EPYC 7B13 of this machine against the NVIDIA H100 80GB HBM3 of the bundled
+    """'Compared: the 2-CPU AMD EPYC 7B13 of this machine against the NVIDIA H100 80GB HBM3 of the bundled
     reference run (measured 2026-11-23 on another machine).'"""
     cpus = c["cpus"]
     if not cpus:
         cpu = "no CPU run"
     elif len(cpus) == 1:
         n = cpus[0]["cores"]
-        cpu = (f"the {n}-core {cpus[0]['model']}" if n else f"the {cpus[0]['model']}") + \
+        cpu = (f"the {n}-CPU {cpus[0]['model']}" if n else f"the {cpus[0]['model']}") + \
             (" of this machine" if cpus[0]["here"] else "")
     else:
         cpu = f"{len(cpus)} CPU machines ({', '.join(x['model'] for x in cpus[:3])})"
@@ -202,7 +202,7 @@ def _first(rows, c: dict) -> str:
     gpu = " and ".join(dict.fromkeys(g["short"] for g in c["gpus"])) or "the GPU"
     cpu = c["cpus"][0] if len(c["cpus"]) == 1 else None
     this = "this" if cpu and cpu["here"] else "the"
-    on = (f"On {this} {cpu['cores']}-core {cpu['model']}" if cpu and cpu["cores"] else
+    on = (f"On {this} {cpu['cores']}-CPU {cpu['model']}" if cpu and cpu["cores"] else
           f"On {this} {cpu['model']}" if cpu else "On these CPUs")
     faster = rows[rows["speedup"] > 1]
     what = f"{n} workload{'s' if n != 1 else ''}"

@@ -147,8 +147,8 @@ def with_marks(labeller, runs: str = "n_runs", short: str = "short_window", brie
 def config_labels(frame, by: str = "workload") -> list[str]:
     """Each row's configuration as a table's column names it beside its machine, batch and threads columns (and
     the epoch's samples): device · backend, then what differs between the rows of its workload (precision, jit,
-    knobs...), as the charts' labels do (``aggregate.labels``)."""
-    from ..aggregate import labels
+    knobs...), as the charts' labels do (``labels.labels``)."""
+    from ..labels import labels
 
     rows = frame.reset_index(drop=True)
     beside = ("machine", "batch_size", "threads", "n_train")  # columns of their own in the tables

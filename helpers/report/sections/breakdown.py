@@ -6,9 +6,9 @@ from __future__ import annotations
 from helpers.measure import peaks
 from helpers.measure.trace_breakdown import collective_per_device
 
-from ..aggregate import labels
 from ..charts import grid
 from ..fmt import isnull, rounded
+from ..labels import labels
 from ..style import PALETTE
 from ..table import CONFIG_KEYS
 from .base import Section

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..aggregate import labels
 from ..charts import grid, plain_log
 from ..costs import price_sources, relative_table
 from ..fmt import digits, figure, html_table, isnull, rounded, row_marks
+from ..labels import labels
 from ..style import PALETTE, bars_look, key_above, style_key
 from .base import Section, mark_bars
 
@@ -98,7 +98,7 @@ def ranks_as_time(rel) -> bool:
 
 
 def with_labels(rel, src):
-    """``rel`` with ``label``: each configuration as the report's other charts name it (``aggregate.labels``: device
+    """``rel`` with ``label``: each configuration as the report's other charts name it (``labels.labels``: device
     and backend, then what differs between the workload's configurations: batch, precision, threads, jit, knobs)."""
     import pandas as pd
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import shown
+from ..labels import labels
 from .base import Section, at_digits, config_labels, mark_bars, with_marks
 
 TITLE = "Energy per epoch and per 1,000 samples"

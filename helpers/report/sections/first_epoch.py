@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import rounded, shown, spread_text
+from ..labels import labels
 from .base import Section, config_labels, mark_bars, with_marks
 
 TITLE = "First epoch (compilation) beside the steady state"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..aggregate import labels
 from ..charts import LONG_LABEL, grid
+from ..labels import labels
 from ..style import point_look
 from ..table import latest_ok
 from .base import Section

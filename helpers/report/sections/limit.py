@@ -9,8 +9,8 @@ from ...params import LATER_DEFAULTS
 from ...paths import PROJECT_ROOT
 from .. import bare as _bare
 from .. import findings as said
-from ..aggregate import _knob_items, describe
 from ..fmt import isnull, note, num, rounded, shown
+from ..labels import _knob_items, describe
 from .base import Section
 
 TITLE = "How far from the limit"

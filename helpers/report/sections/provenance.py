@@ -89,7 +89,7 @@ def lease_differences(leases) -> list[tuple]:
             vals = [v for v in g[label] if isinstance(v, float)]
             if len(vals) >= 2 and min(vals) > 0:
                 apart = max(vals) / min(vals) - 1
-                parts.append(f"{label} {num(min(vals))}–{num(max(vals))} ({num(100 * apart, 2)}% apart)")
+                parts.append(f"{label} {num(min(vals))}–{num(max(vals))} ({100 * apart:.0f}% apart)")
                 worst, n = max(worst, apart), max(n, len(vals))
         if parts:
             out.append((machine, n, "; ".join(parts), worst))

@@ -18,13 +18,13 @@ import math
 
 from ...params import LATER_DEFAULTS
 from .. import findings as said
-from ..aggregate import _knob_items, labels
 from ..charts import MAX_LINES, grid, plain_log
 from ..devices import ONE_PROCESS, answer, eff_shown, findings, leads, plot_devices, published_devices, scaling_table
 from ..devices import device_scaling as device_scaling  # the section's table, re-exported
 from ..devices_readme import shown
 from ..fmt import digits, esc, html_table, isnull, note, num, rounded, row_marks
 from ..headline import LINKS
+from ..labels import _knob_items, labels
 from ..style import point_look
 from ..table import CONFIG_KEYS
 from .base import Section

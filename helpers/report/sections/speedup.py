@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..aggregate import labels
 from ..charts import bar_facets
 from ..fmt import figure, rounded, speedup_text
+from ..labels import labels
 from ..reference import all_pairs, speedup_label
 from .base import Section, at_digits, mark_bars, with_marks
 

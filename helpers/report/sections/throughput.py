@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from .. import findings as said
-from ..aggregate import MIN_STEPS, labels, precision_marks, source_epochs
+from ..aggregate import MIN_STEPS, precision_marks, source_epochs
 from ..charts import bar_facets
 from ..fmt import digits, figure, html_table, isnull, rounded, shown
+from ..labels import labels
 from .base import Section, at_digits, config_labels, mark_bars, with_marks
 
 TITLE = "Samples per second by workload × backend × device"

@@ -43,7 +43,7 @@ def chart(rows):
     import matplotlib.pyplot as plt
 
     rows = rows.sort_values("speedup").reset_index(drop=True)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 0.3 * len(rows) + 0.95), sharey=True,
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 0.27 * len(rows) + 0.95), sharey=True,
                                  gridspec_kw={"width_ratios": [1.25, 1]})
     ratio = {"marker": "D", "color": PALETTE["ratio"], "s": 26}
     for y, r in rows.iterrows():
