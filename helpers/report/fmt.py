@@ -1,13 +1,8 @@
-"""Formatting for the report: numbers for people, escaped HTML tables and notes, paths as shown.
+"""Formatting for the report: numbers for people, escaped HTML tables and notes, paths as shown. Text that comes
+from records is HTML-escaped wherever it is shown (``html_table``, ``note``, ``esc``).
 
-Text that comes from records is HTML-escaped wherever it is shown (``html_table``, ``note``, ``esc``).
-
-    num(14822.3)                      -> '14,822'
-    spread_text(1.23, 1.1, 1.4)       -> '1.23 [1.1–1.4]'
-    sig_digits(209358, n_runs=1, short=True)            -> 2   (the rounding rule below)
+    num(14822.3) -> '14,822';  sig_digits(209358, n_runs=1, short=True) -> 2   (the rounding rule below)
     figure_text(209358, None, None, 1, 0.72, 2.0)       -> '210,000 †‡ (1 run, window 0.72 s < 2 s)'
-    html_table(frame)                 -> '<div ...><table class="cgb">...'
-    note("{} records", n, kind="warn")
 """
 
 from __future__ import annotations
@@ -55,8 +50,7 @@ _UNSAFE = re.compile("[\ud800-\udfff\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060
 
 
 def _shown(m) -> str:
-    c = ord(m.group())
-    return "\ufffd" if 0xD800 <= c <= 0xDFFF else f"\\u{c:04x}"
+    return "\ufffd" if 0xD800 <= ord(m.group()) <= 0xDFFF else f"\\u{ord(m.group()):04x}"
 
 
 def visible(text: str) -> str:
