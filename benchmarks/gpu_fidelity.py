@@ -1,4 +1,4 @@
-"""GPU fidelity benchmark (issue 5): the suite's samples/s against bare Keras and bare training loops.
+"""GPU fidelity benchmark: the suite's samples/s against bare Keras and bare training loops.
 
     python benchmarks/gpu_fidelity.py --out fidelity.json            # on a machine with an NVIDIA GPU
     python benchmarks/gpu_fidelity.py --workloads resnet50 --precisions mixed_bfloat16 --out r.json

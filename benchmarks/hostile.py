@@ -1,4 +1,4 @@
-"""The hostile record set of issue 33: files that once crashed, stalled or fooled the report, each with the reason
+"""The hostile record set of files that once crashed, stalled or fooled the report, each with the reason
 the reader must give for leaving it out.
 
     expected = write_hostile(folder, template, outside)   # {file name: part of the reason it is skipped with}
@@ -94,7 +94,7 @@ def write_hostile(folder: Path, template: dict, outside: Path) -> dict[str, str]
 def write_conflict(real_folder: Path, forged_folder: Path, template: dict) -> tuple[dict, dict]:
     """A run's record in ``real_folder`` and a forged copy of it (the same run, 10x faster) in ``forged_folder``,
     both as ``conflict.json``: (real, forged). Which is true is not the reader's guess: both are kept, apart
-    (issue 48; they are not in the hostile set, whose files are all left out)."""
+    (they are not in the hostile set, whose files are all left out)."""
     real = _variant(template, 902, lambda r: None)
     forged = copy.deepcopy(real)
     for key, f in (("median_epoch_s", 0.1), ("step_s", 0.1), ("samples_per_s", 10.0)):

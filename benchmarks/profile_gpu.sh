@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The step breakdown on a lent GPU (issue 32): params/profile.yaml (the 20 README cells and resnet50 at the
+# The step breakdown on a lent GPU: params/profile.yaml (the 20 README cells and resnet50 at the
 # ladder's best rung on JAX and torch, every point with profile: true) through the suite's runner, in one call.
 #
 #   bash benchmarks/profile_gpu.sh --wheels     # HERE, once: the suite's pure-Python packages as cp312 wheels

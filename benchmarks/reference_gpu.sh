@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The published reference, re-measured across leases (issue 36): params/reference.yaml (20 GPU cells x 5 runs, their
+# The published reference, re-measured across leases: params/reference.yaml (20 GPU cells x 5 runs, their
 # 20 CPU twins x 3) through the suite's runner on a lent GPU machine, resumed from the runs of earlier calls.
 #
 #   bash benchmarks/profile_gpu.sh --wheels          # HERE, once: the suite's pure-Python packages in .whl/

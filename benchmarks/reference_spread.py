@@ -1,4 +1,4 @@
-"""How far runs of one configuration differ, within a lease and from lease to lease (issue 14).
+"""How far runs of one configuration differ, within a lease and from lease to lease.
 
     .venv/bin/python benchmarks/reference_spread.py reference/h100/records [more record folders...]
 
@@ -11,13 +11,13 @@ the configuration ran on several leases, one row over them: all its runs, their 
 lease medians and its relative width (lease to lease). The last column is the median run's steady window
 in seconds (the sum of its steady epochs). A plain text table on stdout; writes nothing.
 
-Then the held-out-lease coverage (issue 36): what a reader should expect of a range on a fresh machine. For every
+Then the held-out-lease coverage: what a reader should expect of a range on a fresh machine. For every
 configuration measured on two or more leases under the current protocol (record schema 2 or later, not a
 profiled run), each lease in turn is held out: does its median fall inside the min–max of the other leases'
 runs? It prints the count per device (held-out leases inside / held out) and the cells whose held-out median
 fell outside, with how far. ``--min-leases K`` counts only configurations with at least K leases.
 
-Then the prediction interval for a fresh lease (issue 46): a range of lease medians is not where the next lease
+Then the prediction interval for a fresh lease: a range of lease medians is not where the next lease
 lands, so for each configuration on three or more leases, each lease in turn is held out and predicted from the
 others alone: the centre is the mean of the other leases' log medians, the half-width ``z * s * sqrt(1 + 1/n)``
 (n other leases, ``z`` = 1.645: a 90% interval) where ``s`` is the lease-to-lease standard deviation of log

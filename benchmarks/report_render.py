@@ -9,7 +9,7 @@ a few synthetic machines, batch sizes and thread counts (so the report aggregate
 repeats included); each copy is marked ``fixture: true``. For each N the summary notebook is executed
 through papermill in a fresh kernel and rendered to HTML, exactly as ``run_all.sh`` does; prints seconds.
 
-``--hostile`` (issue 33) renders each N twice, in a fresh process each: the N good records alone, then with the
+``--hostile`` renders each N twice, in a fresh process each: the N good records alone, then with the
 hostile set beside them (``benchmarks/hostile.py``: every file that once crashed, stalled or fooled the report);
 prints seconds and peak memory (resident, summed over the rendering process and its children: the summary
 kernel, index workers) of both and what the hostile set adds. ``--repeat R`` renders each R times, the two kinds

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TensorFlow's CUDA build on a GPU machine that reaches no package index but takes small uploads (issue 46): the
+# TensorFlow's CUDA build on a GPU machine that reaches no package index but takes small uploads: the
 # parts made HERE by benchmarks/tf_parts.py, carried one call at a time, assembled and installed THERE, then a grid.
 #
 #   python3 benchmarks/tf_parts.py build          # HERE, once: .tfparts/partNN + manifest.json (+ zstandard wheel)

@@ -1,4 +1,4 @@
-"""TensorFlow's CUDA build, carried in parts to a GPU machine that reaches no package index (issue 46).
+"""TensorFlow's CUDA build, carried in parts to a GPU machine that reaches no package index.
 
 HERE (a machine with pip and a package index)::
 

@@ -1,4 +1,4 @@
-"""Shards for real (issue 37): runners in their own processes, points in fresh kernels, one outputs folder.
+"""Shards for real: runners in their own processes, points in fresh kernels, one outputs folder.
 
 - two shards at once (one given by Slurm's array variables, one by Kubernetes' JOB_COMPLETION_INDEX): their
   union is the grid, no run twice, one merged report;

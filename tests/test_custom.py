@@ -165,7 +165,7 @@ def test_grid_validation_refuses_bad_files_naming_the_key(saved, tmp_path, monke
     for block, needles in cases:
         with pytest.raises(grid.GridError) as err:
             grid.expand(_grid(tmp_path, block))
-        assert re.search(r"g\.yaml:\d+: points\[1\]", str(err.value)), str(err.value)  # file:line (issue 44)
+        assert re.search(r"g\.yaml:\d+: points\[1\]", str(err.value)), str(err.value)  # file:line
         for n in needles:
             assert n in str(err.value), (n, str(err.value))
     # a relative path: the current directory first, then $PWD, then the project root

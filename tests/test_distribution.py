@@ -1,4 +1,4 @@
-"""Past one device, past one host (issue 16): validation of gpus/hosts, the input path (uint8 inputs rescaled in
+"""Past one device, past one host: validation of gpus/hosts, the input path (uint8 inputs rescaled in
 the model), the data-parallel path itself over JAX host devices on the CPU, two processes through JAX's
 distributed runtime on this machine, and merging the processes' records."""
 

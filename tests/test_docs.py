@@ -8,8 +8,8 @@
 - docs/running.md holds the exit status table generated from ``helpers.exits.Exit``; run_all.sh points there.
 - Every launcher command of docs/multi_gpu.md is one a test runs: each sits in a block marked for the test that
   reads it (support/doc_commands.py), and no other block of the page starts a launcher.
-- Nothing is lost: every number of the round-2 README (frozen at tests/data/readme_round2.md) appears in
-  README.md, docs/**/*.md or reference/**/README.md.
+- Nothing is lost: every number of the old README (before the docs were split out; frozen at
+  tests/data/old_readme.md) appears in README.md, docs/**/*.md or reference/**/README.md.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from support import chromium, doc_commands
 from helpers.paths import PROJECT_ROOT
 
 README = PROJECT_ROOT / "README.md"
-OLD_README = Path(__file__).parent / "data" / "readme_round2.md"
+OLD_README = Path(__file__).parent / "data" / "old_readme.md"
 COMMANDS = ("./run_all.sh", "./run_tests.sh")
 MAX_LINES = 150
 COMMANDS_WITHIN = 40
@@ -239,10 +239,10 @@ def test_numbers_extracted_as_written():
         "1,327,443", "50", "0.0018", "3.15.1", "48", "3.0", "8.5"}
 
 
-@pytest.mark.skipif(not OLD_README.exists(), reason="the frozen round-2 README is not here")
+@pytest.mark.skipif(not OLD_README.exists(), reason="the frozen old README is not here")
 def test_no_figure_of_the_old_readme_is_lost():
     old = numbers(OLD_README.read_text(encoding="utf-8"))
-    assert len(old) > 300  # the round-2 README's figures
+    assert len(old) > 300  # the old README's figures
     new: set[str] = set()
     for page in pages():
         new |= numbers(page.read_text(encoding="utf-8"))
@@ -258,10 +258,10 @@ def test_no_figure_of_the_old_readme_is_lost():
         return any(rounded(v, d) in new for d in (2, 3, 4)) if v >= 100 else False
 
     lost = sorted((n for n in old if not kept(n)), key=lambda n: float(n.replace(",", "").split(".")[0] or 0))
-    assert not lost, f"{len(lost)} figures of the round-2 README are in no README.md, docs/ or reference/ page: {lost}"
+    assert not lost, f"{len(lost)} figures of the old README are in no README.md, docs/ or reference/ page: {lost}"
 
 
-# inline code of the round-2 README written another way now: where it went
+# inline code of the old README written another way now: where it went
 RESTATED = {"auto|real|synthetic": "docs/knobs.md (data_source)", "auto|true|false": "docs/knobs.md (jit_compile)",
             "float32|mixed_float16|mixed_bfloat16": "docs/knobs.md (precision)",
             # modules moved into helpers/ subpackages (docs/architecture.md)
@@ -269,15 +269,15 @@ RESTATED = {"auto|real|synthetic": "docs/knobs.md (data_source)", "auto|true|fal
             "helpers/peaks.py": "helpers/measure/peaks.py"}
 
 
-@pytest.mark.skipif(not OLD_README.exists(), reason="the frozen round-2 README is not here")
+@pytest.mark.skipif(not OLD_README.exists(), reason="the frozen old README is not here")
 def test_no_name_of_the_old_readme_is_lost():
-    """Every `code` span of the round-2 README (a knob, a file, a command, a variable) is still written somewhere."""
+    """Every `code` span of the old README (a knob, a file, a command, a variable) is still written somewhere."""
     spans = re.compile(r"`([^`\n]+)`")
     old = set(spans.findall(OLD_README.read_text(encoding="utf-8")))
     assert len(old) > 150
     text = "\n".join(page.read_text(encoding="utf-8") for page in pages())
     lost = sorted(s for s in old if s not in text and s not in RESTATED)
-    assert not lost, f"named in the round-2 README, now nowhere in README.md, docs/ or reference/: {lost}"
+    assert not lost, f"named in the old README, now nowhere in README.md, docs/ or reference/: {lost}"
 
 
 # ------------------------------------------------------------------ the screenshot script

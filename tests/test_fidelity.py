@@ -1,4 +1,4 @@
-"""Fidelity to the sources (issue 21): every published figure reaches the comparison like with like, or says why
+"""Fidelity to the sources: every published figure reaches the comparison like with like, or says why
 not; the data, the grid and the texts say what the sources said, and mark the suite's guesses as guesses."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fingerprint tells hosts and leases apart (issue 14 item 4): CPU identity and flags from
+"""The fingerprint tells hosts and leases apart: CPU identity and flags from
 ``/proc/cpuinfo`` text, a hashed boot id, the GPUs' clocks and power limit from NVML (a fake one here),
 the suite's own git commit only, the host calibration, and the report's provenance grouped by lease.
 CPU only; no timing assertion beyond "positive" (a shared 2-core machine is noisy)."""
@@ -310,7 +310,7 @@ def test_provenance_over_old_records_says_not_recorded():
     leases = provenance.leases_table(ctx.df).set_index("lease (boot id)")
     assert set(leases.index) == {"5342731dda41", "ff72ba3637b8", "8e28086d8d20", "8ee8feab14e7",
                                  "c809c2c04d52", provenance.NOT_RECORDED,
-                                 # TensorFlow's four leases (issue 46)
+                                 # TensorFlow's four leases
                                  "9514dabe9878", "c723a6941779", "946f866b59b1", "94c19643e3ff"}
     assert leases["records"].sum() == len(ctx.df)
     assert leases.loc[provenance.NOT_RECORDED, "runs"] == provenance.NOT_RECORDED
@@ -350,7 +350,7 @@ def test_provenance_shows_one_row_per_machine_and_lease_with_calibration_medians
     assert h1.loc["aaaaaaaaaaaa", "first run"] < h1.loc["aaaaaaaaaaaa", "last run"]
     row = leases[leases["host"] == "old"].iloc[0]
     assert row["lease (boot id)"] == provenance.NOT_RECORDED and row["runs"] == provenance.NOT_RECORDED
-    # a boot id that is no string is an untrusted record's (issue 33): the record is listed with its reason, not read
+    # a boot id that is no string is an untrusted record's: the record is listed with its reason, not read
     assert "odd" not in set(leases["host"])
     assert any(f.endswith("r5.json") and "'fingerprint.boot_id' is a number" in why for f, why in ctx.skipped)
     machines = provenance.machines_table(ctx.df).set_index("host")

@@ -1,4 +1,4 @@
-"""FLOPs per sample, peaks and MFU, steps_per_execution, the ladder and the report's limit section (issue 15)."""
+"""FLOPs per sample, peaks and MFU, steps_per_execution, the ladder and the report's limit section."""
 
 import json
 import os
@@ -288,7 +288,7 @@ def test_limit_section_ladder_from_fixture_records(ref_ctx):
 
 
 def test_seed_001_table_and_seed_003_timeline_get_both_answers_busy_time_and_mfu(ref_ctx):
-    """Issue 15, item 5: the comparison summary shows MFU beside NVML's GPU %, the drawn run's line says both,
+    """the comparison summary shows MFU beside NVML's GPU %, the drawn run's line says both,
     and the published utilisation figures get your MFU beside your busy time; one sentence says why they differ."""
     from html import escape as html_escape
 

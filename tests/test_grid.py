@@ -95,7 +95,7 @@ def test_committed_grids_are_valid():
     from helpers.paths import PARAMS
 
     for path in sorted(PARAMS.glob("*.yaml")):
-        if path.name in ("prices.yaml", "peaks.yaml"):  # not grids: prices per machine, GPU peaks (issue 15)
+        if path.name in ("prices.yaml", "peaks.yaml"):  # not grids: prices per machine, GPU peaks
             continue
         assert grid.expand(path), path
 
@@ -116,7 +116,7 @@ def test_bad_repeats_are_refused_naming_file_block_key_and_allowed(tmp_path, pla
         grid.sizes([path])  # refused before anything is counted, expanded or run
     msg = str(err.value)
     assert str(path) in msg and "key 'repeats'" in msg and "allowed: an integer >= 1" in msg, msg
-    line = {"top": 1, "defaults": 1, "block": 5}[place]  # file:line of the key (issue 44)
+    line = {"top": 1, "defaults": 1, "block": 5}[place]  # file:line of the key
     assert msg.startswith(f"{path}:{line}: " + {"top": "", "defaults": "defaults: ", "block": "points[1]: "}[place]
                           + "key 'repeats'"), msg
     with pytest.raises(grid.GridError, match="'repeats'"):

@@ -96,8 +96,8 @@ def test_force_rejects_switching_backend_in_process():
     assert "restart the kernel" in out.stdout
 
 
-# a CPU point verified as "cpu" on every backend: test_workloads_a's check_record, on each backend's points (forced
-# by helpers.point.session.begin, verified by Point.verify, as a notebook does)
+# a CPU point verified as "cpu" on every backend: test_image_array_workloads's check_record, on each backend's
+# points (forced by helpers.point.session.begin, verified by Point.verify, as a notebook does)
 @pytest.mark.parametrize("backend", [b for b in ("tensorflow", "jax", "torch") if device.backend_installed(b)])
 @pytest.mark.parametrize("dev", ["gpu"])
 def test_verify_reports_the_device_really_used(backend, dev):

@@ -1,4 +1,4 @@
-"""A busy host caught (issue 44, item 3): a run records its own process's CPU time over the timed window against the
+"""A busy host caught: a run records its own process's CPU time over the timed window against the
 busy time of the cores it was allowed; a run whose host was busier than itself by more than a quarter of those cores
 is marked host busy in its record, its progress line and the report, and left out of the configuration's figure
 while an unmarked run of it exists (marked where none does). The runner's start line warns when the machine is

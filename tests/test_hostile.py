@@ -1,4 +1,4 @@
-"""Untrusted records and notebooks, round 2 (issue 33): each hostile input costs itself only, within a stated time.
+"""Untrusted records and notebooks: each hostile input costs itself only, within a stated time.
 
 The hostile record set is benchmarks/hostile.py's (the benchmark renders 1,000 good records beside it). Each case is
 fed beside good records; the report must tabulate every good record, list the bad file with its reason, build
@@ -63,7 +63,7 @@ def test_each_hostile_record_costs_only_itself(hostile_ctx, name):
     assert took < BOUND_S
 
 
-# conflicting copies of one run are both kept, apart (issue 48): test_hostile_round3.py
+# conflicting copies of one run are both kept, apart: test_hostile_bounds.py
 
 
 def test_a_record_that_breaks_the_checks_or_the_table_costs_only_itself(tmp_path, monkeypatch):
@@ -129,7 +129,7 @@ def test_index_survives_a_renderer_killed_for_memory(tmp_path):
     t0 = time.perf_counter()
     index = render_index([folder], folder / "index.html", workers=2, job=_die_on_killme).read_text()
     assert time.perf_counter() - t0 < 180
-    # killed by itself, not by the OOM killer: never called out of memory (issue 48)
+    # killed by itself, not by the OOM killer: never called out of memory
     assert index.count("<a href=") == 8 + 0 and "killme.ipynb <i>(could not render: the renderer died (killed or " \
         "crashed" in index and "out-of-memory killer)" not in index
     assert len(list((folder / "notebooks_html").rglob("*.html"))) == 8
@@ -289,7 +289,7 @@ def test_a_kernel_killed_for_memory_says_so_with_its_peak(tmp_path, kernel, monk
     p = {"workload": "killme", "backend": "jax", "device": "cpu", "point_id": "k1"}
     rec = execute.run_point(engine, p, tmp_path / "run", kernel, 120, print)
     assert rec["status"] == "failed"
-    # killed by itself, not by the OOM killer: its counters did not rise (issue 48: never "out of memory" for that)
+    # killed by itself, not by the OOM killer: its counters did not rise (never "out of memory" for that)
     assert "killed (SIGKILL)" in rec["reason"] and "(peak RSS seen 0." in rec["reason"], rec["reason"]
     assert "by the out-of-memory killer (" not in rec["reason"], rec["reason"]
 

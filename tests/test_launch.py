@@ -1,4 +1,4 @@
-"""Several processes of one point (issue 30): who started them (Keras' variables, mpirun, srun), the runner's own
+"""Several processes of one point: who started them (Keras' variables, mpirun, srun), the runner's own
 ``processes: N``, and what goes wrong (no coordinator, an id out of range, a port in use, processes that disagree
 on the point, one that dies mid-run): each a clear error or a failed record without figures, the others stopped.
 

@@ -1,4 +1,4 @@
-"""How figures are measured (issue 20): validation timed apart after a device sync, GPU energy from the
+"""How figures are measured: validation timed apart after a device sync, GPU energy from the
 board's counter on the GPUs used, thread settings in effect, the process's own CPU %, the schema."""
 
 import json

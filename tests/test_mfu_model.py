@@ -1,4 +1,4 @@
-"""MFU from the model's FLOPs, forward + backward, the optimiser's FLOPs per step shown apart (issue 44, item 8):
+"""MFU from the model's FLOPs, forward + backward, the optimiser's FLOPs per step shown apart:
 fasttext_imdb on JAX, batch 32 → 256, trained 5.6× faster while its MFU fell 0.132% → 0.095%, because the FLOPs per
 sample held the Adam update of its 66M-parameter embedding table divided by the batch. Now MFU rises with throughput
 when only the batch changes: in the point's record, and in the report, for records counted either way. Cheap: the

@@ -1,4 +1,4 @@
-"""The data on the device (``data_placement``, issue 16): validated before anything runs, and a point that
+"""The data on the device (``data_placement``): validated before anything runs, and a point that
 trains from batches already on the device really feeds those very buffers to every step (no copy)."""
 
 import json
@@ -226,7 +226,7 @@ def test_scaling_section_says_where_the_time_goes_and_what_n_gpus_cost(tmp_path)
 
 
 def test_scaling_sets_one_process_per_gpu_beside_one_process_driving_both(tmp_path):
-    """Issue 47: 2 GPUs reached two ways, each against the same one-GPU run: gpus: 2 (one process) and gpus: 1 x
+    """2 GPUs reached two ways, each against the same one-GPU run: gpus: 2 (one process) and gpus: 1 x
     processes: 2 (one process per GPU); the table's way, the finding's two efficiencies, the section's note."""
     from helpers import report
     from helpers.report import devices, sections

@@ -1,4 +1,4 @@
-"""The report's step-breakdown section (issue 32), from literal records with known numbers."""
+"""The report's step-breakdown section, from literal records with known numbers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The profile knob (issue 32): the trace's breakdown from literal traces, and real points profiled on the CPU."""
+"""The profile knob: the trace's breakdown from literal traces, and real points profiled on the CPU."""
 
 import gzip
 import json

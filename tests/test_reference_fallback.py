@@ -1,4 +1,4 @@
-"""A report without a GPU run compares this CPU with the bundled reference GPU (issue 17 item 1)."""
+"""A report without a GPU run compares this CPU with the bundled reference GPU."""
 
 import json
 
@@ -106,7 +106,7 @@ def test_the_default_grid_pairs_its_cpu_rows_with_the_reference():
 
 
 def test_a_knob_added_after_the_reference_pairs_at_the_value_the_reference_ran(tmp_path):
-    """Today's records carry `input_dtype` (issue 16); the reference's, written before it, ran float32 inputs."""
+    """Today's records carry `input_dtype`; the reference's, written before it, ran float32 inputs."""
     params = {"threads": 0, "precision": "float32", "jit_compile": "auto", "batch_size": 1000, "min_steady_s": 2.0}
     _write(tmp_path, [_cpu_rec(0, params={**params, "input_dtype": "float32"}),
                       _cpu_rec(1, backend="torch", params={**params, "input_dtype": "uint8"})])

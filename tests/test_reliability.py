@@ -124,7 +124,7 @@ def test_second_run_at_once_is_refused_clearly(tmp_path):
 def test_failures_are_recorded_and_the_grid_goes_on(tmp_path, tiny_notebooks):
     """Tiny notebooks (support/tiny.py): a cell's error with the notebook's own failed record, an error before any
     record, memory exhausted, a kernel killed, a point past its time limit; the grid goes on to the last point.
-    (A real workload's error in its notebook: test_workloads_a.py::test_real_data_missing_fails_the_point.)"""
+    (A real workload's error in its notebook: test_image_array_workloads.py::test_real_data_missing_fails_the_point.)"""
     outputs = tmp_path / "outputs"
     grid = tmp_path / "g.yaml"
     grid.write_text("""timeout_s: 600

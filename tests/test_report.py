@@ -82,7 +82,7 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(shared_run):
         assert br.console_errors() == []
         shot = br.screenshot(shot_dir / "report_screenshot.png")
         assert shot.stat().st_size > 50_000
-        # every chart and table readable at 1400×900 (issue 45): a default-like report, CPU runs and the reference
+        # every chart and table readable at 1400×900: a default-like report, CPU runs and the reference
         readable.assert_readable(readable.readability(br), min_charts=8)
         br.open((outputs / "index.html").as_uri())
         assert br.console_errors() == []
@@ -118,7 +118,7 @@ def test_report_of_the_committed_h100_records_has_every_section_in_chromium(tmp_
         assert br.eval("document.images.length") == 0  # charts are inline SVG, their text kept as text
         ids = br.eval("Array.from(document.querySelectorAll('section.cgb-section')).map(s => s.id)")
         assert ids == sections.ORDER
-        readable.assert_readable(readable.readability(br), min_charts=9)  # issue 45
+        readable.assert_readable(readable.readability(br), min_charts=9)
         # the other published reports, in the same browser: their committed pages (re-rendered with the project's
         # own command whenever the charts change), each readable at 1400×900 within MAX_SCREENS
         for name in ("h200x2/report.html", "h100/ladder/report.html"):
@@ -227,7 +227,7 @@ def test_every_section_keeps_the_contract_on_the_h100_reference_and_no_chart_mix
         if hasattr(mod, "bar_facets"):
             monkeypatch.setattr(mod, "bar_facets", spy)
     built = _check_sections(reference_ctx)
-    # the step breakdown needs records run with profile: true (issue 32), which the reference may not have yet
+    # the step breakdown needs records run with profile: true, which the reference may not have yet
     unprofiled = {"breakdown"} if not any(r.get("step_breakdown") for r in reference_ctx.records) else set()
     assert all(s.present for n, s in built.items() if n not in unprofiled), {
         n: s.reason for n, s in built.items() if not s.present}

@@ -1,4 +1,4 @@
-"""Issue 14 item 3: two spreads, never confused, and never a precision the runs do not have.
+"""two spreads, never confused, and never a precision the runs do not have.
 
 A configuration's figure is the median over its runs of each run's steady-state samples/s, with the
 between-run interval (range of 2–4 runs, bootstrap 95% from 5, fixed seed); the within-run epoch spread is
@@ -201,7 +201,7 @@ def test_the_h100_reference_is_marked_and_rounded(reference_ctx):
     ctx = reference_ctx
     summ = ctx.summary
     multi, one = summ[summ["n_runs"] > 1], summ[summ["n_runs"] == 1]
-    assert sorted(multi["device"].value_counts().items()) == [("cpu", 30), ("gpu", 30)]  # three backends (issue 46)
+    assert sorted(multi["device"].value_counts().items()) == [("cpu", 30), ("gpu", 30)]  # three backends
     gpu, cpu = multi[multi["device"] == "gpu"], multi[multi["device"] == "cpu"]
     assert gpu["n_runs"].between(5, 6).all() and gpu["n_leases"].between(4, 5).all()
     tf = cpu["backend"] == "tensorflow"  # TF's twins: 3 runs over its first two leases, no run of the earlier protocol
@@ -276,7 +276,7 @@ def test_reference_spread_prints_runs_per_lease_and_lease_to_lease(tmp_path):
     assert bad.returncode == 2 and "not a folder" in bad.stderr
 
 
-# ------------------------------------------------------------------ one protocol per figure (issue 36)
+# ------------------------------------------------------------------ one protocol per figure
 
 
 def test_a_figure_never_mixes_the_earlier_protocol_with_the_current_one(tmp_path):
@@ -322,7 +322,7 @@ def test_reference_spread_prints_the_held_out_lease_coverage_and_the_published_t
 
 
 def test_the_prediction_interval_predicts_each_lease_from_the_others_only(tmp_path):
-    """issue 46: each lease held out in turn, predicted from the other leases' log medians with the lease-to-lease
+    """each lease held out in turn, predicted from the other leases' log medians with the lease-to-lease
     spread pooled without it (90%). Leases a 1050, b 950, c 1550: c is predicted from a and b alone (their spread
     10%: 866–1,151) and falls outside; a and b, predicted with c among the others (a wider spread), fall inside."""
     a, b, c = "a" * 16, "b" * 16, "c" * 16

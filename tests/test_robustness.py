@@ -1,4 +1,4 @@
-"""Robustness (issue 22): hostile or broken records and notebooks, a full disk, read-only folders, signals,
+"""Robustness: hostile or broken records and notebooks, a full disk, read-only folders, signals,
 the shell leaking into kernels. Crafted files are made here, in temporary folders."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a user and a script can rely on from the runner (issue 44, items 4 to 7), without a framework kernel: the
+"""What a user and a script can rely on from the runner, without a framework kernel: the
 runner runs in this process with papermill faked (``fake_papermill``, tests/conftest.py).
 
 - A changed model is a new point: the point id holds the sha256 of the files a point reads (a custom ``.keras``,

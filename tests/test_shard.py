@@ -1,4 +1,4 @@
-"""Shards of a grid and many runners over one outputs folder (issue 37), fast: papermill faked, no kernel.
+"""Shards of a grid and many runners over one outputs folder, fast: papermill faked, no kernel.
 
 The split (a partition, balanced, deterministic), the shard read from ``--shard``, Slurm's array variables and
 Kubernetes' ``JOB_COMPLETION_INDEX``, bad input refused with nothing run, the locks and claims, the record's

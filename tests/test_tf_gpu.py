@@ -1,4 +1,4 @@
-"""TensorFlow's CUDA build where pip put it (issue 46): the suite finds the ``nvidia/*/lib`` folders beside
+"""TensorFlow's CUDA build where pip put it: the suite finds the ``nvidia/*/lib`` folders beside
 tensorflow and loads them, names the library that keeps TF from the GPU, and the parts that carry TF to a GPU
 machine without a package index reassemble byte for byte. No framework is imported."""
 
@@ -100,7 +100,7 @@ def test_preload_reports_what_never_loads(tmp_path):
 BUILD = {"is_cuda_build": True, "cuda_version": "12.5.1", "cudnn_version": "9"}
 
 
-# TF 2.21's own log on an H100 lease, tensorflow in a --target folder and no preload (device_logs of issue 46)
+# TF 2.21's own log on an H100 lease, tensorflow in a --target folder and no preload (a lease's device log)
 TF_LOG = """I0000 00:00:1795699280.333886    2559 dso_loader.cc:133] Successfully opened dynamic library libcufft.so.11
 I0000 00:00:1795699280.334127    2559 dso_loader.cc:144] Could not load dynamic library 'libcusolver.so.11'; dlerror: \
 libcusolver.so.11: cannot open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/nvidia/lib64

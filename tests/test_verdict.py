@@ -1,4 +1,4 @@
-"""The verdict answers "how much faster can I train on a GPU" (issue 44, items 1 and 2): each workload's fastest GPU
+"""The verdict answers "how much faster can I train on a GPU": each workload's fastest GPU
 configuration over its fastest CPU configuration, any backend, at the same batch size and precision, both sides
 named; verdict.csv holds those rows, as configurations.csv's figures say; every figure is shown with one string
 wherever it appears (sentences, chart labels, tables, CSV, the reference's README)."""
@@ -203,7 +203,7 @@ def test_one_string_per_figure_in_the_h100_reference_and_its_readme(reference_ct
         assert found <= {s}, (name, s, found)
 
 
-# ------------------------------------------------------------------ when the GPU pays off (issue 58, part 4)
+# ------------------------------------------------------------------ when the GPU pays off
 
 def _side(first, steady, source_epoch, d):
     """One side of a verdict row: first and steady epoch of the run's own n_train, a source epoch (seconds)."""

@@ -186,6 +186,8 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
     drawn = pd.concat([p[1] for p in panels])
     ends = [drawn[value]] + [drawn[c] for c in (lo, hi) if c and c in drawn]
     vals = [float(v) for col in ends for v in col if not isnull(v) and (v > 0 or not log)]
+    if log and refline is not None:  # a ratio's bars start at its reference line ("1 = no gain"), kept in view
+        vals.append(float(refline))
     span = ((min(vals) / 1.6, max(vals) * 3.0) if log else (min(0.0, min(vals)), max(vals) * 1.25)) if vals else None
     for ax, (f, sub, dropped), labs in zip(axes, panels, names):
         med = sub[value].to_numpy(dtype=float)
@@ -196,7 +198,8 @@ def bar_facets(frame, value: str, labeller, lo: str | None = None, hi: str | Non
             err = [lo_v, hi_v]
         y = np.arange(len(sub))
         look = bars_look(column(sub, "backend"), column(sub, "device"))
-        bars = ax.barh(y, med, xerr=err, capsize=2, error_kw={"lw": 0.8, "color": "#555555"}, **look)
+        base = float(refline) if log and refline is not None else 0.0
+        bars = ax.barh(y, med - base, left=base, xerr=err, capsize=2, error_kw={"lw": 0.8, "color": "#555555"}, **look)
         if "fixture" in sub:
             for b, fx in zip(bars, sub["fixture"]):
                 b.set_hatch("//" if fx else "")

@@ -1,4 +1,4 @@
-"""The report's one palette: one colour per backend, one mark per device, the same in every chart (issue 45).
+"""The report's one palette: one colour per backend, one mark per device, the same in every chart.
 
     ax.barh(y, values, **bars_look(sub["backend"], sub["device"]))   # solid GPU bars, pale outlined CPU bars
     ax.errorbar(x, y, **point_look("jax", "cpu"))                    # open circle (CPU) in JAX's colour

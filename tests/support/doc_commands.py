@@ -1,4 +1,4 @@
-"""The launcher commands of docs/multi_gpu.md, as the tests run them (issue 47): the page cannot drift from them.
+"""The launcher commands of docs/multi_gpu.md, as the tests run them: the page cannot drift from them.
 
 Each command the page gives for starting one point's processes is a fenced ``bash`` block right under a marker
 ``<!-- tested: NAME -->``; the test named for NAME in ``TESTED`` reads it here (``lines(NAME)``) and runs its

@@ -1,4 +1,4 @@
-"""Is every chart and table of the page open in a browser readable at 1400×900 (issue 45)? ``readability(br)``
+"""Is every chart and table of the page open in a browser readable at 1400×900? ``readability(br)``
 opens every ``<details>``, then measures: in each chart (an inline ``svg.cgb-fig``), text elements whose boxes
 overlap by more than ``OVERLAP`` of the smaller one, text drawn under ``MIN_TEXT_PX`` and text cut off by the chart's
 own edge (a legend placed outside the saved box); on the page, a

@@ -1,4 +1,4 @@
-"""Page renderers for the index's workers (issue 48), light to import in a spawned worker: a notebook
+"""Page renderers for the index's workers, light to import in a spawned worker: a notebook
 whose name holds 'slow' never finishes, one named 'die' kills its worker; any other becomes a page holding its text
 and the worker's pid."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 def slow_on_marker(job) -> None:
     src, dst = map(Path, job)
     if "slow" in src.name:
-        time.sleep(600)  # a crafted notebook whose rendering takes hours (the real one: test_hostile_round3.py)
+        time.sleep(600)  # a crafted notebook whose rendering takes hours (the real one: test_hostile_bounds.py)
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(f"{src.read_text()} rendered-in-pid-{os.getpid()}")
 

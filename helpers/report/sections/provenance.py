@@ -97,8 +97,11 @@ def lease_differences(leases) -> list[tuple]:
 
 
 def versions_table(df):
+    """The versions the successful runs used (a skipped point's record may name no backend version)."""
     cols = ["machine", "backend", "keras", "backend_version"]
-    v = df[cols].astype(str).drop_duplicates().sort_values(cols)
+    ok = df[df["status"] == "ok"] if "status" in df else df
+    v = ok[cols].fillna(NOT_RECORDED).astype(str).replace({"None": NOT_RECORDED, "": NOT_RECORDED})
+    v = v.drop_duplicates().sort_values(cols)
     return v.rename(columns={"backend_version": "backend version"}).reset_index(drop=True)
 
 

@@ -6,7 +6,7 @@ from .. import findings as said
 from .. import mfu as mfu_of
 from ..fmt import digits, figure, isnull, rounded, short_path, shown
 from ..style import PALETTE
-from .base import Section
+from .base import Section, config_labels
 
 TITLE = "Comparison summary and utilisation over time"
 NAV = "Utilisation"  # its name in the one-line contents
@@ -33,7 +33,7 @@ def comparison_summary(summ):
     s = summ.sort_values(["workload", "machine", "device", "backend"])
     rows = s.to_dict("records")
     return pd.DataFrame({
-        "workload": s["workload"], "machine": s["machine"], "device · backend": s["config"], "batch": s["batch_size"],
+        "workload": s["workload"], "machine": s["machine"], "configuration": config_labels(s), "batch": s["batch_size"],
         "epochs": s["epochs"], "samples/epoch": s["n_train"], "total time s (median run)": s["total_s"],
         "s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],
         "within-run s/epoch IQR": [f"{rounded(r['q1'], digits(r))}–{rounded(r['q3'], digits(r))}" for r in rows],

@@ -1,4 +1,4 @@
-"""Issue 5's pieces that run without a GPU: the suite's shift layer (vgg_cifar10's augmentation), the
+"""The GPU reference's pieces that run without a GPU: the suite's shift layer (vgg_cifar10's augmentation), the
 augment_impl knob, publishing a reference folder, machine-neutral paths in records and reports."""
 
 from __future__ import annotations
@@ -334,7 +334,7 @@ def test_published_h200x2_scaling_reference_holds_one_lease_of_params_scaling():
 
 @pytest.mark.parametrize("machine, complete", [("h100x2", True), ("h200x2", False)])
 def test_published_multi_gpu_sets_one_process_per_gpu_beside_one_process_driving_both(machine, complete):
-    """reference/{h100x2,h200x2}/multi_gpu (issue 47): runs of params/multi_gpu.yaml from one machine boot, each
+    """reference/{h100x2,h200x2}/multi_gpu: runs of params/multi_gpu.yaml from one machine boot, each
     twice; resnet50 on 2 GPUs both ways (gpus: 2 and processes: 2) and both input types, each against the same
     1-GPU run; the merged records of two processes name both processes, each on its own GPU and stopped after the
     same epoch. The H100 pair holds the whole grid (the H200 pair's lease lost VGG's two-process runs to a bug)."""
@@ -391,7 +391,7 @@ def test_no_published_report_shows_markup_as_text():
 
 
 def test_published_h100_ladder_holds_every_rung_of_params_ladder():
-    """reference/h100/ladder (issue 15): every configuration of params/ladder.yaml ran at least twice on the H100,
+    """reference/h100/ladder: every configuration of params/ladder.yaml ran at least twice on the H100,
     every record is ok and carries FLOPs per sample and MFU, the limit section finds every rung of every workload's
     chain, and the bare loops of the same host were published beside the records."""
     from collections import Counter
@@ -440,9 +440,9 @@ def test_the_reference_top_up_grid_runs_configurations_of_the_reference():
 
 
 def test_published_h100_profile_holds_a_breakdown_for_every_cell_and_the_best_rungs():
-    """Issue 32 on the H100: the 20 README cells (params/reference.yaml's GPU cells) and resnet50 at the ladder's
-    best rung on both backends, each with a step breakdown whose parts add up to its traced step; the report shows
-    the section; the folder is not a pairing reference (one-run profiled figures never meet a CPU-only report)."""
+    """The step breakdown on the H100: the 20 README cells (params/reference.yaml's GPU cells) and resnet50 at the
+    ladder's best rung on both backends, each with a step breakdown whose parts add up to its traced step; the report
+    shows the section; the folder is not a pairing reference (one-run profiled figures never meet a CPU-only report)."""
     folder = PROJECT_ROOT / "reference" / "h100" / "profile"
     recs, skipped = read_records([folder / "records"])
     assert not skipped and len(recs) == 22 and all(r["status"] == "ok" and r["device"] == "gpu" for r in recs)

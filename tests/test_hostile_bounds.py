@@ -1,4 +1,4 @@
-"""Untrusted input, round 3 (issue 48): each case beside two good records, in-process (no kernel).
+"""Untrusted input, bounds on what is read and shown: each case beside two good records, in-process (no kernel).
 
 Each test builds the report's context (``build_context``), every section's HTML and the CSVs (or calls the index's
 or the grid reader's own functions) and checks: every good record tabulated, the bad file listed with its reason,
@@ -441,7 +441,7 @@ def _tree_peak_kb(proc, stop, peaks: dict) -> None:
 
 
 def test_a_crafted_notebook_that_renders_for_hours_beside_good_records_costs_its_page_only(tmp_path):
-    """Issue 48, defect 3, for real: an executed notebook whose one markdown cell is 1 MB of ``[`` (nbconvert's
+    """An unbounded markdown cell, for real: an executed notebook whose one markdown cell is 1 MB of ``[`` (nbconvert's
     HTML export: ~3 s at 16 kB, ~35 s at 64 kB here, growing about quadratically: hours at 1 MB), beside good
     records, through the runner's own ``--report-only`` (the summary notebook in a kernel, the report, the index
     with its pages in workers) with the page limit at 2 s (``CGB_PAGE_LIMIT_S``): exit 0, every record in the
