@@ -396,7 +396,7 @@ def test_scaling_section_shows_efficiency_with_both_inputs_side_by_side(tmp_path
 
 def test_scaling_section_says_not_run_yet_without_several_gpus(tmp_path):
     page = _scaling_html(tmp_path, [(1, "float32", 4000.0), (1, "uint8", 6000.0)])
-    assert "Not run yet" in page
+    assert "Not drawn: samples/s against the number of GPUs: no record trained on more than one GPU" in page
 
 
 def test_the_processes_meet_within_the_points_deadline(monkeypatch):

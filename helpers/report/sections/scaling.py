@@ -209,7 +209,7 @@ def _input_part(s: Section, ctx, fold: bool = False) -> None:
                          ).drop(columns=["_digits"])
     if fold:
         s.details(f"The input path of {len(shown)} GPU configuration(s): bytes a step, the copy against the step "
-                  "(click to open)", html_table(shown) + note("{}", COPY_NOTE))
+                  "(click to open)", html_table(shown) + note(COPY_NOTE))
         return
     s.table(shown, caption="the input path")
     s.note(COPY_NOTE)
