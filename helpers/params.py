@@ -245,7 +245,8 @@ def check_combination(params: dict[str, Any], where: str = "parameters") -> None
     """Keys against each other, where Keras would refuse the pair only once the model is compiled:
     ``steps_per_execution`` > 1 with the torch backend; and ``data_placement: device`` where it cannot hold
     (the TensorFlow backend, several hosts)."""
-    spe = params.get("steps_per_execution", 1)
+    params = {**COMMON_DEFAULTS, **params}  # a grid's block may leave a knob to its default
+    spe = params["steps_per_execution"]
     backend = params.get("backend")
     if backend == "torch" and isinstance(spe, int) and spe > 1:
         raise ParamError(f"{where}: key 'steps_per_execution' has value {spe!r} with backend 'torch'; allowed: 1 "

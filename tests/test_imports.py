@@ -1,4 +1,5 @@
-"""The import graph of ``helpers`` has no cycle (parsed with ``ast``, nothing imported).
+"""The import graph of ``helpers`` has no cycle (parsed with ``ast``, nothing imported); its layers hold (import-linter).
+
 
 Edges: every ``import`` / ``from ... import`` in a module, at any depth (inside functions too:
 a deferred import is still a dependency), relative imports resolved; ``from P import n`` is an edge
@@ -25,6 +26,10 @@ from __future__ import annotations
 
 import ast
 import itertools
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from helpers.paths import PROJECT_ROOT
@@ -231,43 +236,29 @@ def test_graph_sees_registration_deferred_and_one_way_image_edges():
     assert "helpers.workloads.lstm" in graph["helpers.workloads.bilstm_imdb"]
 
 
-# The layers of helpers/, lowest first (docs/architecture.md): a module imports from its own layer or a lower one.
-LAYERS = (
-    ("helpers", "helpers.params", "helpers.paths", "helpers.exits"),  # knobs, paths, exit codes: import nothing
-    ("helpers.record",),  # the record: its type, writer, reader, checks
-    ("helpers.data",),  # datasets, image folders, the augmenting generator
-    ("helpers.workloads",),  # models and their data, one module a workload
-    ("helpers.measure",),  # timing, sampler, FLOPs, peaks, calibration, fingerprint
-    ("helpers.predict",),  # predicted figures: a model's step on the reference GPU, fitted on its records
-    ("helpers.point",),  # inside the kernel: device, distribution, placement, profiling, the point's session
-    ("helpers.grid",),  # grid files -> points
-    ("helpers.report",),  # records -> the report
-    ("helpers.runner",),  # the command line: plan, claims, shards, kernels, processes
-)
+# The layers of helpers/: import-linter's contract in pyproject.toml ([tool.importlinter]), run by ./run_tests.sh.
 
 
-def layer_of(module: str) -> int:
-    """The index in LAYERS of the deepest prefix naming ``module`` or a package above it."""
-    best = None
-    for i, names in enumerate(LAYERS):
-        for name in names:
-            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > len(best[1])):
-                best = (i, name)
-    assert best is not None, f"{module}: in no layer of LAYERS (add it where it belongs)"
-    return best[0]
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """import-linter over the helpers package under ``root``, with the project's contract."""
+    code = ("import sys; from importlinter.cli import lint_imports; "
+            f"sys.exit(lint_imports(config_filename={str(PROJECT_ROOT / 'pyproject.toml')!r}, no_cache=True, "
+            "no_logo=True))")
+    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
 
 
-def test_no_module_imports_from_a_layer_above_its_own():
-    graph = _helpers_graph()
-    up = sorted(f"{a} -> {b}" for a, edges in graph.items() for b in edges if layer_of(b) > layer_of(a))
-    assert not up, "imports from a higher layer (see LAYERS):\n" + "\n".join(up)
-
-
-def test_layer_check_sees_an_upward_import():
-    assert layer_of("helpers.params") == 0 and layer_of("helpers.report.sections.limit") == 8
-    assert layer_of("helpers.runner.cli") > layer_of("helpers.report.render") > layer_of("helpers.grid")
-    graph = {"helpers.record.check": {"helpers.runner.cli"}}
-    assert [a for a, e in graph.items() for b in e if layer_of(b) > layer_of(a)] == ["helpers.record.check"]
+def test_the_layers_contract_holds_and_fails_on_a_planted_upward_import(tmp_path):
+    """The contract is kept by the code as it is; a copy of helpers/ with one upward import planted (the record
+    layer importing the runner, inside a function) breaks it, named."""
+    ok = _lint_imports(PROJECT_ROOT)
+    assert ok.returncode == 0 and "1 kept, 0 broken" in ok.stdout, ok.stdout[-2000:] + ok.stderr[-2000:]
+    shutil.copytree(PROJECT_ROOT / "helpers", tmp_path / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+    check = tmp_path / "helpers" / "record" / "check.py"
+    check.write_text(check.read_text() + "\n\ndef _planted():\n    from helpers.runner import cli  # noqa\n")
+    bad = _lint_imports(tmp_path)
+    assert bad.returncode != 0 and "BROKEN" in bad.stdout, bad.stdout[-2000:]
+    assert "helpers.record.check -> helpers.runner.cli" in bad.stdout, bad.stdout[-3000:]
 
 
 # ---------------------------------------------------------------- the checker itself

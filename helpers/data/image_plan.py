@@ -100,19 +100,19 @@ def image_plan(params: dict, *, image_size: tuple[int, int], n_classes: int, aug
     ``default_n``: synthetic samples per epoch when ``n_train`` is null (the source's).
     Bad parameters and missing folders raise here, before any framework is imported.
     """
-    source = params.get("data_source", "auto")
+    source = params["data_source"]
     if source not in ("auto", "real", "synthetic"):
         raise ValueError(f"data_source must be auto, real or synthetic, not {source!r}")
-    data_dir = params.get("data_dir", "") or ""
-    seed = int(params.get("seed", 0))
+    data_dir = params["data_dir"] or ""
+    seed = int(params["seed"])
     bs = int(params["batch_size"])
-    n_train, n_val = params.get("n_train"), int(params.get("n_val", 0) or 0)
-    aug = augment if params.get("augment", True) else None
+    n_train, n_val = params.get("n_train"), int(params["n_val"] or 0)
+    aug = augment if params["augment"] else None
     h, w = image_size
     label_dtype = np.float32 if label_mode == "binary" else np.int64
-    pipe = {"workers": int(params.get("workers", 1)),
-            "use_multiprocessing": bool(params.get("use_multiprocessing", False)),
-            "max_queue_size": int(params.get("max_queue_size", 10))}
+    pipe = {"workers": int(params["workers"]),
+            "use_multiprocessing": bool(params["use_multiprocessing"]),
+            "max_queue_size": int(params["max_queue_size"])}
     rescale = (params.get("input_dtype") or "float32") != "uint8"
     info = {"pipeline": "keras.utils.PyDataset (numpy/PIL on the CPU, per batch)",
             "augment": aug is not None, "augment_params": augment.as_dict() if aug is not None else None,

@@ -144,14 +144,14 @@ def _imdb(params: dict, ngrams: bool = False) -> dict:
     # the n-gram table comes from the whole training split (as the source): a synthetic one has
     # IMDb's 25,000 reviews then; without n-grams only the reviews trained on are generated
     n_corpus = max(IMDB_TRAIN, n_train or 0) if (ngrams or n_train is None) else n_train
-    return _imdb_split(params.get("data_source", "auto"), int(params["max_features"]), n_corpus,
-                       int(params.get("seed", 0)), str(_data.keras_home()))
+    return _imdb_split(params["data_source"], int(params["max_features"]), n_corpus,
+                       int(params["seed"]), str(_data.keras_home()))
 
 
 def _imdb_val(split: dict, params: dict, n_val: int) -> tuple[list, np.ndarray]:
     if split["source"] == "real":
         return split["x_test"][:n_val], split["y_test"][:n_val]
-    return synthetic_imdb(n_val, int(params["max_features"]), int(params.get("seed", 0)) + 1)
+    return synthetic_imdb(n_val, int(params["max_features"]), int(params["seed"]) + 1)
 
 
 def _pad(seqs: list, maxlen: int) -> np.ndarray:
@@ -236,7 +236,7 @@ def _nietzsche(source: str, n_chars_needed: int, seed: int, home: str) -> dict:
 def _text(params: dict) -> dict:
     n_train, maxlen, step = params.get("n_train"), int(params["maxlen"]), int(params["step"])
     need = NIETZSCHE_CHARS if n_train is None else max(NIETZSCHE_CHARS, n_train * step + maxlen + 1)
-    return _nietzsche(params.get("data_source", "auto"), need, int(params.get("seed", 0)), str(_data.keras_home()))
+    return _nietzsche(params["data_source"], need, int(params["seed"]), str(_data.keras_home()))
 
 
 def text_chars(params: dict) -> list[str]:

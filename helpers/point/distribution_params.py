@@ -54,7 +54,7 @@ def host_devices_allowed(environ=None) -> bool:
 def devices_of(params: dict) -> tuple[int, int]:
     """``(gpus, processes in all)`` of a point's parameters: gpus per process, hosts x processes (absent or null:
     1)."""
-    return int(params.get("gpus", 1) or 1), int(params.get("hosts", 1) or 1) * int(params.get("processes", 1) or 1)
+    return int(params["gpus"] or 1), int(params["hosts"] or 1) * int(params["processes"] or 1)
 
 
 def check(params: dict, where: str = "parameters", host_devices: bool = False) -> None:
@@ -65,7 +65,7 @@ def check(params: dict, where: str = "parameters", host_devices: bool = False) -
     if gpus == 1 and count == 1:
         return
     backend, dev = params.get("backend"), params.get("device")
-    hosts, procs = int(params.get("hosts", 1) or 1), int(params.get("processes", 1) or 1)
+    hosts, procs = int(params["hosts"] or 1), int(params["processes"] or 1)
     what = f"gpus={gpus}" if gpus > 1 else (f"hosts={hosts}" if hosts > 1 else f"processes={procs}")
     if backend == "torch":
         raise ParamError(f"{where}: {what} with backend 'torch': Keras 3 has no distribution API on torch "

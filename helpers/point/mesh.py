@@ -55,7 +55,7 @@ def use_devices(plan: Plan, params: dict) -> tuple[dict, str | None]:
     Returns ``(record fields, skip reason)``: the reason when this host has fewer devices than ``gpus``.
     """
     bs = int(params["batch_size"])
-    fields = {"gpus": plan.gpus, "hosts": int(params.get("hosts", 1) or 1), "process_count": plan.hosts,
+    fields = {"gpus": plan.gpus, "hosts": int(params["hosts"] or 1), "process_count": plan.hosts,
               "per_device_batch_size": bs, "per_process_batch_size": per_process_batch(params),
               "global_batch_size": global_batch(params), "distribution": None, "mesh_devices": None,
               "process_id": plan.process_id}

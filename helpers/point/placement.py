@@ -94,10 +94,10 @@ def place(point, data):
     the devices ahead of the step: ``helpers.point.staging``); None on the host path or for a generator."""
     from helpers.point.distribution_params import per_process_batch
 
-    how = point.params.get("data_placement", "host")
+    how = point.params["data_placement"]
     if how not in ("device", "staged") or data.train is not None:
         return None
-    batch, backend, seed = per_process_batch(point.params), point.params["backend"], point.params.get("seed", 0)
+    batch, backend, seed = per_process_batch(point.params), point.params["backend"], point.params["seed"]
     if how == "staged":
         from helpers.point import staging
 

@@ -108,7 +108,7 @@ def initialize(params: dict, environ=None, on_stuck=None) -> Plan:
         platforms = jax.config.jax_platforms + ",cpu"
         jax.config.update("jax_platforms", platforms)
         env["JAX_PLATFORMS"] = plan.launch["jax_platforms"] = platforms
-    _device.set_random_seed(params.get("seed", 0))  # Keras' cross-process seeding is then not needed
+    _device.set_random_seed(params["seed"])  # Keras' cross-process seeding is then not needed
     timeout = int(_deadline_s())
     t0 = time.perf_counter()
     stuck = None

@@ -55,12 +55,13 @@ def begin(namespace_or_params: dict) -> Point:
 
 class Point:
     def __init__(self, params: dict):
-        self.params = dict(params)
+        self.params = _workloads.complete(params)  # every knob, its default where not given (one place)
+        params = self.params
         self.workload = _workloads.get(params["workload"])
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.t_start = time.perf_counter()
         self.point_id = params.get("point_id") or point_id(params, machine_key(), _workloads.contents(params))
-        self.folder = self._folder(params.get("output_dir", ""))
+        self.folder = self._folder(params["output_dir"])
         self.record = empty_record(self.params, self.point_id)
         self.record.update(started_at=self.started_at, source=self.workload.source,
                            notebook=str(_record_notebook()))
@@ -78,9 +79,9 @@ class Point:
             self.skip(f"backend not installed: the '{_device.BACKEND_MODULES[backend]}' package "
                       "is not importable in this Python")
         cores = len(_device.allowed_cores())
-        if params.get("threads", 0) > cores:
+        if params["threads"] > cores:
             self.skip(f"threads={params['threads']} but this machine lets the process use {cores} cores")
-        self.record["env_forced"] = _device.force(backend, dev, params.get("threads", 0))
+        self.record["env_forced"] = _device.force(backend, dev, params["threads"])
         self.record["fingerprint"]["cpu_allowed"] = len(_device.allowed_cores())
 
     @staticmethod
@@ -123,7 +124,7 @@ class Point:
         self.record["process_id"] = self.dist.process_id
         if self.dist.process_id:  # a process other than 0 writes its own record apart; process 0 the merged one
             self.folder = self.folder / PROCESS_FOLDER
-        _device.apply_threads(backend, self.params.get("threads", 0))
+        _device.apply_threads(backend, self.params["threads"])
         info = _device.verify(backend, dev)
         self.device_info = info
         self.record["device_used"] = info["device_used"]
@@ -135,8 +136,8 @@ class Point:
         self.record.update(fields)
         if why:
             self.skip(why)
-        keras.mixed_precision.set_global_policy(self.params.get("precision", "float32"))
-        _device.set_random_seed(self.params.get("seed", 0))  # not TensorFlow's on another backend
+        keras.mixed_precision.set_global_policy(self.params["precision"])
+        _device.set_random_seed(self.params["seed"])  # not TensorFlow's on another backend
         thr = self.record["threads_in_effect"] = _device.threads_in_effect(backend)
         print(f"backend={backend} device={dev} -> {info['device_used']} ({info['detail']}); "
               f"keras {keras.__version__}; threads intra-op {thr['intra_op']}, inter-op {thr['inter_op']} "
@@ -167,7 +168,7 @@ class Point:
             self.fail(exc)
             raise
         d = self.data
-        placement = self.params.get("data_placement", "host")
+        placement = self.params["data_placement"]
         if placement in ("device", "staged") and d.train is not None:
             self.skip(f"data_placement '{placement}': this workload's data is a generator ({type(d.train).__name__}, "
                       "batched on the host as it reads); the data goes on the device only from arrays")
@@ -201,7 +202,7 @@ class Point:
         except Exception as exc:
             self.fail(exc)
             raise
-        if self.params.get("batchnorm_stats", "global") == "per_device":  # each device's own statistics
+        if self.params["batchnorm_stats"] == "per_device":  # each device's own statistics
             from helpers.point import batchnorm
 
             self.record["batchnorm_per_device"] = {"layers": batchnorm.convert(self.model, batchnorm.mesh_devices()),

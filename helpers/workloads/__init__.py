@@ -17,10 +17,23 @@ from __future__ import annotations
 
 import importlib
 
-from .registry import REGISTRY, Workload, build_model, contents, defaults, get, knobs, load_data, names, note, register
+from .registry import (
+    REGISTRY,
+    Workload,
+    build_model,
+    complete,
+    contents,
+    defaults,
+    get,
+    knobs,
+    load_data,
+    names,
+    note,
+    register,
+)
 
-__all__ = ["REGISTRY", "Workload", "build_model", "contents", "defaults", "get", "knobs", "load_data", "names", "note",
-           "register"]
+__all__ = ["REGISTRY", "Workload", "build_model", "complete", "contents", "defaults", "get", "knobs", "load_data",
+           "names", "note", "register"]
 
 # The modules that register workloads (imported on first use of the registry; none imports Keras
 # at import time).

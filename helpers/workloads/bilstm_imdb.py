@@ -29,7 +29,7 @@ def _bilstm_loader(params: dict) -> _data.Dataset:
     num_words, maxlen = int(params["max_features"]), int(params["maxlen"])
     split = _imdb(params)
     n = len(split["x"]) if params.get("n_train") is None else min(params["n_train"], len(split["x"]))
-    n_val = int(params.get("n_val", 0) or 0)
+    n_val = int(params["n_val"] or 0)
     xv, yv = _imdb_val(split, params, n_val) if n_val else (None, None)
     extra = {"dataset": "IMDb", "max_features": num_words, "maxlen": maxlen,
              "mean_words": round(float(np.mean([len(s) for s in split["x"][:n]])), 1) if n else 0.0,

@@ -61,7 +61,7 @@ EXTRA = {p.name: p for p in (
 
 
 def image_side(params: dict) -> int:
-    return int(params.get("image_size") or VARIANT_SIZE[params.get("variant", "original")])
+    return int(params.get("image_size") or VARIANT_SIZE[params["variant"]])
 
 
 def conv_layers(variant: str) -> int:
@@ -72,7 +72,7 @@ def _catsdogs(params: dict):
     import keras
     from keras import layers
 
-    variant = params.get("variant", "original")
+    variant = params["variant"]
     s = image_side(params)
     body: list = []
     if variant == "original":
@@ -106,7 +106,7 @@ def _compile(params: dict) -> dict:
 
 
 def _load(params: dict):
-    variant = params.get("variant", "original")
+    variant = params["variant"]
     s = image_side(params)
     plan = image_plan(params, image_size=(s, s), n_classes=N_CLASSES, augment=AUGMENT, label_mode="binary",
                       what="catsdogs (the cats-and-dogs archive)", default_n=SOURCE_IMAGES,
@@ -117,7 +117,7 @@ def _load(params: dict):
 
 
 def _describe(model, params: dict) -> dict:
-    variant = params.get("variant", "original")
+    variant = params["variant"]
     s = image_side(params)
     return {"variant": variant, "image_size": s, "conv_layers": conv_layers(variant),
             "variant_params_at_source_size": VARIANT_PARAMS[variant],

@@ -45,8 +45,8 @@ def _cnn_cifar10_compile(params: dict) -> dict:
 
 
 def _cifar10_loader(params: dict) -> _data.Dataset:
-    return _img.as_input(_data.load_cifar10(params.get("n_train"), params.get("n_val", 0),
-                                            params.get("data_source", "auto"), params.get("seed", 0),
+    return _img.as_input(_data.load_cifar10(params.get("n_train"), params["n_val"],
+                                            params["data_source"], params["seed"],
                                             dtype=_img.input_dtype(params)), params)
 
 

@@ -155,7 +155,7 @@ def _npz(path: Path, f: dict) -> tuple[np.ndarray, np.ndarray]:
 def dataset(params: dict, f: dict) -> _data.Dataset:
     """The points' data for the model of ``facts`` ``f``: the .npz of ``data_path`` (unless data_source is
     synthetic), else synthetic data of its shapes."""
-    n_train, n_val, seed = params.get("n_train"), params.get("n_val", 0) or 0, params.get("seed", 0)
+    n_train, n_val, seed = params.get("n_train"), params["n_val"] or 0, params["seed"]
     extra = {**f, "model_path": params["model_path"]}
     if params.get("data_path") and params.get("data_source") != "synthetic":
         path = data_file(params["data_path"], "custom")[0]

@@ -86,8 +86,8 @@ def _fasttext_features(params: dict):
     n_train = params.get("n_train")
     ngram_range = int(params["ngram_range"])
     n_corpus = max(IMDB_TRAIN, n_train or 0) if (ngram_range > 1 or n_train is None) else n_train
-    return _fasttext_tables(params.get("data_source", "auto"), int(params["max_features"]), n_corpus,
-                            int(params.get("seed", 0)), ngram_range, str(_data.keras_home()))
+    return _fasttext_tables(params["data_source"], int(params["max_features"]), n_corpus,
+                            int(params["seed"]), ngram_range, str(_data.keras_home()))
 
 
 def embedding_rows(params: dict) -> int:
@@ -101,7 +101,7 @@ def _fasttext_loader(params: dict) -> _data.Dataset:
     tables, rows = _fasttext_features(params)
     n = len(split["x"]) if params.get("n_train") is None else min(params["n_train"], len(split["x"]))
     xs, y = split["x"][:n], split["y"][:n]
-    n_val = int(params.get("n_val", 0) or 0)
+    n_val = int(params["n_val"] or 0)
     xv, yv = _imdb_val(split, params, n_val) if n_val else ([], None)
     mean_words = float(np.mean([len(s) for s in xs])) if n else 0.0
     if tables:

@@ -29,7 +29,7 @@ def _lstm(units: int, params: dict, **kwargs):
     import keras
     from keras.src import backend as kb
 
-    impl = params.get("lstm_impl", "auto")
+    impl = params["lstm_impl"]
     if impl == "cudnn" and not kb.cudnn_ok(keras.activations.tanh, keras.activations.sigmoid, False, True):
         raise ValueError(f"lstm_impl='cudnn' needs the cuDNN kernel, which backend '{keras.backend.backend()}' "
                          "cannot use here (no GPU visible): use lstm_impl='auto' or 'generic' on the CPU")
@@ -154,7 +154,7 @@ def describe_lstm(model, params: dict) -> dict:
     if not kernel.startswith("cuDNN"):
         kernel = f"generic ({'GPU' if on_gpu else 'CPU'}): {kernel}"
     return {
-        "lstm_impl": params.get("lstm_impl", "auto"),
+        "lstm_impl": params["lstm_impl"],
         "lstm_use_cudnn": use_cudnn,
         "cudnn_dtype_blocker": cudnn_dtype_blocker(),  # why 'auto' took the generic loop (None: not dtype)
         "lstm_kernel": kernel,

@@ -34,17 +34,17 @@ def _textgen_loader(params: dict) -> _data.Dataset:
     n_total = len(starts)
     n = n_total if params.get("n_train") is None else min(int(params["n_train"]), n_total)
     if n < n_total:  # a random subset of the windows, in text order
-        starts = np.sort(np.random.default_rng(int(params.get("seed", 0))).choice(starts, n, replace=False))
+        starts = np.sort(np.random.default_rng(int(params["seed"])).choice(starts, n, replace=False))
     codes = np.fromiter((index[c] for c in text), dtype=np.int32, count=len(text))
     win = codes[starts[:, None] + np.arange(maxlen)[None, :]]
     x = np.zeros((n, maxlen, len(chars)), dtype=bool)
     np.put_along_axis(x, win[:, :, None], True, axis=2)
     y = np.zeros((n, len(chars)), dtype=bool)
     y[np.arange(n), codes[starts + maxlen]] = True
-    n_val = int(params.get("n_val", 0) or 0)
+    n_val = int(params["n_val"] or 0)
     xv = yv = None
     if n_val:  # windows at random positions (the source has no validation)
-        vs = np.random.default_rng(int(params.get("seed", 0)) + 1).integers(0, len(text) - maxlen, n_val)
+        vs = np.random.default_rng(int(params["seed"]) + 1).integers(0, len(text) - maxlen, n_val)
         xv = np.zeros((n_val, maxlen, len(chars)), dtype=bool)
         np.put_along_axis(xv, codes[vs[:, None] + np.arange(maxlen)[None, :]][:, :, None], True, axis=2)
         yv = np.zeros((n_val, len(chars)), dtype=bool)

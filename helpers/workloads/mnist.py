@@ -88,8 +88,8 @@ def _cnn_compile(params: dict) -> dict:
 
 def _mnist_loader(flat: bool):
     def load(params: dict):
-        return _img.as_input(_img.load_mnist(params.get("n_train"), params.get("n_val", 0),
-                                             params.get("data_source", "auto"), params.get("seed", 0), flat=flat,
+        return _img.as_input(_img.load_mnist(params.get("n_train"), params["n_val"],
+                                             params["data_source"], params["seed"], flat=flat,
                                              dtype=_img.input_dtype(params)), params)
 
     return load

@@ -82,6 +82,15 @@ def defaults(name: str) -> dict:
     return {**_params.COMMON_DEFAULTS, **get(name).defaults}
 
 
+def complete(params: dict) -> dict:
+    """``params`` with every knob of its workload: the values given, else the knob's default (its ``Param``, then
+    the workload's own ``defaults``): the one place a knob not given gets its value. Code past this reads
+    ``params[knob]``, never a default of its own."""
+    spec = knobs(params["workload"])
+    base = {k: p.default for k, p in spec.items() if p.default is not _params.REQUIRED}
+    return {**base, **defaults(params["workload"]), **params}
+
+
 def note(name: str, knob: str) -> str:
     """The comment of ``knob`` in workload ``name``'s parameters cell."""
     p, own = knobs(name)[knob], get(name).notes.get(knob)
@@ -94,9 +103,9 @@ def build_model(name: str, params: dict):
     ``steps_per_execution``."""
     w = get(name)
     model = w.build(params)
-    jit = params.get("jit_compile", "auto")
+    jit = params["jit_compile"]
     model.compile(**w.compile_args(params), jit_compile=jit,
-                  steps_per_execution=int(params.get("steps_per_execution", 1) or 1))
+                  steps_per_execution=int(params["steps_per_execution"] or 1))
     return model
 
 

@@ -26,7 +26,7 @@ CLASSES = 1000
 def _resnet50(params: dict):
     import keras
 
-    size = params.get("image_size", 224)
+    size = params["image_size"]
     if _img.input_dtype(params) == "uint8":  # uint8 inputs: Rescaling(1/255) first, then the same network
         x = _img.model_input(params, (size, size, 3))
         for layer in _img.input_layers(params):
@@ -45,9 +45,9 @@ def _resnet50_compile(params: dict) -> dict:
 
 
 def _resnet50_loader(params: dict) -> _data.Dataset:
-    ds = _img.load_imagenet_shaped(params.get("n_train"), params.get("n_val", 0),
-                                   params.get("data_source", "auto"), params.get("seed", 0),
-                                   image_size=params.get("image_size", 224), n_classes=CLASSES,
+    ds = _img.load_imagenet_shaped(params.get("n_train"), params["n_val"],
+                                   params["data_source"], params["seed"],
+                                   image_size=params["image_size"], n_classes=CLASSES,
                                    dtype=_img.input_dtype(params))
     return _img.as_input(ds, params)
 

@@ -46,8 +46,8 @@ def _vgg_cifar10(params: dict):
     from keras import layers
 
     aug = []
-    if params.get("augment", True):
-        if params.get("augment_impl", "matmul") == "keras":
+    if params["augment"]:
+        if params["augment_impl"] == "keras":
             shift = layers.RandomTranslation(0.1, 0.1, fill_mode="nearest", name="random_shift")
         else:
             from .shift import RandomShift
@@ -94,11 +94,11 @@ def _vgg_compile(params: dict) -> dict:
 
 
 def _vgg_loader(params: dict) -> _data.Dataset:
-    ds = _img.as_input(_data.load_cifar10(params.get("n_train"), params.get("n_val", 0),
-                                          params.get("data_source", "auto"), params.get("seed", 0),
+    ds = _img.as_input(_data.load_cifar10(params.get("n_train"), params["n_val"],
+                                          params["data_source"], params["seed"],
                                           dtype=_img.input_dtype(params)), params)
-    ds.extra["augmentation"] = (AUGMENTATION[params.get("augment_impl", "matmul")]
-                                if params.get("augment", True) else "off")
+    ds.extra["augmentation"] = (AUGMENTATION[params["augment_impl"]]
+                                if params["augment"] else "off")
     return ds
 
 
