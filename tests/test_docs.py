@@ -165,6 +165,20 @@ def test_every_notebooks_parameters_cell_is_generated_from_the_knobs(tmp_path):
     fixed = json.loads((tmp_path / "mlp_mnist.ipynb").read_text())
     assert [c["source"] for c in fixed["cells"] if "parameters" not in c["metadata"].get("tags", [])] == other
     assert (tmp_path / "mlp_mnist.ipynb").read_bytes() == (NOTEBOOKS / "mlp_mnist.ipynb").read_bytes()
+    # the code cells every workload notebook shares: each tagged, with the one source (custom.ipynb keeps its own
+    # begin and finish); a shared cell edited by hand is found and rewritten
+    for name in names():
+        nb = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())
+        tags = {t for c in nb["cells"] for t in c["metadata"].get("tags", [])}
+        expect = set(cells.SHARED) - ({"begin", "finish"} if name == "custom" else set())
+        assert expect <= tags, (name, expect - tags)
+    nb = json.loads((tmp_path / "cnn_mnist.ipynb").read_text())
+    fit = next(c for c in nb["cells"] if "fit" in c["metadata"].get("tags", []))
+    fit["source"] = ["history = pt.fit(model, data, verbose=0)"]
+    (tmp_path / "cnn_mnist.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    assert cells.differing(tmp_path) == ["cnn_mnist.ipynb"]
+    assert cells.write(tmp_path) == ["cnn_mnist.ipynb"]
+    assert (tmp_path / "cnn_mnist.ipynb").read_bytes() == (NOTEBOOKS / "cnn_mnist.ipynb").read_bytes()
 
 
 def test_a_note_with_an_equals_sign_is_refused():

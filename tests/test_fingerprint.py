@@ -92,7 +92,7 @@ def test_this_machines_cpu_is_recorded_and_the_machine_key_is_unchanged(monkeypa
     try:
         assert machine.machine_key() == before
         assert "0123456789ab" not in before and not (fp["boot_id"] and fp["boot_id"] in before)
-        assert "0123456789ab" not in F.machine_key()
+        assert "0123456789ab" not in F.host_key()
     finally:
         machine.machine_key.cache_clear()
 

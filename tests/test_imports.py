@@ -1,4 +1,4 @@
-"""The import graph of ``helpers`` has no cycle (parsed with ``ast``, nothing imported); its layers hold (import-linter).
+"""The import graph of ``helpers`` has no cycle (parsed with ``ast``, nothing imported); its layers hold.
 
 
 Edges: every ``import`` / ``from ... import`` in a module, at any depth (inside functions too:

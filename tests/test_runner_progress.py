@@ -156,7 +156,7 @@ def fake_record(folder: Path, i: int, wall_s: float, machine_key: str, workload=
 
 def test_the_estimate_from_earlier_records_of_this_machine_guards_a_long_grid(fake_runner, tmp_path, capsys):
     calls, outputs = fake_runner
-    here = fingerprint.machine_key()
+    here = fingerprint.host_key()
     old = outputs / "runs" / "old"
     for i, wall in enumerate([3000.0, 5000.0, 4000.0]):  # the same workload/backend/device: median 4000 s
         fake_record(old, i, wall, here)

@@ -186,10 +186,11 @@ def git_commit(root: str | Path | None = None) -> str | None:
         return None
 
 
-def machine_key() -> str:
-    """The fingerprint's own machine key (host, CPU model and cores, GPU models), for the report's
-    provenance. Point ids and resume rest on ``helpers.measure.machine.machine_key`` (no host). Neither holds
-    the boot id, the GPU state or the calibration: a new lease of the same machine keeps its ids."""
+def host_key() -> str:
+    """This host and its hardware (host name, CPU model and logical CPUs, GPU models): the record's
+    ``machine_key`` field, for the report's provenance and the runner's check that a resumed folder is this
+    host's. Point ids and resume rest on ``helpers.measure.machine.machine_key`` (no host). Neither holds the boot
+    id, the GPU state or the calibration: a new lease of the same machine keeps its ids."""
     g = gpus()
     return "|".join([socket.gethostname(), cpu_model(), str(psutil.cpu_count(logical=True)),
                      ",".join(g["gpu_names"])])
@@ -221,7 +222,7 @@ def fingerprint() -> dict:
         "git_commit": git_commit(),
         "boot_id": boot_id(),
         "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine_key": machine_key(),
+        "machine_key": host_key(),
         "calibration": calibration.from_env(),
     }
     fp.update(gpus())

@@ -143,41 +143,29 @@ def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
     both would let anyone delete anyone's run by writing a forged copy of it. Files and folders whose name starts
     with a dot are not read.
     """
-    records, skipped = [], []
-    seen, runs, conflicted, labels = set(), {}, {}, {}
-    folders = [Path(f) for f in folders]
-    roots = resolved_roots(folders)
-    for folder in folders:
-        for path in sorted(folder.rglob("*.json")):
-            rel = path.relative_to(folder).parts
-            if any(part.startswith(".") for part in rel):
-                continue
-            real, why = inside(path, roots)
-            if why is not None:
-                skipped.append((str(path), why))
-                continue
-            if real in seen:
-                continue
-            seen.add(real)
-            obj, why = read_json_file(path)
-            if why is None:
-                why = _checked(obj)
-            if why is not None:
-                skipped.append((str(path), why))
-                continue
-            key, content = run_key(obj), _content(obj)
-            if key in runs:
-                first, first_content, first_obj = runs[key]
-                if content == first_content:
-                    skipped.append((str(path), f"{DUPLICATE}{first}"))
-                else:
-                    conflicted.setdefault(key, [(first, first_obj)]).append((str(path), obj))
-                    labels[id(obj)] = _label(folder, path)
-                continue
-            runs[key] = (str(path), content, obj)
-            obj["_path"] = str(path)
-            labels[id(obj)] = _label(folder, path)
-            records.append(obj)
+    records = []
+    runs, conflicted, labels = {}, {}, {}
+    found, skipped = found_files(folders, "*.json")
+    for folder, path in found:
+        obj, why = read_json_file(path)
+        if why is None:
+            why = _checked(obj)
+        if why is not None:
+            skipped.append((str(path), why))
+            continue
+        key, content = run_key(obj), _content(obj)
+        if key in runs:
+            first, first_content, first_obj = runs[key]
+            if content == first_content:
+                skipped.append((str(path), f"{DUPLICATE}{first}"))
+            else:
+                conflicted.setdefault(key, [(first, first_obj)]).append((str(path), obj))
+                labels[id(obj)] = _label(folder, path)
+            continue
+        runs[key] = (str(path), content, obj)
+        obj["_path"] = str(path)
+        labels[id(obj)] = _label(folder, path)
+        records.append(obj)
     for copies in conflicted.values():
         fields = sorted(set().union(*(_differing(copies[0][1], o) for _, o in copies[1:])))
         differ = f"they differ in {', '.join(fields[:6])}{', ...' if len(fields) > 6 else ''}"
@@ -191,6 +179,30 @@ def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
                 o["_path"] = p
                 records.append(o)
     return records, skipped
+
+
+def found_files(folders, pattern: str) -> tuple[list[tuple[Path, Path]], list[tuple[str, str]]]:
+    """The files named ``pattern`` under ``folders`` (a folder is searched, its dot-folders and dot-files left out;
+    a file of that name is taken as it is), each once, inside the folders given: ([(folder, file)], [(file, why)]
+    for those that are not (a symlink to outside them, a loop)). Every reader of an inputs folder finds its files
+    here."""
+    out, bad, seen = [], [], set()
+    folders = [Path(f) for f in folders]
+    roots = resolved_roots(folders)
+    for folder in folders:
+        is_dir = folder.is_dir()
+        paths = sorted(folder.rglob(pattern)) if is_dir else ([folder] if folder.match(pattern) else [])
+        for path in paths:
+            if is_dir and any(part.startswith(".") for part in path.relative_to(folder).parts):
+                continue
+            real, why = inside(path, roots)
+            if why is not None:
+                bad.append((str(path), why))
+                continue
+            if real not in seen:
+                seen.add(real)
+                out.append((folder, path))
+    return out, bad
 
 
 def _label(folder: Path, path: Path) -> str:

@@ -54,16 +54,22 @@ def umask() -> int:
 
 
 def write_atomic(path: Path, data: dict) -> Path:
-    """Write JSON to ``path`` atomically (temp file in the same folder, fsync, rename), with the mode any
-    file of this process gets (0666 less the umask: ``mkstemp`` alone would make it 0600, unreadable to
-    the others sharing a results folder)."""
+    """Write JSON to ``path`` atomically (``write_text_atomic``)."""
+    return write_text_atomic(path, json.dumps(_clean(data), indent=1, sort_keys=True, allow_nan=False))
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """The one atomic writer: ``text`` to a new temp file of its own in the same folder (``mkstemp``: created, never
+    one already there, nor a link's target), fsync, rename over ``path``; the temp file removed when writing fails
+    (a full disk leaves nothing behind). Its mode is any file of this process's (0666 less the umask: ``mkstemp``
+    alone would make it 0600, unreadable to the others sharing a results folder)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~umask())
-        with os.fdopen(fd, "w") as f:
-            json.dump(_clean(data), f, indent=1, sort_keys=True, allow_nan=False)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -65,26 +65,10 @@ def files(folders) -> tuple[list[Path], list[tuple[str, str]]]:
     """The ``bare_loops.jsonl`` files under ``folders`` (a folder is searched, a file is taken as it is; a file
     reached twice counts once) that lie inside them; and those that do not ((file, why): a symlink to outside
     the folders given, a loop)."""
-    from helpers.record.reader import inside, resolved_roots
+    from helpers.record.reader import found_files
 
-    out, bad, seen = [], [], set()
-    folders = [Path(f) for f in folders]
-    roots = resolved_roots(folders)
-    for folder in folders:
-        found = [folder] if folder.name == FILE and not folder.is_dir() else (
-            sorted(folder.rglob(FILE)) if folder.is_dir() else [])
-        for f in found:
-            if f.name != FILE:
-                continue
-            real, why = inside(f, roots)
-            if why is not None:
-                bad.append((str(f), why))
-                continue
-            if real in seen:
-                continue
-            seen.add(real)
-            out.append(f)
-    return out, bad
+    found, bad = found_files(folders, FILE)
+    return [path for _, path in found], bad
 
 
 def lines(folders, unreadable: list | None = None):

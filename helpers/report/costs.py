@@ -136,7 +136,7 @@ def record_profiles(records) -> dict:
     return out
 
 
-def machine_key(host, gpu, cpu_model, cpus) -> str:
+def priced_machine(host, gpu, cpu_model, cpus) -> str:
     """What a record's price profile attaches to: its machine (host name and hardware: GPU, CPU model, logical
     CPUs), never a host name alone (another machine's record naming the same host must not reprice this one)."""
     def norm(v):
@@ -151,7 +151,7 @@ def machine_key(host, gpu, cpu_model, cpus) -> str:
 
 def machine_profiles(records) -> tuple[dict, list]:
     """(machine key -> price profile, [machine keys whose records name different profiles]) from the records'
-    ``price_profile`` (``run_all.sh --price-profile NAME``): a record prices its own machine (``machine_key``) only.
+    ``price_profile`` (``run_all.sh --price-profile NAME``): a record prices its own machine (``priced_machine``) only.
     A machine whose records disagree gets none of their profiles (its price comes from the hardware match)."""
     from .table import _row
 
@@ -164,7 +164,7 @@ def machine_profiles(records) -> tuple[dict, list]:
             row = _row(r)
         except Exception:  # noqa: BLE001 - a record the table cannot read prices nothing
             continue
-        key = machine_key(row.get("host"), row.get("gpu"), row.get("cpu_model"), row.get("machine_cpus"))
+        key = priced_machine(row.get("host"), row.get("gpu"), row.get("cpu_model"), row.get("machine_cpus"))
         if key in out and out[key] != str(name):
             conflicts.add(key)
         out.setdefault(key, str(name))
@@ -177,7 +177,7 @@ def add_costs(summ, prices: dict, host_profiles: dict | None = None, price_set: 
 
     ``price_set`` (a name of the file's ``price_sets``) chooses the prices again (``select_price_set``);
     None keeps ``prices`` as loaded. A profile named in ``host_profiles`` that the set in use lacks is an
-    error (``PriceError``); a host mapped to None gets no price. ``machine_profiles`` (``machine_key`` -> a
+    error (``PriceError``); a host mapped to None gets no price. ``machine_profiles`` (``priced_machine`` -> a
     profile, or None: no price) come from records and price only their own machine, after ``host_profiles``
     (the user's) and before the hardware match."""
     if price_set is not None:
@@ -190,7 +190,7 @@ def add_costs(summ, prices: dict, host_profiles: dict | None = None, price_set: 
     names, od, pre, labels = [], [], [], []
     for _, r in s.iterrows():
         cpus = r.get("machine_cpus") if not isnull(r.get("machine_cpus")) else r.get("cpus")
-        key = machine_key(r.get("host"), r.get("gpu"), r.get("cpu_model"), cpus)
+        key = priced_machine(r.get("host"), r.get("gpu"), r.get("cpu_model"), cpus)
         if machine_profiles and key in machine_profiles and str(r.get("host")) not in (host_profiles or {}):
             name = machine_profiles[key] if machine_profiles[key] in profiles else None
         else:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 
 from .fmt import isnull, rounded, speedup_shown
+from .labels import PRECISION_SHORT
 from .reference import is_reference
+from .style import BACKEND_SHORT
 
 # the files beside report.html, linked from the top of its first section
 LINKS = ('<span class="cgb-links"><a href="verdict.csv">verdict.csv</a> · <a href="results.csv">results.csv</a> · '
          '<a href="configurations.csv">configurations.csv</a> · <a href="index.html">notebooks</a></span>')
-PREC = {"float32": "fp32", "mixed_bfloat16": "bf16", "mixed_float16": "fp16"}
-BACKEND = {"tensorflow": "TF", "jax": "JAX", "torch": "PyTorch"}
 
 
 def short_gpu(name) -> str:
@@ -63,12 +63,12 @@ def config_key(r, suffix: str = "_gpu") -> str:
         parts.append(f"b{r['batch_size']:g}")
     prec = str(r.get("precision") or "float32")
     if prec != "float32":
-        parts.append(PREC.get(prec, prec))
+        parts.append(PRECISION_SHORT.get(prec, prec))
     return " · ".join(p for p in parts if p)
 
 
 def backend_name(b) -> str:
-    return BACKEND.get(str(b), str(b))
+    return BACKEND_SHORT.get(str(b), str(b))
 
 
 def cores(r, suffix: str = "_cpu"):

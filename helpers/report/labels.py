@@ -42,7 +42,7 @@ def varying_knobs(sub) -> set:
     return {k for k in keys if len({i.get(k) for i in items}) > 1}
 
 
-_PRECISION = {"float32": "fp32", "mixed_bfloat16": "bf16", "mixed_float16": "fp16", "bfloat16": "bf16"}
+PRECISION_SHORT = {"float32": "fp32", "mixed_bfloat16": "bf16", "mixed_float16": "fp16", "bfloat16": "bf16"}
 
 
 def labels(sub, keep=("device", "backend")) -> list[str]:
@@ -63,7 +63,7 @@ def labels(sub, keep=("device", "backend")) -> list[str]:
         if varies("batch_size") and not isnull(r["batch_size"]):
             parts.append(f"b{r['batch_size']:g}")
         if varies("precision"):
-            parts.append(_PRECISION.get(str(r["precision"]), str(r["precision"])))
+            parts.append(PRECISION_SHORT.get(str(r["precision"]), str(r["precision"])))
         if varies("threads"):
             t = r["threads"]
             parts.append("t?" if isnull(t) else ("t=all" if not t else f"t{int(t)}"))

@@ -20,22 +20,13 @@ def make_self_contained(page: str) -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
-    """``text`` to ``path`` through a temp file and a rename; the temp file is removed when writing fails (a
-    full disk must not leave ``report.html.tmp`` behind). Every page and CSV is written through here: lone
-    surrogates, bidi controls and zero-width characters are made visible (``fmt.visible``), whatever the text."""
+    """A page or CSV of the report, written atomically (``record.writer.write_text_atomic``) with lone surrogates,
+    bidi controls and zero-width characters made visible (``fmt.visible``), whatever the text."""
+    from helpers.record.writer import write_text_atomic as write
+
     from .fmt import visible
 
-    text = visible(text)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return write(path, visible(text))
 
 
 def render_html(executed_notebook: Path, out_html: Path) -> Path:

@@ -8,6 +8,7 @@ versions of Keras and the backends, and epochs of another length, before reading
 from __future__ import annotations
 
 from .fmt import isnull
+from .style import BACKEND_NAMES
 
 
 def _versions(df, rows, d: str) -> dict[str, set]:
@@ -25,9 +26,6 @@ def _versions(df, rows, d: str) -> dict[str, set]:
     return out
 
 
-NAMES = {"jax": "JAX", "torch": "PyTorch", "tensorflow": "TensorFlow"}
-
-
 def _span(values) -> str:
     v = sorted({int(x) for x in values if not isnull(x)})
     return "" if not v else f"{v[0]:,}" if v[0] == v[-1] else f"{v[0]:,}–{v[-1]:,}"
@@ -42,8 +40,8 @@ def differences(rows, df) -> str:
     libs = [lib for lib in sorted(set(cpu) & set(gpu)) if cpu[lib] and gpu[lib] and cpu[lib] != gpu[lib]]
     if libs:
         parts.append("library versions (" + "; ".join(
-            f"{NAMES.get(lib, lib)} {', '.join(sorted(cpu[lib]))} on the CPU side, {', '.join(sorted(gpu[lib]))} "
-            f"on the GPU side" for lib in libs) + ")")
+            f"{BACKEND_NAMES.get(lib, lib)} {', '.join(sorted(cpu[lib]))} on the CPU side, "
+            f"{', '.join(sorted(gpu[lib]))} on the GPU side" for lib in libs) + ")")
     sc, sg = _span(rows.get("steps_per_epoch_cpu", [])), _span(rows.get("steps_per_epoch_gpu", []))
     if sc and sg and sc != sg:
         parts.append(f"epochs of {sc} steps on the CPU side against {sg} on the GPU side (the figures are per "

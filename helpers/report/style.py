@@ -17,7 +17,8 @@ from .fmt import isnull
 
 # one colour per backend (Okabe & Ito's palette: told apart with any colour vision), in the key's order
 BACKEND_COLOURS = {"jax": "#0072B2", "tensorflow": "#009E73", "torch": "#E69F00"}
-BACKEND_NAMES = {"jax": "JAX", "tensorflow": "TensorFlow", "torch": "PyTorch"}
+BACKEND_NAMES = {"jax": "JAX", "tensorflow": "TensorFlow", "torch": "PyTorch"}  # the one map of backend names
+BACKEND_SHORT = {**BACKEND_NAMES, "tensorflow": "TF"}  # where a sentence names both sides of a pair
 # one mark per device: points (filled square: GPU, open circle: CPU) and bars (solid: GPU, pale and outlined: CPU)
 DEVICE_MARKERS = {"cpu": "o", "gpu": "s"}
 DEVICE_NAMES = {"cpu": "CPU", "gpu": "GPU"}

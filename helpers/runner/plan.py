@@ -76,9 +76,9 @@ def complete_records(runs: Path) -> list[dict]:
 def of_this_machine(records: list[dict], mkey: str) -> list[dict]:
     """The records measured on this machine: the fingerprint's own machine key is this one's, or the record's
     id is what its parameters give with this machine's ``machine_key`` (a renamed host)."""
-    from helpers.measure.fingerprint import machine_key as fp_machine_key
+    from helpers.measure.fingerprint import host_key
 
-    here = fp_machine_key()
+    here = host_key()
     out = []
     for r in records:
         fp, params = r.get("fingerprint") or {}, r.get("params")

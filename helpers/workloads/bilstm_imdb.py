@@ -17,7 +17,7 @@ from helpers.data import loaders as _data
 from helpers.data.text_sets import _imdb, _imdb_val, _pad
 
 from ..params import Param
-from .imdb import IMDB_KNOBS, adam_bce
+from .imdb import IMDB_KNOBS, IMDB_NOTES, adam_bce
 from .lstm import _LSTM_KNOB, _lstm, describe_lstm
 from .registry import Workload, register
 
@@ -58,15 +58,8 @@ def _bilstm(params: dict):
 
 register(Workload(
     name="bilstm_imdb",
-    notes={
-        "batch_size": "reviews per step (the source: 32)",
-        "epochs": "(the source: 4)",
-        "n_train": "training reviews (None: all 25,000, as in the source)",
-        "n_val": "test reviews evaluated each epoch (the source: all 25,000; 0: none)",
-        "data_source": "auto: real IMDb if cached or reachable, else synthetic; or real / synthetic",
-        "maxlen": "words per review after padding, the last ones kept (the source: 100)",
-        "seed": "(data subset, synthetic data, weights)",
-    },
+    notes={**IMDB_NOTES, "epochs": "(the source: 4)",
+           "maxlen": "words per review after padding, the last ones kept (the source: 100)"},
     source=SOURCE,
     summary="Keras' imdb_bidirectional_lstm example (Embedding(20000, 128), Bidirectional(LSTM(64)), "
             "Dropout(0.5), maxlen 100, Adam, batch 32, 4 epochs): July 2017, plain LSTM: GPU 'twice as slow' "

@@ -20,7 +20,7 @@ from helpers.data import loaders as _data
 from helpers.data.text_sets import IMDB_TRAIN, _imdb, _imdb_split, _imdb_val, _pad
 
 from ..params import Param
-from .imdb import IMDB_KNOBS, adam_bce
+from .imdb import IMDB_KNOBS, IMDB_NOTES, adam_bce
 from .registry import Workload, register
 
 SOURCE = "002_51261036f2f3f066.txt"
@@ -139,16 +139,9 @@ def _fasttext(params: dict):
 
 register(Workload(
     name="fasttext_imdb",
-    notes={
-        "batch_size": "reviews per step (the source: 32)",
-        "epochs": "(the source: 5)",
-        "n_train": "training reviews (None: all 25,000, as in the source)",
-        "n_val": "test reviews evaluated each epoch (the source: all 25,000; 0: none)",
-        "data_source": "auto: real IMDb if cached or reachable, else synthetic; or real / synthetic",
-        "maxlen": "tokens per review after padding, the last ones kept (the source: 400)",
-        "ngram_range": "n-gram features: 1 none, 2 bigrams (the source), 3 trigrams",
-        "seed": "(data subset, synthetic data, weights)",
-    },
+    notes={**IMDB_NOTES, "epochs": "(the source: 5)",
+           "maxlen": "tokens per review after padding, the last ones kept (the source: 400)",
+           "ngram_range": "n-gram features: 1 none, 2 bigrams (the source), 3 trigrams"},
     source=SOURCE,
     summary="Keras' imdb_fasttext example with bigrams (20,000 words, maxlen 400, embedding 50, Adam, "
             "batch 32, 5 epochs, validation on the 25,000 test reviews): TensorFlow 1.4 ~57 s/epoch on a K80, "

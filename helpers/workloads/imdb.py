@@ -16,3 +16,13 @@ IMDB_KNOBS = {
                           minimum=4,
         note="most frequent words kept (the source: 20000)"),
 }
+
+
+# the parameters cell's comments the IMDb workloads share (each adds its own: epochs, maxlen, ...)
+IMDB_NOTES = {
+    "batch_size": "reviews per step (the source: 32)",
+    "n_train": "training reviews (None: all 25,000, as in the source)",
+    "n_val": "test reviews evaluated each epoch (the source: all 25,000; 0: none)",
+    "data_source": "auto: real IMDb if cached or reachable, else synthetic; or real / synthetic",
+    "seed": "(data subset, synthetic data, weights)",
+}

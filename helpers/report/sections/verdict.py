@@ -16,6 +16,7 @@ from ..best import best_over_best, one_side
 from ..charts import plain_log
 from ..devices import leads
 from ..fmt import esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
+from ..labels import PRECISION_SHORT
 from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
 from ..style import PALETTE, key_handles, scatter_look
@@ -105,7 +106,8 @@ def glance_table(rows):
         out.append({
             "workload": r["workload"],
             "sides compared: CPU → GPU": f"{hl.sides(r)} · b{r['batch_size']:g}" + (
-                f" · {hl.PREC.get(str(r['precision']), r['precision'])}" if str(r["precision"]) != "float32" else ""),
+                f" · {PRECISION_SHORT.get(str(r['precision']), r['precision'])}"
+                if str(r["precision"]) != "float32" else ""),
             "GPU ÷ CPU": sp + (f" {m}" if m else "") + (f" · {busy_sides(r)}" if busy_sides(r) else ""),
             # a duration's unit changes from row to row (0.42 s, 12 min, 3.2 h): it stays in the cell
             "CPU time / source epoch": hl.duration(r.get("source_epoch_s_cpu")),
