@@ -22,7 +22,6 @@ from helpers.paths import NOTEBOOKS
 
 from . import registry
 
-
 # the code cells of a workload notebook that are the same in every one (custom.ipynb keeps its own begin and
 # finish: it checks the saved model first, and shows what it read)
 SHARED = {
