@@ -206,8 +206,9 @@ def report_cell() -> str:
 # the upgrade; any other value makes another point) and out of the report's configuration text (an old record
 # is the same configuration as a new one at that value, e.g. the published reference beside today's points).
 # (input_dtype is a knob of the image workloads: their extra_params)
-LATER_DEFAULTS = {"gpus": 1, "hosts": 1, "processes": 1, "steps_per_execution": 1, "data_placement": "host",
-                  "profile": False, "input_dtype": "float32", "batchnorm_stats": "global"}
+LATER_DEFAULTS = {**{k: COMMON_DEFAULTS[k] for k in ("gpus", "hosts", "processes", "steps_per_execution",
+                                                      "data_placement", "profile", "batchnorm_stats")},
+                  "input_dtype": "float32"}  # the image workloads' own knob: their default (a test compares)
 
 # Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
 # the per-point limit in seconds and the separate runs of each point (``helpers.grid``).

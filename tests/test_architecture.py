@@ -1,5 +1,6 @@
 """The shape of helpers/ (docs/architecture.md): a few modules at the top beside one subpackage a concern, no module
-a newcomer cannot read in one sitting, and a map whose every path exists. The layers: tests/test_imports.py."""
+a newcomer cannot read in one sitting, and a map whose every path exists and that names every module; every
+Markdown page's fences close and its links resolve."""
 
 from __future__ import annotations
 
@@ -86,3 +87,41 @@ def test_mfu_has_one_formula():
 
     assert peaks.mfu(2.0, 10.0, 40.0) == 0.5 and peaks.limit_fields(2e9, 10.0, "gpu", "NVIDIA H100 80GB HBM3")[
         "mfu"] == peaks.mfu(2e9, 10.0, peaks.peak("gpu", "NVIDIA H100 80GB HBM3")[0])
+
+
+def test_architecture_page_names_every_module_of_helpers():
+    """Each module of each subpackage is named on the page (its file name in its folder's row, or its path); the
+    report's sections are one module a section, listed by their registry, and named as a folder."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    unnamed = []
+    for mod in sorted(HELPERS.glob("*/*.py")):
+        if mod.name == "__init__.py" or mod.parent.name.startswith("_"):
+            continue
+        rel = mod.relative_to(PROJECT_ROOT).as_posix()
+        if f"`{mod.name}`" not in text and rel not in text and f"({mod.name}" not in text:
+            unnamed.append(rel)
+    assert not unnamed, f"docs/architecture.md does not name: {unnamed}"
+
+
+def _pages():
+    return [PROJECT_ROOT / "README.md", PROJECT_ROOT / "SECURITY.md", *sorted((PROJECT_ROOT / "docs").glob("*.md")),
+            *sorted((PROJECT_ROOT / "reference").glob("**/README.md"))]
+
+
+def test_every_markdown_page_closes_its_fences_and_its_links_resolve():
+    """A fence left open renders the rest of the page as code; a relative link to a file that is not there is a
+    dead end. Links to the web and to anchors alone are not followed."""
+    bad = []
+    for page in _pages():
+        text = page.read_text(encoding="utf-8")
+        fences = [ln for ln in text.splitlines() if ln.lstrip().startswith("```")]
+        if len(fences) % 2:
+            bad.append(f"{page.relative_to(PROJECT_ROOT)}: a code fence is never closed")
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (page.parent / target.split("#")[0]).resolve()
+            if not path.exists():
+                bad.append(f"{page.relative_to(PROJECT_ROOT)}: link to {target} resolves to nothing")
+    assert not bad, "\n".join(bad)

@@ -196,3 +196,16 @@ def test_estimate_rests_on_the_same_kind_else_every_record_else_none():
     assert "estimated 65 s" in text and "2 run(s) at the median wall time of earlier runs of the same workload" \
         in text and "(3 record(s))" in text and "1 at the median of every earlier run (25.0 s, 4 record(s))" in text
     assert grid.fmt_duration(3 * 3600 + 600) == "3.2 h" and grid.fmt_duration(450) == "7.5 min"
+
+
+def test_each_knob_added_later_ran_at_its_own_default():
+    """LATER_DEFAULTS (the value a record written before a knob existed ran at) takes each common knob's default
+    from COMMON; the image workloads' input_dtype is each one's default: one default a knob."""
+    from helpers import workloads
+    from helpers.params import COMMON_DEFAULTS, LATER_DEFAULTS
+    from helpers.report.fmt import MIN_STEADY_S
+
+    assert all(LATER_DEFAULTS[k] == COMMON_DEFAULTS[k] for k in LATER_DEFAULTS if k in COMMON_DEFAULTS)
+    image = [n for n in workloads.names() if "input_dtype" in workloads.knobs(n)]
+    assert image and {workloads.defaults(n)["input_dtype"] for n in image} == {LATER_DEFAULTS["input_dtype"]}
+    assert MIN_STEADY_S == COMMON_DEFAULTS["min_steady_s"]

@@ -11,6 +11,7 @@ import html
 import re
 from pathlib import Path
 
+from ..params import COMMON_DEFAULTS
 from ..paths import PROJECT_ROOT
 
 MAX_ROWS = 80  # rows per HTML table; the rest is said in a line
@@ -26,7 +27,7 @@ FOLD_HEAD = 90
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
 SHORT = "‡"  # its steady-state window (median run) is under the run's min_steady_s (MIN_STEADY_S when unrecorded)
 BUSY = "§"  # every run it rests on was measured while another process used the host's cores (protocol.HOST_BUSY)
-MIN_STEADY_S = 2.0  # seconds: the window records without ``params.min_steady_s`` are held to
+MIN_STEADY_S = COMMON_DEFAULTS["min_steady_s"]  # seconds: the window records without ``params.min_steady_s`` hold
 INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
 MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
               f"{SHORT} steady-state window under min_steady_s ({MIN_STEADY_S:g} s for records without it): at "
@@ -39,7 +40,6 @@ MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to
 
 # the report's style sheet (helpers/report/templates/report.css), inline: the page needs no file beside it
 REPORT_CSS = f"<style>\n{(Path(__file__).parent / 'templates' / 'report.css').read_text(encoding='utf-8')}</style>"
-
 
 # Characters that are safe for no sink: a lone surrogate (a valid JSON escape, "\\ud800", and what Python makes
 # of a file name that is not UTF-8) cannot be written as UTF-8; bidi controls (embeddings and overrides

@@ -135,6 +135,7 @@ def grid_hash(order: list[dict]) -> str:
 def prior_s(run: dict) -> float:
     """A run's cost without any record: a kernel's start plus its epochs' training FLOPs at an assumed rate."""
     from helpers.measure import flops_table
+    from helpers.workloads import complete
 
     dev = run.get("device", "cpu")
     try:
@@ -143,7 +144,8 @@ def prior_s(run: dict) -> float:
         c = None
     if c is None:
         return START_S.get(dev, 20.0) + UNKNOWN_S
-    work = c.train(run.get("batch_size") or 32) * (run.get("n_train") or 0) * max(run.get("epochs") or 1, 1)
+    run = complete(run)  # the workload's defaults where the grid gives none (its batch, epochs)
+    work = c.train(run["batch_size"]) * (run.get("n_train") or 0) * max(run["epochs"] or 1, 1)
     return START_S.get(dev, 20.0) + work / RATE_FLOPS.get(dev, RATE_FLOPS["cpu"])
 
 
