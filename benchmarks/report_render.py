@@ -10,7 +10,7 @@ repeats included); each copy is marked ``fixture: true``. For each N the summary
 through papermill in a fresh kernel and rendered to HTML, exactly as ``run_all.sh`` does; prints seconds.
 
 ``--hostile`` renders each N twice, in a fresh process each: the N good records alone, then with the
-hostile set beside them (``benchmarks/hostile.py``: every file that once crashed, stalled or fooled the report);
+hostile set beside them (``tests/support/hostile.py``: every file that once crashed, stalled or fooled the report);
 prints seconds and peak memory (resident, summed over the rendering process and its children: the summary
 kernel, index workers) of both and what the hostile set adds. ``--repeat R`` renders each R times, the two kinds
 interleaved, and keeps the fastest and smallest of each.
@@ -148,7 +148,8 @@ def main(argv=None) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         synthesise(real, n, folder)
         if args.hostile:
-            from hostile import write_hostile
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+            from support.hostile import write_hostile  # the tests' hostile record set
 
             hostile = base / f"hostile-{n}"
             expected = write_hostile(hostile, real[0], base / f"outside-{n}")

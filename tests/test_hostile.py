@@ -1,6 +1,6 @@
 """Untrusted records and notebooks: each hostile input costs itself only, within a stated time.
 
-The hostile record set is benchmarks/hostile.py's (the benchmark renders 1,000 good records beside it). Each case is
+The hostile record set is tests/support/hostile.py's (the benchmark renders 1,000 good records beside it). Each case is
 fed beside good records; the report must tabulate every good record, list the bad file with its reason, build
 every section, and finish within ``BOUND_S``. The browser test renders the whole set through the runner and opens
 report.html, index.html and the notebook page in headless Chromium with the network logged: no request at all.
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from support.hostile import CASES, SECRET_HOST, write_hostile, write_hostile_notebook
 from support.runs import complete_ok_records, good_record, write
 
-from benchmarks.hostile import CASES, SECRET_HOST, write_hostile, write_hostile_notebook
 from helpers.paths import PROJECT_ROOT
 from helpers.record import schema
 from helpers.record.ids import notebook_path

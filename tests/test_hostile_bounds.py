@@ -660,7 +660,7 @@ def test_a_keras_file_whose_weights_inflate_is_refused_before_keras_reads_it(tmp
 
 
 def test_a_conflicting_copy_keeps_both_copies_apart_and_named(tmp_path):
-    from benchmarks.hostile import write_conflict
+    from support.hostile import write_conflict
 
     good = _good(tmp_path / "good")
     real, forged = write_conflict(good, tmp_path / "theirs", _rec(5, workload="mlp_mnist"))
