@@ -299,7 +299,7 @@ def test_seed_001_table_and_seed_003_timeline_get_both_answers_busy_time_and_mfu
     table = utilisation.comparison_summary(ref_ctx.summary)
     cols = list(table.columns)
     assert cols.index("MFU") == cols.index("GPU % (peak)") + 1
-    gpu = table[table["device · backend"].str.startswith("gpu") | table["device · backend"].str.contains("GPU")]
+    gpu = table[table["configuration"].str.startswith("gpu") | table["configuration"].str.contains("GPU")]
     assert len(gpu) and gpu["MFU"].str.endswith("%").all()
     # a small model: NVML busy near its mean, the arithmetic a few percent of the card's peak
     run = utilisation.pick_timeline(ref_ctx.records)

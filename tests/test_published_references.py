@@ -519,3 +519,19 @@ def test_mfu_of_a_point_of_several_processes_is_over_every_gpus_peak():
         # the report's MFU (its FLOPs count includes the optimiser's update: a few per cent apart), never twice it
         assert float(peaks.mfu(row["flops_per_sample"], row["samples_per_s"], row["peak_flops"])) == pytest.approx(
             r["mfu"], rel=0.05)
+
+
+def test_every_published_reference_re_renders_its_csvs_byte_equal(tmp_path):
+    """Every reference's CSVs, rebuilt from its records as the report builds them (the reader's upgrade of older
+    schemas included), are the committed files byte for byte: the upgrade on read changes no figure."""
+    from helpers import report
+    from helpers.report import csvs
+
+    folders = sorted(p.parent for p in (PROJECT_ROOT / "reference").glob("**/records") if p.is_dir())
+    assert len(folders) >= 8
+    for folder in folders:
+        ctx = report.build_context([folder / "records"], use_reference=False)
+        out = tmp_path / folder.relative_to(PROJECT_ROOT)
+        for written in csvs.write_csvs(ctx, out):
+            committed = folder / written.name
+            assert written.read_bytes() == committed.read_bytes(), committed

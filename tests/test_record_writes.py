@@ -62,3 +62,34 @@ def test_the_record_type_names_every_key_a_record_must_have():
     del rec["history"]
     with pytest.raises(KeyError, match="history"):
         write_record({**rec, "status": "ok"}, Path("/nonexistent"))
+
+
+def test_the_reader_returns_every_record_in_the_current_shape(tmp_path):
+    """An older record is upgraded on read, in the reader only: its protocol and caveats said in fields of their
+    own, the knobs added after it was written at the value it ran at (a workload's own only where it has it); its
+    schema kept as written."""
+    import json
+
+    from helpers.record.reader import read_records
+    from helpers.record.upgrade import CURRENT, EARLIER, ENERGY_MEDIAN, TIMING
+    from helpers.record.writer import write_atomic
+    from helpers.report.table import workload_knobs
+
+    base = {"point_id": "p", "workload": "cnn_cifar10", "backend": "jax", "device": "cpu", "device_used": "cpu",
+            "status": "ok", "reason": None, "data_source": "synthetic", "n_train": 100, "batch_size": 10,
+            "epochs": 2, "first_epoch_s": 1.0, "epoch_s": [1.0], "median_epoch_s": 1.0, "step_s": 0.1,
+            "samples_per_s": 100.0, "history": {}, "utilisation": {}, "energy_j_per_epoch": None,
+            "fingerprint": {}, "started_at": "2026-01-01T00:00:00", "duration_s": 2.0, "notebook": None}
+    write_atomic(tmp_path / "v1.json", {**base, "schema": 1, "point_id": "a", "params": {"precision": "float32"}})
+    write_atomic(tmp_path / "v2.json", {**base, "schema": 2, "point_id": "b", "params": {},
+                                        "energy_method": "nvml_energy_counter", "workload": "bilstm_imdb"})
+    write_atomic(tmp_path / "v4.json", {**base, "schema": 4, "point_id": "c", "params": {"gpus": 2}})
+    recs = {r["point_id"]: r for r in read_records([tmp_path], workload_knobs)[0]}
+    assert (recs["a"]["schema"], recs["a"]["protocol"], recs["a"]["caveats"]) == (1, EARLIER, [TIMING])
+    assert (recs["b"]["protocol"], recs["b"]["caveats"]) == (CURRENT, [ENERGY_MEDIAN])
+    assert (recs["c"]["protocol"], recs["c"]["caveats"]) == (CURRENT, [])
+    assert recs["a"]["params"]["input_dtype"] == "float32" and recs["a"]["params"]["gpus"] == 1  # ran so
+    assert "input_dtype" not in recs["b"]["params"]  # bilstm_imdb has no such knob
+    assert recs["c"]["params"]["gpus"] == 2  # as written
+    # the file on disk is never touched
+    assert "protocol" not in json.loads((tmp_path / "v1.json").read_text())

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import statistics
 
-COUNTER = "nvml_energy_counter"
+from helpers.record.upgrade import COUNTER  # the record's word for the board's energy counter
+
 MEAN_POWER = "mean_power"
 # The shortest steady window (training seconds) the energy counter is read over: the counter moves in steps of
 # about 0.1 s of power (seen on an H100), so one step is at most 10% of a 1-s window and the two ends' steps

@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 
 from helpers.record.schema import why_not_record
+from helpers.record.upgrade import upgrade
 
 # a record is a few kB (the largest published: 68 kB, its GPU timeline capped at 400 samples); parsing costs ~30x
 # the file in memory, so the cap bounds what one file can cost before any check has seen it
@@ -129,8 +130,9 @@ def inside(path: Path, roots) -> tuple[Path | None, str | None]:
     return real, None
 
 
-def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
-    """Every record (a schema in ``READABLE_SCHEMAS``) under ``folders``; also the files skipped and why.
+def read_records(folders, knobs_of=None) -> tuple[list[dict], list[tuple[str, str]]]:
+    """Every record (a schema in ``READABLE_SCHEMAS``) under ``folders``, in the current shape (``upgrade.upgrade``;
+    ``knobs_of``: a workload's knobs, for its own knobs added later); also the files skipped and why.
 
     A file is skipped, with its reason, when it is not a regular file, is a symlink to outside the folders
     given, is larger than ``MAX_RECORD_BYTES``, is not JSON, is not a record, or has a field the report cannot
@@ -178,7 +180,7 @@ def read_records(folders) -> tuple[list[dict], list[tuple[str, str]]]:
             if o.get("_path") is None:
                 o["_path"] = p
                 records.append(o)
-    return records, skipped
+    return [upgrade(r, knobs_of) for r in records], skipped
 
 
 def found_files(folders, pattern: str) -> tuple[list[tuple[Path, Path]], list[tuple[str, str]]]:

@@ -30,7 +30,9 @@ so records of both meanings stand side by side. New keys: ``host_load`` and ``ho
 (``helpers.measure.host_load``).
 
 Ids and file names: ``helpers.record.ids``; the atomic writer: ``helpers.record.writer``; reading a folder
-of records back: ``helpers.record.reader``.
+of records back: ``helpers.record.reader``, which returns every record in the current shape
+(``helpers.record.upgrade``: what an older schema means, said in ``protocol``, ``caveats`` and the later knobs'
+values): no reader past it branches on a schema number.
 """
 
 from __future__ import annotations
@@ -78,6 +80,9 @@ class Record(TypedDict, total=False):
     started_at: str | None
     duration_s: float | None
     notebook: str | None
+    # set by the reader (helpers.record.upgrade), never written
+    protocol: Literal["current", "earlier"]
+    caveats: list[str]
     # the runner's, added before the record's one write
     wall_s: float
     repeat: int

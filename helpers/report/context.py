@@ -71,7 +71,7 @@ def load_rows(folders):
     from helpers.record.reader import read_records
 
     folders = [Path(f) for f in folders if Path(f).exists()]
-    records, skipped = read_records(folders)
+    records, skipped = read_records(folders, table.workload_knobs)
     records = [{**_visible({k: v for k, v in r.items() if k not in _WHERE}),
                 **{k: r[k] for k in _WHERE if k in r}} for r in records]
     good = []

@@ -33,7 +33,7 @@ RESULT_UNITS = {"ram_gb": "ram_gib", "cpus": "cpus_used", "machine_cpus": "machi
                 "cal_matmul": "cal_matmul_gflop_per_s", "cal_matmul_1t": "cal_matmul_1thread_gflop_per_s",
                 "peak_flops": "peak_flop_per_s", "input_mb_per_step": "input_mb_per_step",
                 "energy_j_per_epoch": "energy_j_per_epoch", "power_w": "power_w"}
-RESULT_DROP = ("epoch_list", "notebook")
+RESULT_DROP = ("epoch_list", "notebook", "protocol")  # protocol: the reader's, from the record's schema column
 
 CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
     "machine": "machine", "workload": "workload", "backend": "backend", "device": "device",

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+from helpers.record.upgrade import EARLIER
+
 from . import table
 
 Z90 = 1.645  # a two-sided 90% interval of a normal
@@ -24,7 +26,7 @@ Z90 = 1.645  # a two-sided 90% interval of a normal
 def _current(df):
     """The runs of the current protocol that the lease spread is taken from (as the reference's held-out check)."""
     ok = df[(df["status"] == "ok") & df["median_epoch_s"].notna()]
-    ok = ok[ok["schema"].fillna(1) >= 2]
+    ok = ok[ok["protocol"] != EARLIER]
     return ok[~ok["knobs"].fillna("").astype(str).str.contains("profile=True")]
 
 

@@ -4,6 +4,8 @@ leases, epochs and seconds of window, and what to beware of."""
 
 from __future__ import annotations
 
+from helpers.record.upgrade import EARLIER
+
 from . import fmt
 from .fmt import isnull
 
@@ -13,15 +15,13 @@ MIN_STEPS = 100  # a point with fewer steps per epoch carries a fixed per-epoch 
 
 def current_protocol(g):
     """(the runs of one configuration that its figure rests on, how many were left out): where a configuration
-    has runs of the current protocol (record schema 2 or later: a steady window of at least ``min_steady_s``,
-    validation timed apart), its runs of the earlier protocol (schema 1) are left out of its figure, so a
-    median never mixes protocols; they stay in the records and the run tables. A configuration measured only
+    has runs of the current protocol (a steady window of at least ``min_steady_s``, validation timed apart: the
+    reader's ``protocol``, helpers.record.upgrade), its runs of the earlier protocol are left out of its figure, so
+    a median never mixes protocols; they stay in the records and the run tables. A configuration measured only
     under the earlier protocol keeps its runs (and the overview's mark)."""
-    import pandas as pd
-
-    schema = pd.to_numeric(g["schema"], errors="coerce").fillna(1)
-    if (schema >= 2).any() and (schema < 2).any():
-        return g[schema >= 2], int((schema < 2).sum())
+    earlier = g["protocol"] == EARLIER
+    if earlier.any() and not earlier.all():
+        return g[~earlier], int(earlier.sum())
     return g, 0
 
 

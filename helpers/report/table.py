@@ -25,7 +25,7 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
            "n_steady", "steady_s", "step_s", "samples_per_s", "val_s", "total_s", "cpu_pct", "proc_cpu_pct",
            "gpu_pct", "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch",
            "idle_power_w", "energy_method", "final_loss", "final_accuracy", "keras", "backend_version", "python",
-           "git_commit", "schema", "started_at", "point_id", "notebook", "path", "fixture", "epoch_list",
+           "git_commit", "schema", "protocol", "started_at", "point_id", "notebook", "path", "fixture", "epoch_list",
            "boot_id", "cpu_id", "cpu_flags", "gpu_state", "gpu_sm_now", "gpu_mem_now", "cal_when", "cal_dispatch",
            "cal_matmul", "cal_matmul_1t", "cal_threads", "repeat", "config_id", "min_steady_s",
            "flops_per_sample", "flops_source", "peak_flops", "peak_source", "host_copy_s", "input_mb_per_step",
@@ -35,24 +35,17 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
 # output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
 _COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers", "repeat", "min_steady_s"}
 
-# Knobs added after records were written (params.LATER_DEFAULTS, with the value such a record ran at): a record
-# without a workload knob of them ran so, and is the same configuration as a new record at that value (e.g. the
-# published reference against today's CPU points, the no-GPU pairing); the common ones of them are named in a
-# configuration only away from that value.
+# Knobs added after records were written (params.LATER_DEFAULTS, with the value such a record ran at; the reader
+# adds them to an older record: helpers.record.upgrade): the common ones of them are named in a configuration only
+# away from that value.
 LATER_COMMON = tuple(k for k in _params.LATER_DEFAULTS if k in _params.COMMON)
 
 
-def _with_later_knobs(workload, params: dict) -> dict:
-    missing = [k for k in _params.LATER_DEFAULTS if k not in params and k not in _params.COMMON]
-    if not missing:
-        return params
-    try:
-        from ..workloads import get
+def workload_knobs(name: str) -> dict:
+    """A workload's knobs (``workloads.knobs``), for the reader's upgrade of older records (``record.upgrade``)."""
+    from ..workloads import knobs
 
-        own = get(workload).extra_params or {}
-    except Exception:  # a workload this suite does not know (a colleague's): its knobs as recorded
-        return params
-    return {**{k: _params.LATER_DEFAULTS[k] for k in missing if k in own}, **params}
+    return knobs(name)
 
 
 # What makes two records the same configuration (repeats of it are pooled).
@@ -156,7 +149,6 @@ def _row(r: dict) -> dict:
     augment = _first(params.get("augment"), info.get("augment"))
     # the workload's own knobs (catsdogs' variant, fasttext's ngram_range, vgg's augment_impl, ...):
     # records that differ in one are different configurations, never repeats of one
-    params = _with_later_knobs(r.get("workload"), params)
     # and the common knobs added later (several devices or hosts, steps per compiled call, the data on the device)
     # away from their old value: another configuration, never a repeat of one
     shown = [k for k in sorted(params) if k not in _COMMON_PARAMS] + [
@@ -210,7 +202,8 @@ def _row(r: dict) -> dict:
         "host_copy_s": r.get("host_copy_s_per_step"),
         "input_mb_per_step": r["input_bytes_per_step"] / 1e6 if r.get("input_bytes_per_step") else None,
         "keras": versions.get("keras"), "backend_version": bv, "python": fp.get("python"),
-        "git_commit": fp.get("git_commit"), "schema": r.get("schema"), "started_at": r.get("started_at"),
+        "git_commit": fp.get("git_commit"), "schema": r.get("schema"), "protocol": r.get("protocol"),
+        "started_at": r.get("started_at"),
         "point_id": r.get("point_id"), "notebook": r.get("notebook"), "path": r.get("_path"),
         "fixture": bool(r.get("fixture")), "epoch_list": steady,
         "boot_id": fp.get("boot_id") if isinstance(fp.get("boot_id"), str) else None,
@@ -275,7 +268,7 @@ def tidy(records: list[dict]):
 def load_table(folders):
     """(tidy DataFrame, raw records, skipped files) from every record under ``folders``."""
     folders = [Path(f) for f in folders if Path(f).exists()]
-    records, skipped = read_records(folders)
+    records, skipped = read_records(folders, workload_knobs)
     return tidy(records), records, skipped
 
 

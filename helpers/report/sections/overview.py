@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from helpers.measure.energy import COUNTER
-from helpers.record.schema import SCHEMA
+from helpers.record.upgrade import ENERGY_MEDIAN, TIMING
 
 from .. import findings as said
 from ..fmt import ONE_RUN, SHORT, shown_path
@@ -68,18 +67,18 @@ def build(ctx) -> Section:
     if nfix:
         s.note("⚠ {} record(s) are <b>fixtures</b> (hand-written test data, marked * in charts and 'fixture' in "
                "tables), not measurements.", nfix, kind="warn")
-    v1 = [r for r in ctx.records if r.get("schema") == 1]
+    v1 = [r for r in ctx.records if TIMING in r.get("caveats", ())]
     if v1:
         affected = sum(_validated_on_async(r) for r in v1)
-        s.note("⚠ {} record(s) were measured before the fixes of record schema 2 (validation timing on "
+        s.note("⚠ {} record(s) were measured before the timing fixes (validation timing on "
                "asynchronous backends, GPU energy from the board's energy counter): {} of them validated on JAX "
                "or a GPU, where their samples/s may be too high; their energy is mean sampled power × time, "
                "idle power included.", len(v1), affected, kind="warn")
     left = int(ctx.summary["n_earlier"].fillna(0).sum()) if "n_earlier" in ctx.summary else 0
     if left:
-        s.note("{} run(s) of the earlier protocol (record schema 1) are left out of the figures of the {} "
+        s.note("{} run(s) of the earlier protocol are left out of the figures of the {} "
                "configuration(s) that were measured again under the current one: a figure never mixes protocols. "
-               "They stay in the records and in the run tables (schema 1).", left,
+               "They stay in the records and in the run tables (their schema column: 1).", left,
                int((ctx.summary["n_earlier"].fillna(0) > 0).sum()))
     busy = df[(df["status"] == "ok") & df["host_busy"].astype(bool)] if "host_busy" in df else df.iloc[:0]
     if len(busy) and len(ctx.summary):
@@ -88,9 +87,10 @@ def build(ctx) -> Section:
                "configuration(s) rest on such runs only, marked host busy wherever their figures appear.", len(busy),
                int(ctx.summary["n_host_busy"].fillna(0).sum()), int(ctx.summary["host_busy"].astype(bool).sum()),
                kind="warn")
-    v2 = [r for r in ctx.records if r.get("schema") == 2 and r.get("energy_method") == COUNTER]
-    if v2 and SCHEMA >= 3:
-        s.note("⚠ {} record(s) measured GPU energy before the fix of record schema 3: their J/epoch is the median "
+    v2 = [r for r in ctx.records if ENERGY_MEDIAN in r.get("caveats", ())]
+    if v2:
+        s.note("⚠ {} record(s) measured GPU energy before the energy fix: their J/epoch is the median "
                "epoch's counter difference, which the counter's steps (about 0.1 s) bias low for short epochs "
-               "(0 J at 27 ms); schema 3 takes the steady window's energy over its epochs.", len(v2), kind="warn")
+               "(0 J at 27 ms); today's records take the steady window's energy over its epochs.", len(v2),
+               kind="warn")
     return s
