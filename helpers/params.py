@@ -238,38 +238,6 @@ def validate(params: dict[str, Any], where: str = "parameters", spec: dict[str, 
         )
 
 
-# Keras' own words when it refuses steps_per_execution > 1 with the torch backend (keras/src/backend/torch/trainer.py)
-TORCH_STEPS_PER_EXECUTION = "`steps_per_execution` must be 1 with the PyTorch backend"
-
-
-def check_combination(params: dict[str, Any], where: str = "parameters") -> None:
-    """Keys against each other, where Keras would refuse the pair only once the model is compiled:
-    ``steps_per_execution`` > 1 with the torch backend; and ``data_placement: device`` where it cannot hold
-    (the TensorFlow backend, several hosts)."""
-    params = {**COMMON_DEFAULTS, **params}  # a grid's block may leave a knob to its default
-    spe = params["steps_per_execution"]
-    backend = params.get("backend")
-    if backend == "torch" and isinstance(spe, int) and spe > 1:
-        raise ParamError(f"{where}: key 'steps_per_execution' has value {spe!r} with backend 'torch'; allowed: 1 "
-                         f"(Keras: \"{TORCH_STEPS_PER_EXECUTION}\")")
-    how = params.get("data_placement")
-    if how in ("device", "staged") and backend not in PLACEMENT_BACKENDS:
-        raise ParamError(f"{where}: key 'data_placement' has value {how!r} with backend {backend!r}; allowed "
-                         f"with backend {' or '.join(map(repr, PLACEMENT_BACKENDS))} (with TensorFlow, Keras "
-                         "feeds fit through a tf.data pipeline on the host)")
-    if how == "device":
-        if backend not in PLACEMENT_BACKENDS:
-            raise ParamError(f"{where}: key 'data_placement' has value 'device' with backend {backend!r}; allowed "
-                             f"with backend {' or '.join(map(repr, PLACEMENT_BACKENDS))} (with TensorFlow, Keras "
-                             "feeds fit through a tf.data pipeline on the host)")
-        for key in ("hosts", "processes"):
-            n = params.get(key, 1)
-            if isinstance(n, int) and n > 1:
-                raise ParamError(f"{where}: key 'data_placement' has value 'device' with {key}={n}; allowed with "
-                                 f"{key}: 1 (several processes feed each its shard of numpy arrays: "
-                                 "data_placement 'staged' puts each batch of it on the devices ahead of the step)")
-
-
 def _similar(a: str, b: str) -> bool:
     import difflib
 

@@ -91,7 +91,10 @@ def test_shards_are_equal_and_split_evenly_over_the_devices():
     assert [len(p[0]) for p in parts] == [50, 50]  # 103 // 2 = 51, trimmed to a multiple of 2 devices
     assert not set(parts[0][0]) & set(parts[1][0]) and (parts[1][1] == parts[1][0] * 10).all()
     # a generator's epoch: a multiple of the devices, batches of this process's batch
-    p = distribution_params.data_params({"batch_size": 32, "gpus": 4, "hosts": 1, "n_train": 1031, "n_val": 3})
+    from helpers.params import COMMON_DEFAULTS
+
+    p = distribution_params.data_params({**COMMON_DEFAULTS, "batch_size": 32, "gpus": 4, "hosts": 1, "n_train": 1031,
+                                         "n_val": 3})
     assert (p["batch_size"], p["n_train"], p["n_val"]) == (128, 1028, 4)
 
 
@@ -128,7 +131,7 @@ _INPUT = """
 import json
 import numpy as np
 import keras
-from helpers.workloads import get
+from helpers.workloads import complete, get
 from helpers.data.image_augment import prepare_batch
 
 out = {}
@@ -138,7 +141,7 @@ for name, extra in [("cnn_cifar10", {}), ("mlp_mnist", {}), ("cnn_mnist", {}), (
     w = get(name)
     counts = {}
     for dt in ("float32", "uint8"):
-        prm = {**w.defaults, **extra, "input_dtype": dt}
+        prm = complete({**extra, "workload": name, "input_dtype": dt})
         m = w.build(prm)
         first = next(layer.name for layer in m.layers if type(layer).__name__ != "InputLayer")
         counts[dt] = [m.count_params(), m.inputs[0].dtype, first]

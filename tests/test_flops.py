@@ -200,9 +200,11 @@ def test_steps_per_execution_above_1_with_torch_is_refused_with_keras_reason(tmp
         grid.expand(_grid(tmp_path, backend=["jax", "torch"], steps_per_execution=4))
     msg = str(exc.value)
     assert "points[1]" in msg and "'torch'" in msg and "`steps_per_execution` must be 1 with the PyTorch backend" in msg
+    from helpers.point.distribution_params import check
+
     with pytest.raises(params.ParamError, match="PyTorch backend"):
-        params.check_combination({"backend": "torch", "steps_per_execution": 2}, "notebook parameters")
-    params.check_combination({"backend": "torch", "steps_per_execution": 1})
+        check({"backend": "torch", "steps_per_execution": 2}, "notebook parameters")
+    check({"backend": "torch", "steps_per_execution": 1})
 
 
 def test_the_ladder_validates_and_climbs_one_knob_at_a_time():

@@ -173,7 +173,6 @@ def _expand(path: Path, problems: Problems) -> list[dict]:
                 continue
             try:  # keys against each other: several devices or hosts only where they can run
                 _distribution.check(full, where)
-                _params.check_combination(full, where)
             except _params.ParamError as exc:
                 problems.add(_at_key(str(exc), where, key_at))
                 continue

@@ -15,7 +15,7 @@ A point with ``processes: N`` (and ``hosts: 1``) is N processes on this host tha
 (``helpers.runner.processes``), each with its own ``gpus`` GPU(s): the same runtime, the same merged record. A
 point's processes are ``hosts`` x ``processes`` (``Plan.hosts`` counts them).
 
-    check(params)                 # cross-key rules (grid validation and the notebook's first cell)
+    check(params)                 # every rule of keys against each other (grid validation, the notebook's first cell)
     data_params(params)           # what the workload's loader gets: this process's batch, sizes the devices split
     global_batch(params)          # batch_size x gpus x the point's processes
 
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 
-from helpers.params import ParamError
+from helpers.params import COMMON_DEFAULTS, PLACEMENT_BACKENDS, ParamError
 
 HOST_DEVICES_ENV = "CGB_HOST_DEVICES"  # test only: gpus > 1 over JAX host devices on a CPU point
 # What Keras' torch backend does with a model wrapped in torch's DistributedDataParallel (docs/multi_gpu.md)
@@ -52,15 +52,25 @@ def host_devices_allowed(environ=None) -> bool:
 
 
 def devices_of(params: dict) -> tuple[int, int]:
-    """``(gpus, processes in all)`` of a point's parameters: gpus per process, hosts x processes (absent or null:
-    1)."""
-    return int(params["gpus"] or 1), int(params["hosts"] or 1) * int(params["processes"] or 1)
+    """``(gpus, processes in all)`` of a point's parameters (a record's, which may predate a key: its default):
+    gpus per process, hosts x processes."""
+    p = {**COMMON_DEFAULTS, **{k: v for k, v in params.items() if v is not None}}
+    return int(p["gpus"]), int(p["hosts"]) * int(p["processes"])
+
+
+# Keras' own words when it refuses steps_per_execution > 1 with the torch backend (keras/src/backend/torch/trainer.py)
+TORCH_STEPS_PER_EXECUTION = "`steps_per_execution` must be 1 with the PyTorch backend"
 
 
 def check(params: dict, where: str = "parameters", host_devices: bool = False) -> None:
-    """Raise ``ParamError`` for a combination that cannot run: ``gpus``/``hosts``/``processes`` > 1 off JAX,
-    ``gpus`` > 1 on a CPU point (unless ``host_devices``, the test-only route), ``processes`` > 1 with ``hosts``
-    > 1 (the runner starts processes on its own host only)."""
+    """The one check of keys against each other (a grid's point, a notebook's parameters): raise ``ParamError`` for a
+    combination that cannot run. Where Keras would refuse the pair only once the model is compiled:
+    ``steps_per_execution`` > 1 with torch; ``data_placement`` 'device' or 'staged' off JAX and torch, 'device' with
+    several hosts or processes. The devices: ``gpus``/``hosts``/``processes`` > 1 off JAX, ``gpus`` > 1 on a CPU
+    point (unless ``host_devices``, the test-only route), ``processes`` > 1 with ``hosts`` > 1 (the runner starts
+    processes on its own host only)."""
+    params = {**COMMON_DEFAULTS, **params}  # a grid's block may leave a knob to its default
+    _check_keys(params, where)
     gpus, count = devices_of(params)
     if gpus == 1 and count == 1:
         return
@@ -104,3 +114,20 @@ def data_params(params: dict) -> dict:
 
 def global_batch(params: dict) -> int:
     return per_process_batch(params) * devices_of(params)[1]
+
+
+def _check_keys(params: dict, where: str) -> None:
+    spe, backend, how = params["steps_per_execution"], params.get("backend"), params["data_placement"]
+    if backend == "torch" and isinstance(spe, int) and spe > 1:
+        raise ParamError(f"{where}: key 'steps_per_execution' has value {spe!r} with backend 'torch'; allowed: 1 "
+                         f"(Keras: \"{TORCH_STEPS_PER_EXECUTION}\")")
+    if how in ("device", "staged") and backend not in PLACEMENT_BACKENDS:
+        raise ParamError(f"{where}: key 'data_placement' has value {how!r} with backend {backend!r}; allowed "
+                         f"with backend {' or '.join(map(repr, PLACEMENT_BACKENDS))} (with TensorFlow, Keras "
+                         "feeds fit through a tf.data pipeline on the host)")
+    for key in ("hosts", "processes") if how == "device" else ():
+        n = params[key]
+        if isinstance(n, int) and n > 1:
+            raise ParamError(f"{where}: key 'data_placement' has value 'device' with {key}={n}; allowed with "
+                             f"{key}: 1 (several processes feed each its shard of numpy arrays: "
+                             "data_placement 'staged' puts each batch of it on the devices ahead of the step)")

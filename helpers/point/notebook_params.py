@@ -35,5 +35,4 @@ def collect(namespace: dict) -> dict:
     if missing:
         raise _params.ParamError(f"notebook parameters: missing keys {missing}")
     _distribution.check(params, "notebook parameters", host_devices=_distribution.host_devices_allowed())
-    _params.check_combination(params, "notebook parameters")
     return params

@@ -100,8 +100,9 @@ def note(name: str, knob: str) -> str:
 
 def build_model(name: str, params: dict):
     """The workload's model, compiled with its optimiser, loss, metrics, ``jit_compile`` and
-    ``steps_per_execution``."""
+    ``steps_per_execution``; ``params`` completed with the workload's defaults (``complete``)."""
     w = get(name)
+    params = complete({**params, "workload": name})
     model = w.build(params)
     jit = params["jit_compile"]
     model.compile(**w.compile_args(params), jit_compile=jit,
@@ -110,4 +111,5 @@ def build_model(name: str, params: dict):
 
 
 def load_data(name: str, params: dict) -> _data.Dataset:
-    return get(name).load(params)
+    """The workload's data for ``params``, completed with the workload's defaults (``complete``)."""
+    return get(name).load(complete({**params, "workload": name}))
