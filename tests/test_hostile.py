@@ -227,17 +227,19 @@ def test_a_failed_report_says_why_and_the_old_one_no_longer_looks_current(tmp_pa
 
 
 def test_a_full_disk_leaves_no_temp_report(tmp_path, monkeypatch):
+    import os
+
     from helpers.report.render import write_text_atomic
 
-    real = Path.replace
+    real = os.fsync
 
-    def full(self, target):
+    def full(fd):  # the disk fills as the page is flushed
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(Path, "replace", full)
+    monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(OSError):
         write_text_atomic(tmp_path / "report.html", "x" * 1000)
-    monkeypatch.setattr(Path, "replace", real)
+    monkeypatch.setattr(os, "fsync", real)
     assert list(tmp_path.iterdir()) == []
 
 

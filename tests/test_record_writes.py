@@ -54,7 +54,8 @@ def test_the_record_type_names_every_key_a_record_must_have():
     from helpers.record.writer import write_record
 
     runner_keys = ["wall_s", "repeat", "config_id"]
-    assert list(Record.__annotations__) == [*REQUIRED_KEYS, *runner_keys]
+    reader_keys = ["protocol", "caveats"]  # helpers.record.upgrade: set on read, never written
+    assert list(Record.__annotations__) == [*REQUIRED_KEYS, *runner_keys, *reader_keys]
     rec = empty_record({"workload": "mlp_mnist", "backend": "jax", "device": "cpu"}, "abc")
     assert rec["schema"] == SCHEMA and set(rec) >= set(REQUIRED_KEYS)
     with pytest.raises(ValueError, match="status must be one of"):

@@ -222,7 +222,7 @@ def test_the_h100_reference_is_marked_and_rounded(reference_ctx):
     page = sections.build(sections.get("throughput"), ctx)._repr_html_()
     assert "280,000 [240,000–350,000]" in page and "275,995" not in page
     overview = sections.build(sections.get("overview"), ctx)._repr_html_()
-    assert "20 run(s) of the earlier protocol (record schema 1) are left out of the figures of the 20" in overview
+    assert "20 run(s) of the earlier protocol are left out of the figures of the 20" in overview
 
 
 # ------------------------------------------------------------------ benchmarks/reference_spread.py
@@ -287,7 +287,7 @@ def test_a_figure_never_mixes_the_earlier_protocol_with_the_current_one(tmp_path
     summ = _ctx(tmp_path, recs).summary
     mixed = summ[summ["batch_size"] != 64].iloc[0]
     assert mixed["n_runs"] == 2 and mixed["samples_per_s"] == pytest.approx(1050)
-    assert mixed["n_earlier"] == 2 and mixed["schema_min"] == 2
+    assert mixed["n_earlier"] == 2
     old = summ[summ["batch_size"] == 64].iloc[0]
     assert old["n_runs"] == 2 and old["samples_per_s"] == pytest.approx(750) and old["n_earlier"] == 0
     alone = _ctx(tmp_path / "alone", recs[:2]).summary.iloc[0]  # schema 1 alone: all its runs kept

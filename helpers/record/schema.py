@@ -80,13 +80,13 @@ class Record(TypedDict, total=False):
     started_at: str | None
     duration_s: float | None
     notebook: str | None
-    # set by the reader (helpers.record.upgrade), never written
-    protocol: Literal["current", "earlier"]
-    caveats: list[str]
     # the runner's, added before the record's one write
     wall_s: float
     repeat: int
     config_id: str
+    # set by the reader (helpers.record.upgrade), never written
+    protocol: Literal["current", "earlier"]
+    caveats: list[str]
 
 
 def empty_record(params: dict, pid: str) -> Record:

@@ -10,6 +10,7 @@ no cycle (package -> workload module -> registry).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -39,8 +40,16 @@ REGISTRY: dict[str, Workload] = {}
 
 
 def register(w: Workload) -> Workload:
+    """Add ``w`` to the registry; its ``build``, ``compile_args`` and ``load`` get every knob (``complete``: the
+    values given, else the defaults), so that a workload's code reads ``params[knob]`` and keeps no default."""
     if not w.name.isidentifier():
         raise ValueError(f"workload name must be a valid identifier: {w.name!r}")
+
+    def completing(fn):
+        return lambda params: fn(complete({**params, "workload": w.name}))
+
+    w = dataclasses.replace(w, build=completing(w.build), compile_args=completing(w.compile_args),
+                            load=completing(w.load))
     REGISTRY[w.name] = w
     return w
 
