@@ -22,6 +22,7 @@ class Exit(enum.IntEnum):
     BAD_GRID = 2
     BUDGET = 3
     CANNOT_WRITE = 4
+    SLOWER = 4  # --compare --fail-if-slower: the same status, another command (an alias: one row in the table)
     BUSY = 5
     INTERRUPTED = 130
 
@@ -37,7 +38,8 @@ DESCRIPTIONS = {
                    "the size guard without --yes (nothing run)",
     Exit.BUDGET: "points left by --budget: run the same command again to resume (said even where a point "
                  "failed: that run retries it)",
-    Exit.CANNOT_WRITE: "outputs/ cannot be written (read-only, full disk: the points done are kept)",
+    Exit.CANNOT_WRITE: "outputs/ cannot be written (read-only, full disk: the points done are kept); with --compare "
+                       "--fail-if-slower: a configuration significantly slower than the threshold allows",
     Exit.BUSY: "another run holds outputs/, or another runner this shard (nothing run)",
     Exit.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM): run again to resume",
 }

@@ -33,6 +33,17 @@ def _runner(args, extra_env=None, timeout=900):
                           text=True, env=env, timeout=timeout)
 
 
+def _browser() -> Browser:
+    """Headless Chromium at the reader's 1400×900; skipped where it is not installed, a failure in CI (which must
+    check the page in a real browser)."""
+    exe = chromium()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium not installed in CI (scripts/ensure_chromium.sh should have installed it)")
+        pytest.skip("Chromium not installed (scripts/ensure_chromium.sh installs it)")
+    return Browser(exe, width=first_screen.WIDTH, height=first_screen.HEIGHT)
+
+
 # ------------------------------------------------------------------ the report in a browser
 
 
@@ -64,12 +75,7 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(shared_run):
     shot_dir = Path(os.environ["CGB_OUTPUTS"])  # this test's own folder: the shared run's stays as it was
     shot_dir.mkdir(parents=True, exist_ok=True)
 
-    exe = chromium()
-    if exe is None:
-        if os.environ.get("CI"):  # CI must check the page in a real browser, not skip it
-            pytest.fail("Chromium not installed in CI (scripts/ensure_chromium.sh should have installed it)")
-        pytest.skip("Chromium not installed (scripts/ensure_chromium.sh installs it)")
-    br = Browser(exe, width=first_screen.WIDTH, height=first_screen.HEIGHT)
+    br = _browser()
     try:
         br.open((outputs / "report.html").as_uri())
         # the answer in the first 1400×900 px (real runs of tiny sizes, hand-written fixtures of other machines,
@@ -105,12 +111,7 @@ def test_report_of_the_committed_h100_records_has_every_section_in_chromium(tmp_
         name = mod.__name__.rsplit(".", 1)[-1]
         assert f'id="{name}"' in page, name
     assert "Not shown:" not in page and "failed to build" not in page  # the reference has data for every section
-    exe = chromium()
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium not installed in CI (scripts/ensure_chromium.sh should have installed it)")
-        pytest.skip("Chromium not installed (scripts/ensure_chromium.sh installs it)")
-    br = Browser(exe, width=first_screen.WIDTH, height=first_screen.HEIGHT)
+    br = _browser()
     try:
         br.open((tmp_path / "out" / "report.html").as_uri())
         assert br.console_errors() == []
@@ -158,12 +159,7 @@ def test_the_default_grids_report_is_at_most_twelve_screens_in_chromium(tmp_path
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     verdict = (out / "verdict.csv").read_text()
     assert all(f"\n{w}," in verdict for w in {p["workload"] for p in expand(PROJECT_ROOT / "params" / "quick.yaml")})
-    exe = chromium()
-    if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium not installed in CI (scripts/ensure_chromium.sh should have installed it)")
-        pytest.skip("Chromium not installed (scripts/ensure_chromium.sh installs it)")
-    br = Browser(exe, width=first_screen.WIDTH, height=first_screen.HEIGHT)
+    br = _browser()
     try:
         br.open((out / "report.html").as_uri())
         assert br.console_errors() == []

@@ -117,6 +117,12 @@ def parser() -> argparse.ArgumentParser:
                     help="with --predict: the Keras dtype policy (default float32)")
     ap.add_argument("--samples", type=int, default=0, metavar="N",
                     help="with --predict: samples an epoch, for the predicted epoch time")
+    ap.add_argument("--compare", nargs=2, default=None, metavar=("OLD", "NEW"),
+                    help="what changed between two runs: OLD and NEW, each a folder of records (several: joined by "
+                         "os.pathsep, ':'); writes compare.html and changes.csv (to --out, else the outputs folder)")
+    ap.add_argument("--fail-if-slower", default=None, metavar="PCT",
+                    help="with --compare: exit 4 when a configuration is significantly slower by more than PCT "
+                         "('10%%' or 0.1)")
     ap.add_argument("--shard-count", type=int, default=None, metavar="N",
                     help=f"the number of shards when the index comes from the environment (a Kubernetes "
                          f"Indexed Job's completions; or {_shard.COUNT_ENV})")
@@ -129,6 +135,13 @@ def main(argv=None) -> int:
         from helpers.predict.cli import predict_main
 
         return predict_main(str(args.predict), args.batch_size, args.precision or "float32", samples=args.samples)
+    if args.compare is not None:  # two runs side by side: no grid, nothing run
+        from helpers.runner.compare_run import compare_main
+
+        return compare_main(*args.compare, out=args.out, fail_if_slower=args.fail_if_slower)
+    if args.fail_if_slower is not None:
+        print("--fail-if-slower goes with --compare OLD NEW", file=sys.stderr)
+        return Exit.BAD_GRID
     logging.getLogger("papermill").setLevel(logging.WARNING)
     logging.getLogger("traitlets").setLevel(logging.ERROR)
     prep = prepare(args)

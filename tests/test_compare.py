@@ -1,0 +1,132 @@
+"""What changed between two runs (``./run_all.sh --compare OLD NEW``): the test's false-alarm rate simulated with known
+effects, a folder against itself, ``--fail-if-slower``'s exit status, one run a side, configurations of one side
+only; and real CPU runs of one grid, the second with the machine's step slowed (one core instead of two)."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from support.records import _rec
+
+from helpers.exits import Exit
+from helpers.paths import PROJECT_ROOT
+from helpers.record.writer import write_atomic
+from helpers.report import compare as C
+from helpers.runner.cli import main
+
+
+def test_the_false_alarm_rate_is_at_or_under_the_stated_level():
+    """Known effects (0%, 5%, 20% slower) at 3 and 5 runs a side, runs spread 8% (log sd, a lease's) and 5 epochs
+    each spread 5% around their run: with no effect, a change is called at most 1% of the time (99% confidence);
+    a 20% slow-down is called more often with 5 runs than 3, a 5% one rarely (the runs needed say so)."""
+    rng = np.random.default_rng(46)
+
+    def runs(n, effect):
+        return [float(np.median(r * np.exp(rng.normal(0, 0.05, 5)))) for r in
+                np.exp(rng.normal(math.log(1 - effect), 0.08, n))]
+
+    rate = {}
+    for n in (3, 5):
+        for effect, trials in ((0.0, 3000), (0.05, 500), (0.20, 500)):
+            said = [C.welch(runs(n, 0.0), runs(n, effect))["verdict"] for _ in range(trials)]
+            rate[n, effect] = sum(v == (C.SLOWER if effect else v) and v in (C.SLOWER, C.FASTER)
+                                  for v in said) / trials
+    assert rate[3, 0.0] <= 1 - C.CONFIDENCE and rate[5, 0.0] <= 1 - C.CONFIDENCE, rate
+    assert rate[5, 0.20] > rate[3, 0.20] and rate[5, 0.20] > 0.3, rate
+    assert rate[5, 0.05] < 0.1, rate
+    # where none is shown, the runs a side that would show a 20% change at this spread
+    need = C.runs_needed(runs(3, 0.0), runs(3, 0.20))
+    assert need is None or need >= 3
+
+
+def _runs(i0, sps_list, workload="cnn_cifar10", backend="jax", host="h1"):
+    out = []
+    for k, sps in enumerate(sps_list):
+        out.append(_rec(i0 + k, workload=workload, backend=backend, samples_per_s=sps, median_epoch_s=1000 / sps,
+                        epoch_s=[1000 / sps] * 3, point_id=f"{workload}-{backend}-{i0 + k}", repeat=k,
+                        fingerprint={"host": host, "cpu_model": f"CPU of {host}", "cpu_logical": 4, "gpu_names": [],
+                                     "boot_id": f"b{host}", "versions": {"keras": "3.15.1"}}))
+    return out
+
+
+def _folder(path, recs):
+    for r in recs:
+        write_atomic(path / f"{r['point_id']}.json", r)
+    return path
+
+
+def test_a_folder_against_itself_shows_no_change_and_a_slowed_one_exits_4(tmp_path, capsys):
+    old = _folder(tmp_path / "old", _runs(0, [1000, 1010, 990, 1005]) + _runs(10, [500, 505, 495], backend="torch")
+                  + _runs(20, [300], workload="mlp_mnist") + _runs(30, [50, 52], workload="vgg_cifar10"))
+    out = tmp_path / "out"
+    assert main(["--compare", str(old), str(old), "--out", str(out), "--fail-if-slower", "10%"]) == Exit.OK
+    rows = list(csv.DictReader((out / C.CHANGES).open()))
+    verdicts = {(r["workload"], r["backend"]): r["verdict"] for r in rows}
+    assert verdicts == {("cnn_cifar10", "jax"): C.NONE, ("cnn_cifar10", "torch"): C.NONE,
+                        ("mlp_mnist", "jax"): C.FEW, ("vgg_cifar10", "jax"): C.NONE}
+    before = (out / C.CHANGES).read_bytes()
+    assert main(["--compare", str(old), str(old), "--out", str(out)]) == Exit.OK
+    assert (out / C.CHANGES).read_bytes() == before  # stable for diffing
+    # NEW: jax 30% slower, torch unchanged, mlp one run a side, vgg gone, a new workload
+    new = _folder(tmp_path / "new", _runs(0, [700, 707, 693, 703], host="h2")
+                  + _runs(10, [502, 497, 499], "cnn_cifar10", "torch", "h2")
+                  + _runs(20, [280], workload="mlp_mnist", host="h2")
+                  + _runs(40, [10, 11], workload="lstm_textgen", host="h2"))
+    capsys.readouterr()
+    assert main(["--compare", str(old), str(new), "--out", str(out), "--fail-if-slower", "10%"]) == Exit.SLOWER == 4
+    said = capsys.readouterr()
+    assert "significantly slower by more than 10%" in said.err and "slower: cnn_cifar10 jax cpu" in said.out
+    rows = {(r["workload"], r["backend"]): r for r in csv.DictReader((out / C.CHANGES).open())}
+    assert rows["cnn_cifar10", "jax"]["verdict"] == C.SLOWER and float(rows["cnn_cifar10", "jax"]["ratio"]) < 0.71
+    assert float(rows["cnn_cifar10", "jax"]["ratio_high"]) < 0.9 and rows["cnn_cifar10", "jax"]["confidence"] == "0.99"
+    assert rows["cnn_cifar10", "torch"]["verdict"] == C.NONE and rows["cnn_cifar10", "torch"]["runs_needed_a_side"]
+    assert (rows["mlp_mnist", "jax"]["verdict"], rows["mlp_mnist", "jax"]["old_runs"]) == (C.FEW, "1")
+    page = (out / "compare.html").read_text()
+    assert "vgg_cifar10" in page.split("On the OLD side only")[1] and "lstm_textgen" in page.split(
+        "On the NEW side only")[1]
+    assert "machines" in page and "What differs between the sides" in page
+    # a threshold the slow-down does not pass: 0
+    assert main(["--compare", str(old), str(new), "--out", str(out), "--fail-if-slower", "0.5"]) == Exit.OK
+    # bad input: a clear error, exit 2, nothing written
+    assert main(["--compare", str(old), str(tmp_path / "none"), "--out", str(tmp_path / "o2")]) == Exit.BAD_GRID
+    assert main(["--compare", str(old), str(new), "--fail-if-slower", "150%", "--out", str(out)]) == Exit.BAD_GRID
+    assert main([str(PROJECT_ROOT / "params" / "smoke.yaml"), "--fail-if-slower", "10%"]) == Exit.BAD_GRID
+    assert not (tmp_path / "o2").exists()
+
+
+ONE_CORE = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset")
+
+
+@pytest.mark.xdist_group("timing")
+@pytest.mark.skipif(not ONE_CORE, reason="needs two cores and taskset")
+def test_real_cpu_runs_of_one_grid_the_second_on_one_core(tmp_path):
+    """A grid of real points (cnn_mnist on JAX, all cores and one thread, 3 runs each) run twice through the runner;
+    the second run on one core (taskset): the all-cores configuration is slower, with its confidence; the one-thread
+    configuration, which ran on one core both times, shows no difference."""
+    grid = tmp_path / "g.yaml"
+    grid.write_text("defaults:\n  device: cpu\n  backend: jax\n  data_source: synthetic\n  epochs: 4\n"
+                    "  min_steady_s: 0.5\n  repeats: 3\npoints:\n  - workload: cnn_mnist\n    batch_size: 128\n"
+                    "    n_train: 1280\n    threads: [0, 1]\n")
+    env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OFFLINE": "1",
+           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+    for side, prefix in (("old", []), ("new", ["taskset", "-c", str(min(os.sched_getaffinity(0)))])):
+        res = subprocess.run([*prefix, "bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
+                             env={**env, "CGB_OUTPUTS": str(tmp_path / side)}, capture_output=True, text=True,
+                             timeout=900)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    out = tmp_path / "cmp"
+    code = main(["--compare", str(tmp_path / "old"), str(tmp_path / "new"), "--out", str(out), "--fail-if-slower",
+                 "20%"])
+    rows = {r["threads"]: r for r in csv.DictReader((out / C.CHANGES).open())}
+    assert set(rows) == {"0", "1"}, rows
+    assert rows["0"]["verdict"] == C.SLOWER and float(rows["0"]["ratio"]) < 0.8, rows["0"]
+    assert rows["1"]["verdict"] in (C.NONE, C.FASTER, C.SLOWER) and rows["1"]["verdict"] != C.FEW
+    assert rows["1"]["verdict"] == C.NONE or abs(float(rows["1"]["ratio"]) - 1) < 0.2, rows["1"]
+    assert code == Exit.SLOWER
