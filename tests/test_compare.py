@@ -107,13 +107,13 @@ ONE_CORE = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 
 @pytest.mark.xdist_group("timing")
 @pytest.mark.skipif(not ONE_CORE, reason="needs two cores and taskset")
 def test_real_cpu_runs_of_one_grid_the_second_on_one_core(tmp_path):
-    """A grid of real points (cnn_mnist on JAX, all cores and one thread, 3 runs each) run twice through the runner;
-    the second run on one core (taskset): the all-cores configuration is slower, with its confidence; the one-thread
-    configuration, which ran on one core both times, shows no difference."""
+    """A grid of real points (mlp_mnist on PyTorch at batch 1024, all cores and one thread, 5 runs each) run twice
+    through the runner, the second run on one core (taskset): the all-cores configuration is slower, with its
+    confidence; the one-thread configuration, which ran on one core both times, shows no difference."""
     grid = tmp_path / "g.yaml"
-    grid.write_text("defaults:\n  device: cpu\n  backend: jax\n  data_source: synthetic\n  epochs: 4\n"
-                    "  min_steady_s: 0.5\n  repeats: 3\npoints:\n  - workload: cnn_mnist\n    batch_size: 128\n"
-                    "    n_train: 1280\n    threads: [0, 1]\n")
+    grid.write_text("defaults:\n  device: cpu\n  backend: torch\n  data_source: synthetic\n  epochs: 4\n"
+                    "  min_steady_s: 0.3\n  repeats: 5\npoints:\n  - workload: mlp_mnist\n    batch_size: 1024\n"
+                    "    n_train: 8192\n    threads: [0, 1]\n")
     env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OFFLINE": "1",
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
     for side, prefix in (("old", []), ("new", ["taskset", "-c", str(min(os.sched_getaffinity(0)))])):
@@ -127,6 +127,5 @@ def test_real_cpu_runs_of_one_grid_the_second_on_one_core(tmp_path):
     rows = {r["threads"]: r for r in csv.DictReader((out / C.CHANGES).open())}
     assert set(rows) == {"0", "1"}, rows
     assert rows["0"]["verdict"] == C.SLOWER and float(rows["0"]["ratio"]) < 0.8, rows["0"]
-    assert rows["1"]["verdict"] in (C.NONE, C.FASTER, C.SLOWER) and rows["1"]["verdict"] != C.FEW
-    assert rows["1"]["verdict"] == C.NONE or abs(float(rows["1"]["ratio"]) - 1) < 0.2, rows["1"]
+    assert rows["1"]["verdict"] == C.NONE and float(rows["1"]["p_value"]) > 1 - C.CONFIDENCE, rows["1"]
     assert code == Exit.SLOWER

@@ -76,8 +76,12 @@ def first_epoch(s_) -> tuple:
 
 
 def scaling(summ, drawn: int, axes: int) -> tuple:
-    return ("{} of the {} settings (batch size, CPU threads, augmentation, input workers, GPUs) were varied in "
-            "these records and are drawn below; the others need runs at several values (e.g. params/scaling.yaml).",
+    if not drawn:
+        return ("None of the {} settings (batch size, CPU threads, augmentation, input workers) was varied in these "
+                "records, so nothing is drawn against them; each needs runs at several values (e.g. "
+                "params/scaling.yaml).", axes)
+    return ("{} of the {} settings (batch size, CPU threads, augmentation, input workers) were varied in these "
+            "records and are drawn below; the others need runs at several values (e.g. params/scaling.yaml).",
             drawn, axes)
 
 
