@@ -135,6 +135,8 @@ def differences(old, new) -> list[tuple[str, str, str]]:
     for what, f in (("library versions", _versions),
                     ("machines", lambda d: "; ".join(sorted({str(m) for m in d["machine"].dropna()})) if len(d)
                      else ""),
+                    ("CPUs a run was allowed", lambda d: ", ".join(sorted({str(int(c)) for c in d["cpus"].dropna()}))
+                     if len(d) else ""),
                     ("host calibration, M Python calls/s", lambda d: _median_of(d, "cal_dispatch")),
                     ("host calibration, matmul GFLOP/s", lambda d: _median_of(d, "cal_matmul"))):
         a, b = f(old), f(new)

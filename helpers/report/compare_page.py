@@ -37,6 +37,9 @@ def names(rows: list[dict]) -> list[dict]:
 
     out = [dict(r) for r in rows]
     frame = pd.DataFrame(out) if out else pd.DataFrame()
+    for col in ("threads", "workers"):  # the key's text back to numbers, as the report's labels read them
+        if col in frame:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")
     for _, g in frame.groupby("workload", sort=False) if len(frame) else ():
         for i, text in zip(g.index, labels(g.drop(columns=["batch_size"]), keep=())):
             out[i]["_label"] = text
@@ -48,8 +51,6 @@ def chart(changed: list[dict]):
     faster in another."""
     import matplotlib.pyplot as plt
 
-    from .charts import plain_log
-
     fig, ax = plt.subplots(figsize=(11, 0.3 * len(changed) + 1.1))
     for y, r in enumerate(changed):
         colour = "#D55E00" if r["verdict"] == SLOWER else "#0072B2"
@@ -60,9 +61,13 @@ def chart(changed: list[dict]):
     ax.axvline(1, ls=":", color="k", lw=0.8)
     ax.set_yticks(range(len(changed)), [_name(r) for r in changed], fontsize=8)
     ax.set_ylim(len(changed) - 0.5, -0.5)
-    plain_log(ax)
-    lo, hi = ax.get_xlim()
-    ax.set_xlim(min(lo, 0.8), max(hi, 1.25) * 1.3)
+    lo = min(min(r["ratio_low"] for r in changed), 0.8) / 1.1
+    hi = max(max(r["ratio_high"] for r in changed), 1.25) * 1.4
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ticks = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 5, 10) if lo <= t <= hi]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks], fontsize=8)
+    ax.minorticks_off()
     ax.set_xlabel("NEW ÷ OLD samples/s (log scale; left of the dotted line: slower; bars: the interval)", fontsize=9)
     fig.tight_layout()
     return fig
@@ -73,8 +78,8 @@ def _sentence(cmp: Comparison, changed: list[dict], confidence: float) -> str:
     few = sum(r["verdict"] == FEW for r in cmp.rows)
     slower = [r for r in changed if r["verdict"] == SLOWER]
     faster = [r for r in changed if r["verdict"] == FASTER]
-    parts = [f"Of the {n} configuration(s) measured on both sides, {len(slower)} are slower and {len(faster)} faster "
-             f"at {confidence:.0%} confidence (Welch's t over runs)"]
+    parts = [f"Of the {n} configuration(s) measured on both sides, {len(slower)} slower and {len(faster)} faster at "
+             f"{confidence:.0%} confidence (Welch's t over runs)"]
     if slower:
         worst = min(slower, key=lambda r: r["ratio"])
         parts.append(f"the largest slow-down: {_name(worst)}, {_ratio(worst)}")
@@ -92,7 +97,8 @@ def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
     changed = sorted((r for r in rows if r["verdict"] in (SLOWER, FASTER)), key=lambda r: abs(r["ratio"] - 1),
                      reverse=True)
     new_names, old_names = [shown_path(n) for n in new_names], [shown_path(n) for n in old_names]
-    body = [f"<h1>What changed: {esc(', '.join(new_names))} against {esc(', '.join(old_names))}</h1>",
+    body = ["<h1>What changed between two runs</h1>",
+            note("NEW: {}; OLD: {}.", ", ".join(new_names), ", ".join(old_names)),
             f'<p class="cgb-finding">{esc(_sentence(cmp, changed, conf))}</p>']
     if changed:
         body.append(figure_html(chart(changed), "significant changes, NEW ÷ OLD, largest first"))
