@@ -62,3 +62,43 @@ def test_published_references_carry_their_csvs(name):
         conf["samples_per_s_median"])
     # every ok run is in one configuration's figure, or counted as an earlier-protocol run left out of it
     assert conf["runs"].sum() + conf["earlier_protocol_runs_left_out"].sum() == (res["status"] == "ok").sum()
+
+
+def test_a_carriage_return_inside_a_value_starts_no_row_and_no_formula(tmp_path):
+    """Values that carry a carriage return or a line feed before a formula (a workload, a host, a knob): written out
+    as '\\r', never a line break a CSV reader (Python's csv, a spreadsheet's import) would end the row at; read back
+    with Python's csv, every file has one row a record or configuration and no cell a spreadsheet takes for a
+    formula."""
+    import csv
+
+    from support.records import _rec
+
+    recs = [_rec(0, workload="mlp_mnist\r=2+5", point_id="a"),
+            _rec(1, fingerprint={"host": "vm\r+cmd|' /C calc'!A0", "cpu_model": "X\n@SUM(1)", "cpu_logical": 4,
+                                 "gpu_names": []}, point_id="b"),
+            _rec(2, params={"threads": 0, "precision": "float32", "variant": "x\r=HYPERLINK(CHAR(104)&1)"},
+                 point_id="c")]
+    for i, r in enumerate(recs):
+        write_atomic(tmp_path / "in" / f"r{i}.json", r)
+    ctx = report.build_context([tmp_path / "in"], use_reference=False)
+    files = csvs.write_csvs(ctx, tmp_path / "out")
+    for path in files:
+        raw = path.read_text(encoding="utf-8")
+        assert "\r" not in raw.replace("\r\n", "\n").replace("\n", ""), path.name
+        rows = list(csv.reader(raw.splitlines()))
+        formulas = [c for row in rows[1:] for c in row if c[:1] in ("=", "+", "-", "@", "\t", "\r")
+                    and not _number(c)]
+        assert formulas == [], (path.name, formulas)
+        expected = {"results.csv": len(recs), "configurations.csv": len(ctx.costed)}.get(path.name)
+        if expected is not None:
+            assert len(rows) == 1 + expected, (path.name, len(rows))
+    results = (tmp_path / "out" / "results.csv").read_text()
+    assert "mlp_mnist\\r=2+5" in results and "vm\\r+cmd" in results
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return False

@@ -170,6 +170,27 @@ def _label(v) -> str:
     return v if isinstance(v, str) and v in _params.DEVICES else _what(v)
 
 
+# What no measurement gives, finite or not: a figure past these is refused at read, with the bound named, so that no
+# figure derived from it (samples/s from a 1e-307-s epoch, a median of two 1.5e308 runs) can overflow into inf or NaN
+TIME_S = (1e-9, 1e9)  # an epoch, a step, a window: a nanosecond to 30 years
+RATE_MAX = 1e12  # samples/s
+ENERGY_MAX = 1e15  # J an epoch
+_SECONDS = ("first_epoch_s", "median_epoch_s", "step_s", "steady_s", "duration_s", "wall_s")
+
+
+def _magnitude(obj: dict) -> str | None:
+    for key in (*_SECONDS, "epoch_s"):
+        values = obj.get(key) if isinstance(obj.get(key), list) else [obj.get(key)]
+        if any(_is_num(v) and v and not TIME_S[0] <= abs(v) <= TIME_S[1] for v in values):
+            return f"'{key}' holds a time outside {TIME_S[0]:g} to {TIME_S[1]:g} s (no measurement gives it)"
+    if _is_num(obj.get("samples_per_s")) and abs(obj["samples_per_s"]) > RATE_MAX:
+        return f"'samples_per_s' is over {RATE_MAX:g} (no measurement gives it)"
+    for key in ("energy_j_per_epoch", "energy_above_idle_j_per_epoch", "first_epoch_energy_j"):
+        if _is_num(obj.get(key)) and abs(obj[key]) > ENERGY_MAX:
+            return f"'{key}' is over {ENERGY_MAX:g} J (no measurement gives it)"
+    return None
+
+
 def problem(obj: dict) -> str | None:
     """Why the record ``obj`` (a dict that ``record.is_record`` accepts) cannot be used; None if it can."""
     why = out_of_bounds(obj, MAX_DEPTH)
@@ -185,6 +206,9 @@ def problem(obj: dict) -> str | None:
         why = _check(obj.get(name) or {}, spec, f"{name}.")
         if why:
             return why
+    why = _magnitude(obj)
+    if why:
+        return why
     params = obj.get("params") or {}
     why = _params_problem(params)
     if why:

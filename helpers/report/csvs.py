@@ -11,6 +11,7 @@ Column names carry their units (``_s`` seconds, ``_pct`` percent, ``_mb`` MiB, `
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from . import breakeven, predicted
@@ -62,10 +63,16 @@ CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
 FORMULA = ("=", "+", "-", "@", "\t", "\r")  # a text cell a spreadsheet would run as a formula (CSV injection)
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")  # a carriage return or line feed inside a value ends a CSV row for readers
+
+
 def _cell(v):
     if not isinstance(v, str):
         return v
     v = visible(v)  # no lone surrogate (it cannot be written), no bidi control or zero-width character
+    # control characters written out ('\r', '\x01'): no value starts a line of its own, where the guard below would
+    # not reach (a spreadsheet reads 'x\r=2+5' as two rows, the second a formula)
+    v = _CONTROL.sub(lambda m: {"\r": "\\r", "\n": "\\n", "\t": "\\t"}.get(m.group(), f"\\x{ord(m.group()):02x}"), v)
     return f"'{v}" if v.startswith(FORMULA) else v
 
 
@@ -77,7 +84,7 @@ def inert(frame):
     for c in out.columns:
         if out[c].dtype == object or str(out[c].dtype).startswith("str"):
             out[c] = [_cell(v) for v in out[c]]
-    out.columns = [visible(c) if isinstance(c, str) else c for c in out.columns]
+    out.columns = [_cell(c) if isinstance(c, str) else c for c in out.columns]
     return out
 
 

@@ -39,6 +39,7 @@ _COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers", "repeat", "m
 # adds them to an older record: helpers.record.upgrade): the common ones of them are named in a configuration only
 # away from that value.
 LATER_COMMON = tuple(k for k in _params.LATER_DEFAULTS if k in _params.COMMON)
+_REFERENCE_PREFIX = "reference"  # reference.PREFIX's word: the bundled reference's rows alone start with it
 
 
 def workload_knobs(name: str) -> dict:
@@ -259,6 +260,8 @@ def tidy(records: list[dict]):
     # the machine is its hardware, not its host name: two leases of one cloud machine type (new host
     # names, new boots) pool their runs; hosts and leases are told apart in the provenance section
     hw = df["gpu"].fillna(df["cpu_model"]).fillna("?").astype(str)
+    # a record's own hardware name never passes for the bundled reference (whose rows ``reference`` names itself)
+    hw = hw.map(lambda h: f"“{h}” (a record's name)" if h.strip().lower().startswith(_REFERENCE_PREFIX) else h)
     cpus = df["machine_cpus"].map(lambda n: f" · {int(n)} CPUs" if pd.notna(n) else "")
     df["machine"] = hw + cpus
     df["config"] = df["device"].fillna("?").astype(str) + " · " + df["backend"].fillna("?").astype(str)

@@ -61,12 +61,26 @@ def build(module, ctx) -> Section:
     try:
         s = module.build(ctx)
     except Exception as exc:  # one broken section must not take the report down
+        _close_figures()  # its half-drawn figures: the kernel would draw them when the cell ends, outside this handler
         s = Section.absent(module, f"this section failed to build ({type(exc).__name__}: {exc}); "
                                    "please report it with the records used")
         s.details("traceback", f"<pre>{Markup.escape(traceback.format_exc()[-3000:])}</pre>")
     if not isinstance(s, Section):
         raise TypeError(f"section {_name(module)}.build returned {type(s).__name__}, not a Section")
     return s
+
+
+def _close_figures() -> None:
+    """Close every open matplotlib figure (a section's charts are closed once drawn: an open one is a failed
+    section's), where matplotlib is loaded."""
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        try:
+            plt.close("all")
+        except Exception:  # noqa: BLE001 - closing must not fail the report either
+            pass
 
 
 def order(ctx) -> list[str]:
