@@ -102,30 +102,45 @@ def test_a_folder_against_itself_shows_no_change_and_a_slowed_one_exits_4(tmp_pa
 
 
 ONE_CORE = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset")
+SPIN = "import time\nend = time.time() + 600\nwhile time.time() < end:\n    pass\n"
 
 
 @pytest.mark.xdist_group("timing")
 @pytest.mark.skipif(not ONE_CORE, reason="needs two cores and taskset")
-def test_real_cpu_runs_of_one_grid_the_second_on_one_core(tmp_path):
-    """A grid of real points (mlp_mnist on PyTorch at batch 1024, all cores and one thread, 5 runs each) run twice
-    through the runner, the second run on one core (taskset): the all-cores configuration is slower, with its
-    confidence; the one-thread configuration, which ran on one core both times, shows no difference."""
+def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
+    """A grid of real points (mlp_mnist on PyTorch at batch 1024 on one thread, 5 runs) run twice through the runner;
+    the second run pinned to one core that two busy loops share (taskset): its step takes about three times as long,
+    and the comparison calls it slower, with its confidence, and exits 4. One thread: a point of several threads
+    beside another process's load slows down by more than its share (a 2-thread PyTorch point ran 5x slower beside
+    one busy loop), and the other tests of the suite load this machine. (The configurations left as they were read *no
+    difference shown*: test_a_folder_against_itself_... with records of known figures; a real one, beside the other
+    tests of the suite on a 2-core machine, moves with their load.)"""
     grid = tmp_path / "g.yaml"
     grid.write_text("defaults:\n  device: cpu\n  backend: torch\n  data_source: synthetic\n  epochs: 4\n"
-                    "  min_steady_s: 0.3\n  repeats: 5\npoints:\n  - workload: mlp_mnist\n    batch_size: 1024\n"
-                    "    n_train: 8192\n    threads: [0, 1]\n")
+                    "  min_steady_s: 0.3\n  repeats: 5\n  threads: 1\npoints:\n  - workload: mlp_mnist\n"
+                    "    batch_size: 1024\n    n_train: 8192\n")
     env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OFFLINE": "1",
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
-    for side, prefix in (("old", []), ("new", ["taskset", "-c", str(min(os.sched_getaffinity(0)))])):
-        res = subprocess.run([*prefix, "bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
-                             env={**env, "CGB_OUTPUTS": str(tmp_path / side)}, capture_output=True, text=True,
-                             timeout=900)
+    core = str(min(os.sched_getaffinity(0)))
+    for side in ("old", "new"):
+        prefix, spinners = [], []
+        if side == "new":
+            prefix = ["taskset", "-c", core]
+            spinners = [subprocess.Popen(["taskset", "-c", core, sys.executable, "-c", SPIN]) for _ in range(2)]
+        try:
+            res = subprocess.run([*prefix, "bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
+                                 env={**env, "CGB_OUTPUTS": str(tmp_path / side)}, capture_output=True, text=True,
+                                 timeout=900)
+        finally:
+            for p in spinners:
+                p.kill()
+                p.wait()
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     out = tmp_path / "cmp"
     code = main(["--compare", str(tmp_path / "old"), str(tmp_path / "new"), "--out", str(out), "--fail-if-slower",
                  "20%"])
-    rows = {r["threads"]: r for r in csv.DictReader((out / C.CHANGES).open())}
-    assert set(rows) == {"0", "1"}, rows
-    assert rows["0"]["verdict"] == C.SLOWER and float(rows["0"]["ratio"]) < 0.8, rows["0"]
-    assert rows["1"]["verdict"] == C.NONE and float(rows["1"]["p_value"]) > 1 - C.CONFIDENCE, rows["1"]
-    assert code == Exit.SLOWER
+    (row,) = list(csv.DictReader((out / C.CHANGES).open()))
+    assert row["verdict"] == C.SLOWER and float(row["ratio"]) < 0.75 and float(row["p_value"]) < 1 - C.CONFIDENCE, row
+    assert (row["old_runs"], row["new_runs"]) == ("5", "5") and code == Exit.SLOWER
+    page = (out / "compare.html").read_text()
+    assert 'class="cgb-fig"' in page and "1 slower and 0 faster at 99% confidence" in page  # first, in a chart
