@@ -126,7 +126,7 @@ def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
         prefix, spinners = [], []
         if side == "new":
             prefix = ["taskset", "-c", core]
-            spinners = [subprocess.Popen(["taskset", "-c", core, sys.executable, "-c", SPIN]) for _ in range(2)]
+            spinners = [subprocess.Popen(["taskset", "-c", core, sys.executable, "-c", SPIN]) for _ in range(4)]
         try:
             res = subprocess.run([*prefix, "bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"],
                                  env={**env, "CGB_OUTPUTS": str(tmp_path / side)}, capture_output=True, text=True,
