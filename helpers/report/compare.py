@@ -49,38 +49,40 @@ def _key(r) -> tuple:
 
 
 def runs_by_configuration(df) -> dict[tuple, dict]:
-    """Per configuration (``KEY``): its run figures (samples/s, each run's median steady epoch) and machines, from the
-    successful runs of the current protocol (all its runs where it has none)."""
+    """Per configuration (``KEY``): its run figures (``aggregate.run_figures``) and machines, from its runs of the
+    current protocol where it has any (``protocol.current_protocol``), as the report's figures take them."""
     import numpy as np
 
-    from helpers.record.upgrade import EARLIER
+    from .aggregate import run_figures
+    from .protocol import current_protocol
 
     ok = df[(df["status"] == "ok") & df["median_epoch_s"].notna() & (df["median_epoch_s"] > 0)] if len(df) else df
     out: dict[tuple, dict] = {}
-    for r in ok.to_dict("records"):
-        out.setdefault(_key(r), {"rows": []})["rows"].append(r)
-    for v in out.values():
-        rows = v["rows"]
-        current = [r for r in rows if r.get("protocol") != EARLIER] or rows
-        figs = [float(r["n_train"]) / float(r["median_epoch_s"]) for r in current if r.get("n_train")]
-        v["runs"] = [f for f in figs if math.isfinite(f) and f > 0]
-        v["machines"] = sorted({str(r.get("machine")) for r in current})
-        v["median"] = float(np.median(v["runs"])) if v["runs"] else float("nan")
-        v["first"] = current[0]
-    return {k: v for k, v in out.items() if v["runs"]}
+    for key, g in ok.groupby(KEY, dropna=False, sort=False) if len(ok) else ():
+        g, _ = current_protocol(g)
+        runs = [f for f in run_figures(g).tolist() if math.isfinite(f) and f > 0]
+        if runs:
+            out[_key(dict(zip(KEY, key)))] = {"runs": runs, "median": float(np.median(runs)),
+                                              "machines": sorted({str(m) for m in g["machine"]})}
+    return out
+
+
+def _log_stats(xs: list[float]) -> tuple[float, float, int]:
+    """(mean, sample variance, n) of the logs of ``xs`` (variance 0 for one value)."""
+    logs = [math.log(x) for x in xs]
+    n = len(logs)
+    mean = sum(logs) / n
+    return mean, (sum((x - mean) ** 2 for x in logs) / (n - 1) if n > 1 else 0.0), n
 
 
 def welch(old: list[float], new: list[float], confidence: float = CONFIDENCE) -> dict:
     """Welch's t on log run figures: ratio (NEW ÷ OLD of the geometric means), its interval, p, verdict."""
     from scipy import stats
 
-    a, b = [math.log(x) for x in old], [math.log(x) for x in new]
-    na, nb = len(a), len(b)
-    d = sum(b) / nb - sum(a) / na
+    (ma, va, na), (mb, vb, nb) = _log_stats(old), _log_stats(new)
+    d = mb - ma
     if na < 2 or nb < 2:
         return {"ratio": math.exp(d), "low": float("nan"), "high": float("nan"), "p": float("nan"), "verdict": FEW}
-    va = sum((x - sum(a) / na) ** 2 for x in a) / (na - 1)
-    vb = sum((x - sum(b) / nb) ** 2 for x in b) / (nb - 1)
     se2 = va / na + vb / nb
     if se2 <= 0:  # identical runs on both sides: a difference is exact, none is none
         verdict = NONE if d == 0 else (FASTER if d > 0 else SLOWER)
@@ -99,12 +101,11 @@ def runs_needed(old: list[float], new: list[float], confidence: float = CONFIDEN
     ``confidence``, from the spread of these runs; None where no count up to ``MAX_RUNS`` would."""
     from scipy import stats
 
-    a, b = [math.log(x) for x in old], [math.log(x) for x in new]
-    if len(a) < 2 or len(b) < 2:
+    (ma, va, na), (mb, vb, nb) = _log_stats(old), _log_stats(new)
+    if na < 2 or nb < 2:
         return None
-    var = (sum((x - sum(a) / len(a)) ** 2 for x in a) + sum((x - sum(b) / len(b)) ** 2 for x in b)) / (
-        len(a) + len(b) - 2)
-    d = max(abs(sum(b) / len(b) - sum(a) / len(a)), math.log(1 + SMALL))
+    var = ((na - 1) * va + (nb - 1) * vb) / (na + nb - 2)  # pooled
+    d = max(abs(mb - ma), math.log(1 + SMALL))
     if var <= 0:
         return 2
     for n in range(2, MAX_RUNS + 1):
