@@ -27,11 +27,19 @@ MARK = '<meta name="cgb-report" content="failed">'  # in every failure page: nev
 
 
 def _is_failure_page(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096).decode("utf-8", "replace")
+    import os
+    import stat
+
+    try:  # never a blocking open (an --out folder may hold a FIFO by that name), never through a symlink
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError:
         return False
+    try:
+        head = os.read(fd, 4096).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return MARK in head or "<title>Report failed</title>" in head
 
 

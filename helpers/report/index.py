@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import stat
 import sys
@@ -35,11 +34,11 @@ from helpers.record.ids import notebook_path
 from helpers.record.reader import read_records
 
 from .fmt import esc
+from .index_folder import PAGES, index_limit_s, pages_dir, safe_parent, seal, sealed, seconds_from_env, stamp_text
 from .inert import CSP, inert_html
 from .render import write_text_atomic
 from .workers import TOO_SLOW
 
-PAGES = "notebooks_html"
 # Pages rendered by an older index (unsanitised, or under another layout) are rendered again.
 RENDER_VERSION = "inert-3"
 MAX_NOTEBOOK_BYTES = 16 * 2**20  # an executed workload notebook is under 1 MB; rendering takes ~30x its size
@@ -61,19 +60,8 @@ FROM_ENV = _FromEnvironment()
 def page_limit_s(environ=None) -> float:
     """The most one page's rendering may take, in seconds: ``CGB_PAGE_LIMIT_S`` where the environment sets it (a
     positive finite number), else ``PAGE_LIMIT_S``. A value that is not one raises ``ValueError`` naming it."""
-    raw = (os.environ if environ is None else environ).get(PAGE_LIMIT_ENV)
-    if raw is None or not raw.strip():
-        return PAGE_LIMIT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or value <= 0:
-        why = "not a number" if value is None else "not a positive, finite number"
-        raise ValueError(f"{PAGE_LIMIT_ENV}={raw[:100]!r} is {why} of seconds: it sets the most one notebook page "
-                         f"of the index may take to render (default {PAGE_LIMIT_S:g}); unset it or give e.g. "
-                         f"{PAGE_LIMIT_ENV}=120")
-    return value
+    return seconds_from_env(PAGE_LIMIT_ENV, PAGE_LIMIT_S, "the most one notebook page of the index may take to "
+                            "render", environ)
 
 
 def _render_notebook(src: Path, dst: Path) -> None:
@@ -139,16 +127,18 @@ def _read_sources(path: Path) -> dict:
 
 
 def _up_to_date(digest: str | None, dst: Path, fresh_layout: bool, sources: dict, key: str) -> bool:
-    """A page is current when it was rendered from a notebook of this content: by its hash, never its time (tar,
-    unzip or a clock jump give a rewritten notebook an older mtime than its page)."""
+    """A page is current when this user's index rendered it, byte for byte, from a notebook of this content: by
+    its seal (``index_folder.sealed``: the notebook's hash and the page's under a key no outputs folder holds),
+    never its time (tar, unzip or a clock jump give a rewritten notebook an older mtime than its page) nor a stamp
+    anyone could write."""
     try:
-        return fresh_layout and digest is not None and sources.get(key) == digest and dst.is_file()
+        return fresh_layout and sealed(sources.get(key), digest, dst)
     except OSError:
         return False
 
 
 def _render_all(jobs: list[tuple[str, str]], workers: int | None, job=None,
-                limit_s: float | None = FROM_ENV) -> dict[str, str | None]:
+                limit_s: float | None = FROM_ENV, total_s: float | None = None) -> dict[str, str | None]:
     """Render ``(src, dst)`` pairs; {dst: why not (an error class name, a dead worker, ``workers.too_slow``) or
     None}. In worker processes, each page within ``limit_s`` seconds; ``workers=0``: in this process, unbounded
     (tests of the index itself). ``job``: the function rendering one pair (tests pass one that dies)."""
@@ -163,7 +153,7 @@ def _render_all(jobs: list[tuple[str, str]], workers: int | None, job=None,
         workers = min(4, os.cpu_count() or 1)
     from .workers import run_jobs
 
-    return {j[1]: why for j, why in run_jobs(job, jobs, workers, limit_s).items()}
+    return {j[1]: why for j, why in run_jobs(job, jobs, workers, limit_s, total_s).items()}
 
 
 def _too_slow_page(dst: Path, why: str, name: str) -> bool:
@@ -192,22 +182,21 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
     """
     if limit_s is FROM_ENV:
         limit_s = page_limit_s()  # a bad value refused before anything is read or rendered
+    total_s = index_limit_s() if limit_s is not None else None
     out_html = Path(out_html)
     root = out_html.parent
     index_root = root.resolve()
+    pages_dir(root)  # a real folder of this user's, or OutFolderRefused before anything is written
     folders = [Path(f) for f in folders if Path(f).exists()]
-    roots = list(dict.fromkeys([*(f.resolve() for f in folders), index_root]))
+    roots = list(dict.fromkeys(f.resolve() for f in folders))  # notebooks only inside --inputs
     records, _ = read_records(folders)
     stamp = root / PAGES / ".render-version"
-    try:
-        fresh_layout = stamp.read_text().strip() == RENDER_VERSION
-    except OSError:
-        fresh_layout = False
+    fresh_layout = stamp_text(stamp) == RENDER_VERSION
     sources_file = root / PAGES / SOURCES
     sources = _read_sources(sources_file) if fresh_layout else {}
     digests = {}  # page key -> the sha256 of the notebook it is rendered from now
     rows, jobs, pages = [], [], {}
-    seen = set()
+    seen, by_digest = set(), {}
     for r in sorted(records, key=lambda r: (str(r.get("workload")), str(r.get("started_at")))):
         nb = notebook_path(r)
         cells = [esc(r.get(k)) for k in ("workload", "backend", "device", "status")]
@@ -229,33 +218,44 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
                 link = f"{name} <i>(outside the record folders, not rendered)</i>"
             elif st.st_size > MAX_NOTEBOOK_BYTES:
                 link = f"{name} <i>(larger than {MAX_NOTEBOOK_BYTES // 2**20} MB, not rendered)</i>"
+            elif (digest := _digest(real)) is not None and digest in by_digest:
+                seen.add(real)
+                page = by_digest[digest]  # the same notebook under another name (a copy, a hard link): one page
             else:
                 seen.add(real)
                 dst = _page_for(real, root_of, roots, index_root)
-                key = dst.relative_to(index_root).as_posix()
-                digests[key] = _digest(real)
-                if not _up_to_date(digests[key], dst, fresh_layout, sources, key):
-                    jobs.append((str(real), str(dst)))
-                pages[str(dst)] = name
-                page = str(dst)  # linked below, once rendered
+                if not safe_parent(index_root, dst):
+                    link = f"{name} <i>(not rendered: a folder on its page's way is a symlink or a file)</i>"
+                else:
+                    key = dst.relative_to(index_root).as_posix()
+                    digests[key] = digest
+                    if digest is not None:
+                        by_digest[digest] = str(dst)
+                    if not _up_to_date(digest, dst, fresh_layout, sources, key):
+                        jobs.append((str(real), str(dst)))
+                    pages[str(dst)] = name
+                    page = str(dst)  # linked below, once rendered
         fixture = " <b>(fixture)</b>" if r.get("fixture") else ""
         rows.append((f"<tr><td>{cells[0]}{fixture}</td><td>{cells[1]}</td><td>{cells[2]}</td><td>{cells[3]}</td>"
                      f"<td>{host}</td><td>{when}</td><td>", link, page))
-    errors = _render_all(jobs, workers, job, limit_s)
+    errors = _render_all(jobs, workers, job, limit_s, total_s)
     if not fresh_layout:  # pages of an older index (unsanitised, other names) must not stay published
-        for old in (index_root / PAGES).rglob("*.html"):
-            if str(old) not in pages:
-                old.unlink(missing_ok=True)
+        for folder, _dirs, files in os.walk(index_root / PAGES):  # symlinked folders are not walked into
+            for f in files:
+                if f.endswith(".html") and os.path.join(folder, f) not in pages:
+                    Path(folder, f).unlink(missing_ok=True)
     write_text_atomic(stamp, RENDER_VERSION + "\n")
     failed = {Path(d).relative_to(index_root).as_posix() for d, why in errors.items() if why}
-    write_text_atomic(sources_file, json.dumps({k: v for k, v in sorted(digests.items())
-                                                if v is not None and k not in failed}, indent=0) + "\n")
+    seals = {k: seal(v, index_root / k) for k, v in sorted(digests.items()) if v is not None and k not in failed}
+    write_text_atomic(sources_file, json.dumps({k: v for k, v in seals.items() if v is not None}, indent=0) + "\n")
     body = []
     for head, link, dst in rows:
         slow = dst is not None and str(errors.get(dst) or "").startswith(TOO_SLOW.split("{", 1)[0])
         if slow and _too_slow_page(Path(dst), errors[dst], pages[dst]):
             href = esc(Path(os.path.relpath(dst, index_root)).as_posix())
             link = f'<a href="{href}">{pages[dst]}</a> <i>({esc(errors[dst])})</i>'
+        elif dst is not None and str(errors.get(dst) or "").startswith("not rendered"):
+            link = f"{pages[dst]} <i>({esc(errors[dst])})</i>"
         elif dst is not None and errors.get(dst):
             link = f"{pages[dst]} <i>(could not render: {esc(errors[dst])})</i>"
         elif dst is not None:

@@ -27,6 +27,7 @@ DIED_OOM = "the renderer died (killed by the out-of-memory killer)"
 DIED_NOT_OOM = ("the renderer died (killed or crashed, not for memory: the out-of-memory killer's count did not "
                 "change)")
 TOO_SLOW = "not rendered: too slow (over {:g} s)"  # ``too_slow``: a job stopped at its time limit
+OVER_TOTAL = "not rendered: the whole index's time bound ({:g} s) was reached first"  # ``over_total``
 POLL_S = 0.5  # how long the caller waits at a time: a signal is handled at most this late
 
 _STARTED = None  # in a worker: the shared array of the jobs' start times (time.monotonic, system-wide on Linux)
@@ -35,6 +36,11 @@ _STARTED = None  # in a worker: the shared array of the jobs' start times (time.
 def too_slow(limit_s: float) -> str:
     """The reason given to a job stopped at ``limit_s`` seconds (it names the limit)."""
     return TOO_SLOW.format(limit_s)
+
+
+def over_total(total_s: float) -> str:
+    """The reason given to a job not done when the whole batch's ``total_s`` ran out (it names the bound)."""
+    return OVER_TOTAL.format(total_s)
 
 
 def _init(started) -> None:
@@ -71,10 +77,11 @@ def _pool(ctx, n: int, n_jobs: int):
     return cf.ProcessPoolExecutor(n, mp_context=ctx, initializer=_init, initargs=(started,)), started
 
 
-def _drain(pool, fn, jobs: list, results: dict, limit_s: float | None = None) -> str:
+def _drain(pool, fn, jobs: list, results: dict, limit_s: float | None = None, end=None) -> str:
     """Run ``jobs`` on ``pool`` (an executor and its start-time array) into ``results``: "done"; "died" when a
     worker died, "slow" when a job ran over ``limit_s`` (that job's result set): then the pool is killed and the
-    other jobs not done lack a result."""
+    other jobs not done lack a result; "over" when ``end`` (``(time.monotonic() deadline, total_s)``) passed: the
+    jobs not done get ``over_total``."""
     executor, started = pool
     for k in range(len(started)):
         started[k] = 0.0
@@ -93,6 +100,10 @@ def _drain(pool, fn, jobs: list, results: dict, limit_s: float | None = None) ->
                     state = "died"
                 except Exception as exc:  # noqa: BLE001 - the job's own error is its result
                     results[job] = type(exc).__name__
+            if end is not None and state == "done" and pending and time.monotonic() > end[0]:
+                for f in pending:
+                    results.setdefault(futures[f][1], over_total(end[1]))
+                state = "over"
             if limit_s is not None and state == "done":
                 now = time.monotonic()
                 for f in pending:
@@ -108,9 +119,11 @@ def _drain(pool, fn, jobs: list, results: dict, limit_s: float | None = None) ->
     return state
 
 
-def run_jobs(fn, jobs: list, workers: int, limit_s: float | None = None) -> dict:
+def run_jobs(fn, jobs: list, workers: int, limit_s: float | None = None, total_s: float | None = None) -> dict:
     """``{job: fn(job)}`` over ``workers`` spawned processes; a job whose worker died gets ``DIED*``, one that ran
-    longer than ``limit_s`` seconds ``too_slow(limit_s)`` (the others go on in a fresh pool)."""
+    longer than ``limit_s`` seconds ``too_slow(limit_s)`` (the others go on in a fresh pool); once ``total_s``
+    seconds have passed since the call, every job not done gets ``over_total(total_s)``."""
+    end = None if total_s is None else (time.monotonic() + total_s, total_s)
     from helpers.measure import oom
 
     ctx = mp.get_context("spawn")
@@ -119,16 +132,20 @@ def run_jobs(fn, jobs: list, workers: int, limit_s: float | None = None) -> dict
     todo, state = list(jobs), "slow"
     while todo and state == "slow":  # each round ends at least one job: the one stopped at its limit
         pool = _pool(ctx, max(1, min(workers, len(todo))), len(todo))
-        state = _drain(pool, fn, todo, results, limit_s)
+        state = _drain(pool, fn, todo, results, limit_s, end)
         todo = [j for j in todo if j not in results]
     if state == "done":
         pool[0].shutdown(wait=True)
         return results
     pool = None
     for job in todo:  # a worker died: one at a time, so the job that kills its worker is found
+        if state == "over" or (end is not None and time.monotonic() > end[0]):
+            results[job] = over_total(end[1])
+            state = "over"
+            continue
         pool = pool or _pool(ctx, 1, 1)
-        if _drain(pool, fn, [job], results, limit_s) != "done":
-            results.setdefault(job, DIED)
+        if (state := _drain(pool, fn, [job], results, limit_s, end)) != "done":
+            results.setdefault(job, DIED)  # "over" and "slow" set it already
             pool = None
     if pool is not None:
         pool[0].shutdown(wait=True)

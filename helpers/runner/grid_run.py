@@ -45,6 +45,11 @@ def run_grid(args, prep: Prepared) -> Exit:
     try:
         out_root.mkdir(parents=True, exist_ok=True)
         lock = acquire_lock(out_root) if prep.shard is None else True  # shards share the folder (fleet.enter)
+        out_dir = report_dir(args, out_root)
+        if lock is not None and out_dir.resolve() != out_root.resolve():  # --out: held as the outputs folder is
+            out_dir.mkdir(parents=True, exist_ok=True)
+            out_lock = acquire_lock(out_dir)
+            lock = None if out_lock is None else (lock, out_lock)
         if lock is None:
             return Exit.BUSY
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -171,7 +176,8 @@ def report_only(args, prep: Prepared) -> Exit:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         # into the outputs folder, where a run writes its report: held as a run holds it (till this process ends)
-        lock = acquire_lock(out_root) if out_dir.resolve() == out_root.resolve() else True
+        # the --out folder too: two reports into one folder at once would mix one's index with the other's report
+        lock = acquire_lock(out_root if out_dir.resolve() == out_root.resolve() else out_dir)
         if lock is None:
             return Exit.BUSY
     except OSError as exc:

@@ -49,9 +49,19 @@ def acquire_lock(out_root: Path):
     for nothing: it says who holds the lock and exits with ``Exit.BUSY``.
     """
     import fcntl
+    import stat
 
     path = out_root / _launch.lock_name()  # the processes of one mpirun/srun launch are one run
-    f = open(path, "a+")  # noqa: SIM115 - held for the life of the process
+    try:  # never through a symlink, never a FIFO (an --out folder may be anyone's)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise CannotWrite(f"{path} is a symlink; the run's lock is never taken through one: remove it") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CannotWrite(f"{path} is not a regular file (a FIFO, a device or a folder): remove it")
+    f = os.fdopen(fd, "a+")  # held for the life of the process
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -68,9 +68,13 @@ def prepare(args) -> Prepared | Exit:
     except _shard.ShardError as exc:
         return refuse([str(exc)])
     from helpers.report.index import page_limit_s
+    from helpers.report.index_folder import check_pages_dir, index_limit_s
+    from helpers.runner.summary import report_dir
 
-    try:  # the report's page time bound from the environment: a bad one refused now, not after the run
+    try:  # the index's time bounds from the environment, the folder of its pages: refused now, not after the run
         page_limit_s()
+        index_limit_s()
+        check_pages_dir(report_dir(args, out_root))
     except ValueError as exc:
         return refuse([str(exc)])
     fleet = Fleet(out_root, shard, grids=args.grids or [PARAMS / "quick.yaml"])
