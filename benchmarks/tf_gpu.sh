@@ -6,6 +6,7 @@
 #   bash benchmarks/tf_gpu.sh part                # THERE, once a part: carry [".tfparts/manifest.json",
 #                                                 #   ".tfparts/partNN"]; moves it to /tmp/parts (checksum); the
 #                                                 #   call that brings the last part also installs
+#                                                 #   (the zstandard wheel: carried beside, listed in the manifest)
 #   bash benchmarks/tf_gpu.sh install             # THERE: assemble, pip install --target /tmp/tfsite, check the GPU
 #   bash benchmarks/tf_gpu.sh grid [BUDGET_S]     # THERE: carry [".whl"]; params/reference_tf.yaml (or $GRID),
 #                                                 #   starting no point after BUDGET_S s (RUNNER_LIMIT_S: see below)
@@ -15,6 +16,10 @@
 # itself (helpers/point/nvidia_libs.py). The grid resumes from /tmp (the same machine) or from the runs of earlier
 # leases carried as .whl/reference_tf_runs.tgz, and sends back $OUT/reference_tf_runs.tgz: unpack it here with
 # `tar xzf reference_tf_runs.tgz -C outputs` (outputs/reference_tf_runs/).
+#
+# What is carried is not trusted (tf_parts.py's docstring): a part named by a path, a file that is no regular file
+# (a FIFO, a symlink), a wheel in no manifest or one that differs from it, a $PARTS or /tmp/tfwheels that is a
+# symlink or a folder not ours (or that others may write to) are refused, exit 2: this script stops there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE="${1:-part}"
@@ -30,6 +35,7 @@ install_tf() {
     python3 benchmarks/tf_parts.py assemble "$PARTS" /tmp/tfwheels
     echo "assembled in $(( SECONDS - t0 )) s"
     rm -rf "$TFSITE"
+    mkdir -m 700 "$TFSITE"  # fails if anything (a symlink) took the name meanwhile
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$TFSITE" /tmp/tfwheels/*.whl
     touch "$TFSITE/.installed"
     rm -rf /tmp/tfwheels "$PARTS"/part*
@@ -61,11 +67,16 @@ import tensorflow as tf; print('tensorflow with the finder:', tf.config.list_phy
 
 case "$MODE" in
 part)
-    if python3 benchmarks/tf_parts.py intake .tfparts "$PARTS"; then install_tf; check_gpu
-    else echo "(the parts so far are kept in $PARTS)"; fi
+    rc=0; python3 benchmarks/tf_parts.py intake .tfparts "$PARTS" || rc=$?
+    case $rc in
+    0) install_tf; check_gpu ;;
+    3) echo "(the parts so far are kept in $PARTS)" ;;
+    *) echo "intake failed or refused (exit $rc): nothing installed" >&2; exit "$rc" ;;
+    esac
     ;;
 install)
-    [ -d .tfparts ] && python3 benchmarks/tf_parts.py intake .tfparts "$PARTS" || true
+    # exit 3 (parts still to carry) goes on to assemble, which says so; a refusal (2) or failure stops here
+    if [ -d .tfparts ]; then python3 benchmarks/tf_parts.py intake .tfparts "$PARTS" || [ $? -eq 3 ]; fi
     install_tf
     check_gpu
     ;;
