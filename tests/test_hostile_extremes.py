@@ -8,9 +8,11 @@ fails closes its figures."""
 
 from __future__ import annotations
 
+from html import unescape
+
 import pytest
 from support.records import _rec
-from test_hostile_bounds import _good, _holds, _report
+from test_hostile_bounds import GOOD, _good, _holds, _report
 
 from helpers.record.writer import write_atomic
 
@@ -75,3 +77,32 @@ def test_a_record_cannot_pass_for_the_bundled_reference(tmp_path):
 
     assert headline.compared(ctx.df)["reference"] is False  # its own GPU run: no bundled reference, none claimed
     assert not any(is_reference(m) for m in ctx.df["machine"])
+
+
+def test_a_forged_conflicting_copy_never_takes_a_workload_out_of_the_verdict(tmp_path):
+    """A forged copy of a GPU run (the same run, 10x faster) beside the genuine one: both copies are kept apart, yet
+    the workload's GPU side still pairs with its CPU twin; the verdict's row stays, marked ≠, with both values."""
+    from support.hostile import write_conflict
+
+    from helpers.report.sections.verdict import CONFLICT_MARK
+
+    good = _good(tmp_path / "good")
+    gpu_fp = {"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 16, "gpu_names": ["NVIDIA H100 80GB HBM3"]}
+    write_atomic(good / "mlp_cpu.json", _rec(7, workload="mlp_mnist", point_id="mlp-cpu"))
+    real, forged = write_conflict(good, tmp_path / "theirs", _rec(
+        8, workload="mlp_mnist", device="gpu", device_used="gpu", point_id="mlp-gpu", fingerprint=gpu_fp,
+        samples_per_s=50000.0, median_epoch_s=0.02, epoch_s=[0.02] * 3))
+    ctx, html, csv, took = _report([good, tmp_path / "theirs"], tmp_path)
+    _holds(ctx, html, took, good=GOOD + ["mlp-cpu"] + [real["point_id"]] * 2)
+    verdict = unescape(html["verdict"])
+    assert "No GPU/CPU pair" not in verdict
+    assert "Not in the verdict (1 of 2 workloads): cnn_cifar10 (no GPU run)." in verdict  # mlp_mnist stays in
+    assert f"{CONFLICT_MARK} Copies of one run that say different things" in verdict
+    line = next(x for x in verdict.split("Copies of one run")[1:])
+    assert "copy=good/conflict.json" in line and "copy=theirs/conflict.json" in line
+    assert "500,000 samples/s" in line and "50,000 samples/s" in line  # both values
+    import csv as _csv
+    import io
+
+    rows = {r["workload"]: r for r in _csv.DictReader(io.StringIO(csv["verdict.csv"]))}
+    assert "mlp_mnist" in rows and "conflicting copies: GPU side:" in rows["mlp_mnist"]["marks"]

@@ -17,14 +17,40 @@ Everything here is a function of the summary table (no files), so it is tested f
 
 from __future__ import annotations
 
+import re
+
+from helpers.record.reader import COPY
+
 from . import aggregate
 from .reference import is_reference
 
 SAME = ["workload", "batch_size", "precision", "augment", "knobs", "data_source"]  # what makes it the same workload
+# the copy knob the reader gives each of a run's conflicting copies (record.reader.COPY): never what pairs
+_COPY = re.compile(rf"(?:^|, ){COPY}=.*?(?=, [a-z_][a-z0-9_]*=|$)")
+
+
+def without_copy(knobs) -> str:
+    """A configuration's knobs less the ``copy=`` the reader gives conflicting copies of one run: each copy still
+    pairs with its twin on the other device (a forged copy must not take a workload out of the verdict)."""
+    return _COPY.sub("", str(knobs)).removeprefix(", ")
 
 
 def _key(frame, cols):
     return frame[cols].apply(lambda col: col.map(str)).agg("|".join, axis=1)
+
+
+def _copies(ok, side) -> str:
+    """'' or, when ``side`` (a configuration) is one of a run's conflicting copies, every copy's samples/s with its
+    name: '1,200 (copy=a) or 950 (copy=b)'."""
+    from .fmt import sps_shown
+
+    if f"{COPY}=" not in str(side["knobs"]):
+        return ""
+    twins = ok[(ok["_same"] == side["_same"]) & (ok["device"] == side["device"])
+               & (ok["backend"] == side["backend"]) & (ok["_plain"] == side["_plain"])]
+    names = [re.search(rf"{COPY}=(.*?)(?=, [a-z_][a-z0-9_]*=|$)", str(k)) for k in twins["knobs"]]
+    return " or ".join(f"{sps_shown(t)} samples/s ({COPY}={m.group(1) if m else 'the original'})"
+                       for t, m in zip(twins.to_dict("records"), names))
 
 
 def _same(summ) -> list[str]:
@@ -45,7 +71,9 @@ def best_over_best(summ):
     ok = summ[summ["samples_per_s"].notna() & summ["device"].isin(["cpu", "gpu"])].copy()
     if not len(ok):
         return pd.DataFrame()
-    ok["_same"] = _key(ok, _same(ok))
+    ok["knobs"] = ok["knobs"].map(str)
+    ok["_plain"] = ok["knobs"].map(without_copy)
+    ok["_same"] = _key(ok.assign(knobs=ok["_plain"]), _same(ok))
     fastest = ok.sort_values("samples_per_s", ascending=False).groupby(["_same", "device"], sort=False).head(1)
     cpu, gpu = (fastest[fastest["device"] == d].set_index("_same") for d in ("cpu", "gpu"))
     both = gpu.loc[gpu.index.isin(cpu.index)]
@@ -58,7 +86,10 @@ def best_over_best(summ):
         row = {s: c[s] for s in SAME}
         row.update({f"{col}_cpu": c[col] for col in cpu.columns})
         row.update({f"{col}_gpu": g[col] for col in gpu.columns})
-        row.update(machine=c["machine"], gpu_machine=g["machine"], backend=f"{c['backend']} → {g['backend']}")
+        row.update(machine=c["machine"], gpu_machine=g["machine"], backend=f"{c['backend']} → {g['backend']}",
+                   knobs=c["_plain"], copies="; ".join(f"{d} side: {t}" for d, t in
+                                                       (("CPU", _copies(ok, c.to_dict() | {"_same": k})),
+                                                        ("GPU", _copies(ok, g.to_dict() | {"_same": k}))) if t))
         out.append(row)
     rows = pd.DataFrame(out)
     rows["data_source"] = rows["data_source_cpu"]

@@ -156,7 +156,8 @@ def verdict_frame(costed, records=()):
     out["speedup"], out["speedup_low"], out["speedup_high"] = rows["speedup"], rows["speedup_lo"], rows["speedup_hi"]
     out["interval_kind"] = rows["interval"]
     out["speedup_shown"] = [speedup_shown(r) for r in recs]
-    out["marks"] = [" ".join(filter(None, (marks(r["n_runs"], bool(r["short_window"])), busy_sides(r))))
+    out["marks"] = [" ".join(filter(None, (marks(r["n_runs"], bool(r["short_window"])), busy_sides(r),
+                                           r.get("copies") and f"conflicting copies: {r['copies']}")))
                     for r in recs]
     for d in ("cpu", "gpu"):
         for k, v in BREAKEVEN_SIDE.items():

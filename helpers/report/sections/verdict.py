@@ -24,6 +24,7 @@ from .base import Section
 
 TITLE = "The verdict: how much faster the GPU trains, per workload"
 NAV = "Verdict"  # its name in the one-line contents
+CONFLICT_MARK = "≠"  # a side of the row is one of a run's conflicting copies (best.without_copy)
 LEAD = ("Each workload's fastest GPU configuration against its fastest CPU configuration (any backend, thread and "
         "compilation setting; both at the same batch size, precision and model knobs), compared per sample: GPU "
         "samples/s ÷ CPU samples/s, each the median over its runs; both sides are named. Below it, like for like: "
@@ -108,7 +109,8 @@ def glance_table(rows):
             "sides compared: CPU → GPU": f"{hl.sides(r)} · b{r['batch_size']:g}" + (
                 f" · {PRECISION_SHORT.get(str(r['precision']), r['precision'])}"
                 if str(r["precision"]) != "float32" else ""),
-            "GPU ÷ CPU": sp + (f" {m}" if m else "") + (f" · {busy_sides(r)}" if busy_sides(r) else ""),
+            "GPU ÷ CPU": sp + (f" {m}" if m else "") + (f" · {busy_sides(r)}" if busy_sides(r) else "")
+            + (f" {CONFLICT_MARK}" if r.get("copies") else ""),
             # a duration's unit changes from row to row (0.42 s, 12 min, 3.2 h): it stays in the cell
             "CPU time / source epoch": hl.duration(r.get("source_epoch_s_cpu")),
             "GPU time / source epoch": hl.duration(r.get("source_epoch_s_gpu")),
@@ -192,6 +194,11 @@ def build(ctx) -> Section:
             s.html(f'<p class="cgb-compared">{esc(line)}</p>')
     payoff(s, rows, ctx.records)
     predicted.add_to(s, ctx)
+    copies = [f"{r['workload']}: {r['copies']}" for r in rows.to_dict("records") if r.get("copies")]
+    if copies:  # a forged copy of a run keeps its workload in the verdict, both values shown
+        s.note(CONFLICT_MARK + " Copies of one run that say different things (record files of one run, edited in one "
+               "of them): {}. The row takes the fastest; which copy is true is not for the report to guess: set "
+               "the wrong file aside and render again.", "; ".join(copies), kind="warn")
     busy = [f"{r['workload']} ({busy_sides(r)})" for r in rows.to_dict("records") if busy_sides(r)]
     if busy:
         s.note("⚠ Host busy: {} rest(s) on runs measured while another process used more than a quarter of the "
