@@ -106,3 +106,70 @@ def test_a_forged_conflicting_copy_never_takes_a_workload_out_of_the_verdict(tmp
 
     rows = {r["workload"]: r for r in _csv.DictReader(io.StringIO(csv["verdict.csv"]))}
     assert "mlp_mnist" in rows and "conflicting copies: GPU side:" in rows["mlp_mnist"]["marks"]
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+BOX = {"host": "gpu-box", "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_logical": 16, "gpu_names": [H100]}
+
+
+def test_machines_are_told_apart_by_what_they_are(tmp_path):
+    """A CPU record of another machine with the H100 box's GPU name and CPU count (another CPU model), and one of a
+    CPU-only box whose CPU model is the GPU's name: neither pools with the H100 box's own CPU runs, each is its own
+    machine (named with its GPU count and CPU), and the box's CPU figure rests on its own runs; every good record is
+    tabulated and every section holds."""
+    folder = tmp_path / "in"
+    for i in range(2):
+        write_atomic(folder / f"box_cpu{i}.json", _rec(i, point_id="box-cpu", fingerprint=BOX,
+                                                       started_at=f"2026-01-01T00:00:0{i}"))
+    write_atomic(folder / "box_gpu.json", _rec(2, point_id="box-gpu", device="gpu", device_used="gpu",
+                                               fingerprint=BOX, samples_per_s=50000.0, median_epoch_s=0.02,
+                                               epoch_s=[0.02] * 3))
+    other_cpu = {**BOX, "host": "elsewhere", "cpu_model": "AMD EPYC 9654"}
+    write_atomic(folder / "other.json", _rec(3, point_id="box-cpu", fingerprint=other_cpu, samples_per_s=5000.0,
+                                             started_at="2026-01-01T00:00:03"))
+    no_gpu = {"host": "cpu-only", "cpu_model": H100, "cpu_logical": 16, "gpu_names": []}
+    write_atomic(folder / "fake.json", _rec(4, point_id="box-cpu", fingerprint=no_gpu, samples_per_s=20000.0,
+                                            started_at="2026-01-01T00:00:04"))
+    ctx, html, csv, took = _report([folder], tmp_path)
+    _holds(ctx, html, took, good=["box-cpu"] * 4 + ["box-gpu"])
+    cpu = ctx.summary[ctx.summary["device"] == "cpu"]
+    assert len(cpu) == 3 and cpu["machine"].nunique() == 3  # three machines, never one pooled figure
+    box = cpu[cpu["machine"].str.contains("1 GPU · CPU Intel")]
+    assert len(box) == 1 and int(box["n_runs"].iloc[0]) == 2 and box["samples_per_s"].iloc[0] == 1000.0
+    assert cpu["machine"].str.contains("no GPU · CPU " + H100).sum() == 1
+    assert cpu["machine"].str.contains("1 GPU · CPU AMD EPYC 9654").sum() == 1
+    verdict = unescape(html["verdict"])
+    assert "the 16-CPU NVIDIA H100" not in verdict and "3 CPU machines" in verdict
+
+
+def test_this_machine_and_the_same_machine_only_where_true(tmp_path, monkeypatch):
+    """'Of this machine' only for runs of this host's outputs folder (a record elsewhere naming this host, CPU and
+    CPU count is another's); 'of the same machine' only when the GPU's machine is the CPU's."""
+    import socket
+
+    import psutil
+
+    from helpers.measure.fingerprint import cpu_model
+    from helpers.report import headline
+
+    here = {"host": socket.gethostname(), "cpu_model": cpu_model(), "cpu_logical": psutil.cpu_count(logical=True),
+            "gpu_names": []}
+    elsewhere, outputs = tmp_path / "someone", tmp_path / "outputs"
+    write_atomic(elsewhere / "cpu.json", _rec(0, fingerprint=here))
+    write_atomic(elsewhere / "gpu.json", _rec(1, device="gpu", device_used="gpu", fingerprint=BOX,
+                                              samples_per_s=50000.0, median_epoch_s=0.02, epoch_s=[0.02] * 3))
+    monkeypatch.setenv("CGB_OUTPUTS", str(outputs))
+    ctx, html, _, took = _report([elsewhere], tmp_path, only=("verdict",))
+    _holds(ctx, html, took, good=["p0", "p1"])
+    said = unescape(html["verdict"])
+    assert "of this machine" not in said and "of the same machine" not in said and "On this " not in said
+    # the same records in this host's outputs folder: this machine; the GPU of another machine: not "the same"
+    write_atomic(outputs / "cpu.json", _rec(0, fingerprint=here))
+    write_atomic(outputs / "gpu.json", _rec(1, device="gpu", device_used="gpu", fingerprint=BOX,
+                                            samples_per_s=50000.0, median_epoch_s=0.02, epoch_s=[0.02] * 3))
+    ctx, html, _, _ = _report([outputs], tmp_path, only=("verdict",))
+    said = unescape(html["verdict"])
+    assert "of this machine" in said and "of the same machine" not in said
+    # one box's own CPU and GPU runs: the same machine
+    comp = headline.compared(ctx.df.assign(machine="m"))
+    assert "of the same machine" in headline.compared_text(comp)

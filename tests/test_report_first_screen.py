@@ -56,7 +56,7 @@ def test_the_verdict_names_a_backend_that_loses_and_this_machine(known):
     slow["backend"], slow["speedup"], slow["digits"] = "torch", 0.72, 2
     import pandas as pd
 
-    comp = headline.compared(known.df, here=("gpu-box", CPU, 2))
+    comp = headline.compared(known.df, here=("gpu-box", CPU, 2, known.folders[0]))  # this host's outputs folder
     said = headline.sentences(rows, comp, pd.concat([pairs, slow], ignore_index=True))
     assert said[0].startswith("On this 2-CPU AMD EPYC 7B13, every one of the 2 workloads")
     assert said[0].endswith("but like for like, cnn_cifar10 on torch is slower on the GPU (0.72×).")

@@ -12,6 +12,7 @@ against fixtures whose numbers are known.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from .fmt import isnull, rounded, speedup_shown
 from .labels import PRECISION_SHORT
@@ -137,25 +138,36 @@ def money(v) -> str:
     return "" if isnull(v) else (f"${rounded(v, 2)}" if v < 100 else f"${v:,.0f}")
 
 
+def _under(path, folder) -> bool:
+    try:
+        return Path(str(path)).resolve().is_relative_to(Path(folder).resolve())
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
 def compared(df, here: tuple = ()) -> dict:
     """What the report compares: the CPU machine(s) and the GPU(s), and whether a GPU is the bundled reference's.
-    ``here`` = (host, CPU model, logical CPUs) of the machine rendering the report: a CPU machine that matches all
-    three is called "this machine" (host names alone are often generic)."""
+    ``here`` = (host, CPU model, logical CPUs, outputs folder) of the renderer: "this machine" only for runs read
+    from this host's outputs folder whose host, CPU and CPUs are this host's (a record elsewhere is another's)."""
     ok = df[df["status"] == "ok"] if len(df) else df
     cpu = ok[(ok["device"] == "cpu") & ~ok["machine"].map(is_reference)] if len(ok) else ok
     gpu = ok[ok["device"] == "gpu"] if len(ok) else ok
     out = {"cpus": [], "gpus": [], "reference": False}
-    for _, r in cpu.drop_duplicates("machine").iterrows():
+    for m, g in cpu.groupby("machine", sort=False):
+        r = g.iloc[0]
         cores = r.get("machine_cpus") if not isnull(r.get("machine_cpus")) else r.get("cpus")
+        mine = len(here) == 4 and any(
+            (str(x.get("host")), str(x.get("cpu_model")), x.get("machine_cpus")) == tuple(here[:3])
+            and _under(x.get("path"), here[3]) for x in g.to_dict("records"))
         out["cpus"].append({"model": short_cpu(r.get("cpu_model")), "cores": None if isnull(cores) else int(cores),
-                            "here": bool(here) and (str(r.get("host")), str(r.get("cpu_model")), cores) == tuple(here)})
+                            "here": mine, "machine": m})
     for m, g in gpu.groupby("machine", sort=True):
         ref = is_reference(m)
         out["reference"] |= ref
         date = str(g["started_at"].dropna().max())[:10] if "started_at" in g and g["started_at"].notna().any() \
             else ""
         out["gpus"].append({"name": str(g["gpu"].dropna().iloc[0]) if g["gpu"].notna().any() else gpu_side(m),
-                            "short": gpu_side(m), "reference": ref, "date": date})
+                            "short": gpu_side(m), "reference": ref, "date": date, "machine": m})
     return out
 
 
@@ -174,9 +186,10 @@ def compared_text(c: dict) -> str:
     gpus = c["gpus"]
     if not gpus:
         return f"Measured: {cpu}; no GPU run, and no bundled reference matches these configurations."
+    same = [len(cpus) == 1 and cpus[0]["machine"] == g["machine"] for g in gpus]  # equal machines only
     named = [f"the {g['name']} of the bundled reference run (measured {g['date']} on another machine)"
-             if g["reference"] else f"the {g['name']}" + (" of the same machine" if len(cpus) == 1 else "")
-             for g in gpus[:3]]
+             if g["reference"] else f"the {g['name']}" + (" of the same machine" if s else "")
+             for g, s in zip(gpus[:3], same)]
     more = f" and {len(gpus) - 3} more GPUs" if len(gpus) > 3 else ""
     return f"Compared: {cpu} against {' and '.join(named)}{more}."
 

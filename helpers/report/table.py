@@ -263,9 +263,28 @@ def tidy(records: list[dict]):
     # a record's own hardware name never passes for the bundled reference (whose rows ``reference`` names itself)
     hw = hw.map(lambda h: f"“{h}” (a record's name)" if h.strip().lower().startswith(_REFERENCE_PREFIX) else h)
     cpus = df["machine_cpus"].map(lambda n: f" · {int(n)} CPUs" if pd.notna(n) else "")
-    df["machine"] = hw + cpus
+    df["machine"] = _told_apart(df, hw + cpus)
     df["config"] = df["device"].fillna("?").astype(str) + " · " + df["backend"].fillna("?").astype(str)
     return df
+
+
+def _told_apart(df, label):
+    """Each row's machine: what it is (GPU model and count, CPU model, logical CPUs), named as shortly as tells it
+    apart: the GPU (else CPU) model and CPUs; where another machine has that name, its GPU count and CPU model too
+    (hosts of one GPU model and CPU count but not one CPU; a CPU-only box whose CPU reads as a GPU: never pooled)."""
+    import pandas as pd
+
+    if not len(df):
+        return label
+    ident = df[["gpu", "gpus", "cpu_model", "machine_cpus"]].map(str).agg("|".join, axis=1)
+    shared = ident.groupby(label).transform("nunique") > 1
+
+    def full(r) -> str:
+        n = int(r["gpus"]) if pd.notna(r["gpus"]) else 0
+        gpus = "no GPU" if not n else f"{n} GPU{'s' if n > 1 else ''}"
+        return f" · {gpus} · CPU {r['cpu_model'] if pd.notna(r['cpu_model']) else 'not recorded'}"
+
+    return label.where(~shared, label + df.apply(full, axis=1))
 
 
 def load_table(folders):

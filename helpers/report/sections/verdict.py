@@ -9,6 +9,7 @@ import socket
 import psutil
 
 from helpers.measure.fingerprint import cpu_model
+from helpers.paths import outputs_dir
 
 from .. import breakeven, fresh, predicted, sides
 from .. import headline as hl
@@ -167,7 +168,8 @@ def build(ctx) -> Section:
     if c.empty or not c["samples_per_s"].notna().any():
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
-    comp = hl.compared(ctx.df, here=(socket.gethostname(), cpu_model(), psutil.cpu_count(logical=True)))
+    comp = hl.compared(ctx.df, here=(socket.gethostname(), cpu_model(), psutil.cpu_count(logical=True),
+                                     outputs_dir()))  # "this machine": runs of this host's outputs folder only
     s.found("{} " + hl.LINKS, hl.compared_text(comp))
     rows = best_over_best(c)
     if not len(rows) and leads(ctx):  # no CPU run, several GPU counts: the scaling section leads instead
