@@ -1,13 +1,15 @@
 """custom (1 of 4): the user's files, read without Keras: the ``.keras`` archive (a zip: config.json,
 metadata.json) and the ``.npz`` (array headers only), each checked with a ``ParamError`` naming the key.
 
-    path, info = model_file("my.keras")    # info: config, metadata, inputs, n_outputs, custom_objects, ...
+    path, info = model_file("my.keras")    # info: config (class_name, compile_config: no layers), inputs, ...
     path, arrays = data_file("d.npz")      # arrays: {"x": (shape, dtype), "y": (shape, dtype)}
     resolve("my.keras")                    # (the file or None, the places tried): cwd, $PWD, project root
     digest("my.keras")                     # the file's sha256 (None: no such file): in the point id, the record
 
 Imported by ``custom_checks`` (grid validation, the notebook's first cell), ``custom_data`` and ``custom``
-(the workload); imports none of them. The workload's documentation is ``custom``'s docstring.
+(the workload); imports none of them, only ``custom_json`` (the config parsed within bounds on what parsing it
+makes, and walked). What is kept of a file is a small summary (``info``), never its parsed config. The workload's
+documentation is ``custom``'s docstring.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import functools
 import hashlib
 import json
 import os
+import threading
 import zipfile
 from pathlib import Path
 
@@ -23,6 +26,7 @@ import numpy as np
 
 from ..params import ParamError
 from ..paths import PROJECT_ROOT
+from . import custom_json
 
 WHERE_HINT = ("in a module (e.g. my_layers.py) next to the model file or on PYTHONPATH (export PYTHONPATH=/its/folder "
               "before ./run_all.sh or papermill: kernels inherit it), and set the knob import_modules: my_layers "
@@ -90,19 +94,17 @@ def _existing(key: str, value: str, where: str, suffix: str, what: str) -> Path:
 MODEL_WHAT = "model_path is a .keras file saved by Keras 3: model.save(\"my.keras\")"
 
 
-def _walk(node):
-    if isinstance(node, dict):
-        yield node
-        for v in node.values():
-            yield from _walk(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from _walk(v)
-
-
 def _io(cfg: dict) -> tuple[list, int | None]:
     """From a model config: its inputs [(name, batch shape, dtype)] and its number of outputs (None: unknown,
-    a subclassed model)."""
+    a subclassed model); ``ValueError`` where the config is not shaped as Keras writes one."""
+    try:
+        return _io_of(cfg)
+    except (AttributeError, TypeError, IndexError, KeyError) as exc:
+        raise ValueError(f"holds a model config whose inputs and outputs cannot be read ({type(exc).__name__}: "
+                         f"{str(exc)[:100]}): not one saved by Keras") from None
+
+
+def _io_of(cfg: dict) -> tuple[list, int | None]:
     c = cfg.get("config") or {}
     layers = c.get("layers") or []
     if cfg.get("class_name") == "Sequential":
@@ -124,22 +126,6 @@ def _io(cfg: dict) -> tuple[list, int | None]:
     ins = [(n, by_name.get(n, {}).get("batch_shape"), by_name.get(n, {}).get("dtype"))
            for n in names(c["input_layers"])]
     return ins, len(names(c.get("output_layers")))
-
-
-def _custom_objects(cfg: dict) -> list[str]:
-    """Objects of the model config Keras cannot find by itself: classes from outside Keras, registered
-    functions ('package>name')."""
-    out = []
-    for d in _walk(cfg.get("config")):
-        if "class_name" not in d or "module" not in d:
-            continue
-        mod, reg, cls = d.get("module"), d.get("registered_name"), d.get("class_name")
-        if cls == "function" and mod == "builtins":
-            if isinstance(d.get("config"), str) and ">" in d["config"]:
-                out.append(d["config"])
-        elif cls not in ("__keras_tensor__", "__lambda__") and (mod is None or not str(mod).startswith("keras")):
-            out.append(reg if isinstance(reg, str) else cls)
-    return list(dict.fromkeys(out))
 
 
 MAX_CONFIG_BYTES = 16 * 2**20  # config.json of a ResNet-50 is ~100 kB; a zip bomb inflates 1000:1
@@ -171,58 +157,76 @@ def _member(zf: zipfile.ZipFile, name: str) -> bytes:
     return data
 
 
-@functools.lru_cache(maxsize=16)
-def _read_keras(path: str, mtime_ns: int, size: int) -> dict:
-    """config.json and metadata.json of a .keras file, checked; ``ValueError`` with the reason."""
+def _read_keras(path: str) -> dict:
+    """What the rest needs of a .keras file's config.json and metadata.json, checked (a summary: never the parsed
+    config); ``ValueError`` with the reason. Each member is bounded in bytes (``_member``), then in JSON values and
+    depth (``custom_json.parse``)."""
     try:
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()
             if "config.json" not in names:
                 raise ValueError("is a zip archive without config.json: not a model saved by Keras 3")
-            cfg = json.loads(_member(zf, "config.json"))
-            meta = json.loads(_member(zf, "metadata.json")) if "metadata.json" in names else {}
+            cfg = custom_json.parse(_member(zf, "config.json"), "config.json")
+            meta = custom_json.parse(_member(zf, "metadata.json"), "metadata.json") if "metadata.json" in names else {}
             _no_bomb(zf)  # the weights too (and any other member): Keras would inflate them in the kernel
     except zipfile.BadZipFile:
         raise ValueError("is not a .keras archive (not a zip file)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"has an unreadable config.json ({exc})") from None
-    except RecursionError:
-        raise ValueError("has a config.json nested too deeply to be a model config") from None
     except OSError as exc:
         raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
     if not isinstance(cfg, dict) or not isinstance(cfg.get("config"), dict) or "class_name" not in cfg:
         raise ValueError("holds no Keras model config")
     if str(cfg.get("module", "")).startswith("keras.layers"):
-        raise ValueError(f"holds a {cfg['class_name']} layer, not a Keras model")
+        raise ValueError(f"holds a {str(cfg['class_name'])[:100]} layer, not a Keras model")
     ins, n_out = _io(cfg)
-    info = {"config": cfg, "metadata": meta if isinstance(meta, dict) else {}, "inputs": ins, "n_outputs": n_out,
-            "custom_objects": _custom_objects(cfg), "has_weights": "model.weights.h5" in names,
-            "lambdas": _lambda_layers(cfg)}
     if len(ins) > 1:
-        listed = ", ".join(f"{n!r} {tuple(s) if s else '(shape unknown)'}" for n, s, _ in ins)
+        listed = ", ".join(f"{n!r} {tuple(s) if s and isinstance(s, list) else '(shape unknown)'}" for n, s, _ in ins)
         raise ValueError(f"is a model with {len(ins)} inputs: {listed}; the suite feeds one input (x) and one "
                          "target (y): save a model with a single input (e.g. concatenate the features first)")
     if n_out is not None and n_out > 1:
         raise ValueError(f"is a model with {n_out} outputs; the suite trains one output against one target (y)")
-    if info["lambdas"]:
-        raise ValueError(f"has Lambda code in layers ({', '.join(info['lambdas'])}) that Keras does not load "
+    customs, lambdas = custom_json.scan(cfg)
+    if lambdas:
+        named = ", ".join(lambdas[:20]) + (f" and {len(lambdas) - 20:,} more" if len(lambdas) > 20 else "")
+        raise ValueError(f"has Lambda code in layers ({named}) that Keras does not load "
                          "from a file (safe mode); replace each with a small layer class, registered with "
                          "@keras.saving.register_keras_serializable() " + WHERE_HINT + ", and save the model again")
-    return info
+    return {"config": {k: v for k, v in cfg.items() if k != "config"},  # class_name, compile_config: not its layers
+            "metadata": {k: v for k, v in meta.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 200}
+            if isinstance(meta, dict) else {}, "inputs": ins, "n_outputs": n_out,
+            "custom_objects": customs, "has_weights": "model.weights.h5" in names,
+            "lambdas": lambdas}
 
 
-def _lambda_layers(cfg: dict) -> list[str]:
-    """Names of the layers holding Python code Keras does not load in safe mode: Lambda layers, and any layer
-    with a lambda inside its config (a Dense whose activation is a lambda: ``__lambda__``)."""
-    out = set()
-    for d in _walk(cfg.get("config")):
-        c = d.get("config")
-        if not isinstance(c, dict) or "class_name" not in d or "layers" in c:
-            continue
-        if d["class_name"] == "Lambda" or any(x.get("class_name") == "__lambda__" for x in _walk(c)):
-            name = str(c.get("name", "?"))
-            out.add(name if d["class_name"] == "Lambda" else f"{name} ({d['class_name']})")
-    return sorted(out)
+# The summaries (and refusals) of the last files read, by path, mtime and size (a grid names one file in many points):
+# at most CACHE_ENTRIES, and CACHE_BYTES of JSON in all (~200 MB of objects at worst: [{}, {}, ...], 24 bytes a byte);
+# never a parsed config: sixteen configs of [{}, {}, ...] kept whole took the validating runner past 3.8 GB (a
+# MemoryError, exit 1). A summary larger than CACHE_BYTES is not kept: its file is read again at each check.
+CACHE_ENTRIES, CACHE_BYTES = 16, 8 * 2**20
+_CACHE: dict = {}  # key -> (summary or refusal, its size as JSON)
+_CACHE_LOCK = threading.Lock()
+
+
+def _read_cached(path: str, mtime_ns: int, size: int) -> dict:
+    """``_read_keras``'s summary, or its ``ValueError``, read once per content while it stays in the cache."""
+    key = (path, mtime_ns, size)
+    with _CACHE_LOCK:
+        got = _CACHE.pop(key, None)
+        if got is not None:
+            _CACHE[key] = got  # the most recently used last
+    if got is None:
+        try:
+            info = _read_keras(path)
+        except ValueError as exc:
+            info = str(exc)
+        got = info, len(json.dumps(info, default=str))
+        if got[1] <= CACHE_BYTES:
+            with _CACHE_LOCK:
+                _CACHE[key] = got
+                while len(_CACHE) > CACHE_ENTRIES or sum(n for _, n in _CACHE.values()) > CACHE_BYTES:
+                    del _CACHE[next(iter(_CACHE))]
+    if isinstance(got[0], str):
+        raise ValueError(got[0])
+    return got[0]
 
 
 def model_file(value: str, where: str = "parameters") -> tuple[Path, dict]:
@@ -232,10 +236,10 @@ def model_file(value: str, where: str = "parameters") -> tuple[Path, dict]:
     path = _existing("model_path", value, where, ".keras", MODEL_WHAT)
     st = path.stat()
     try:
-        return path, _read_keras(str(path), st.st_mtime_ns, st.st_size)
+        return path, _read_cached(str(path), st.st_mtime_ns, st.st_size)
     except ValueError as exc:
         raise ParamError(f"{where}: key 'model_path': {path} {exc}; {MODEL_WHAT}") from None
-    except RecursionError:  # json.loads took it, the walk of the config did not
+    except RecursionError:  # no walk recurses (custom_json), and depth is bounded: kept as the last guard
         raise ParamError(f"{where}: key 'model_path': {path} has a config nested too deeply to be a model's; "
                          f"{MODEL_WHAT}") from None
 
