@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from html import unescape
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 from support.records import _rec
 from support.runs import good_record, write
+from test_hostile_bounds import _tree_peak_kb
 
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
@@ -91,11 +93,26 @@ def test_report_only_into_a_hostile_out_folder_writes_nothing_outside_it(tmp_pat
     (out / PAGES / ".render-version").write_text(index.RENDER_VERSION + "\n")
     (out / PAGES / index.SOURCES).write_text(json.dumps({key: hashlib.sha256(nb.read_bytes()).hexdigest()}))
     before = _tree(outside) | _tree(good)
+    peaks, stop = {}, threading.Event()
     t0 = time.perf_counter()
-    res = _runner("--report-only", "--no-reference", "--inputs", str(good), "--out", str(out), env=_env(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "helpers.runner", "--report-only", "--no-reference", "--inputs",
+                             str(good), "--out", str(out)], cwd=PROJECT_ROOT, env=_env(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watch = threading.Thread(target=_tree_peak_kb, args=(proc, stop, peaks), daemon=True)
+    watch.start()
+    try:
+        said, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+        stop.set()
+        watch.join()
     took = time.perf_counter() - t0
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert proc.returncode == 0, said[-4000:]
     assert took < 60, took
+    assert peaks and sum(peaks.values()) <= 2**20, peaks  # kB: every process's own peak, summed: at most 1 GB
+    for name in ("report.html", "index.html", "results.csv", "configurations.csv", "verdict.csv"):  # each named
+        assert f"note: {out / name} is a symlink (to {str(outside / name)!r}): replaced by a file of its own" in said
     assert _tree(outside) | _tree(good) == before  # nothing outside --out written, the inputs untouched
     for name in ("report.html", "index.html", "results.csv"):
         assert not (out / name).is_symlink() and (out / name).stat().st_size > 100

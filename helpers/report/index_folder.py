@@ -1,6 +1,7 @@
 """The folder the index is written to (``--out``), untrusted like an input: what the index reads and writes there.
 
     check_pages_dir(root)                # the runner, before it runs: OutFolderRefused (exit 2)
+    found_in(root)                       # what it finds at the names it writes (symlinks, FIFOs), said
     pages_dir(root)                      # root/notebooks_html, a real folder of ours; else ``OutFolderRefused``
     safe_parent(root, page)              # every folder from notebooks_html down to the page real (made if missing)
     stamp_text(path)                     # a stamp's text within the record reader's bounds ('' when not a file)
@@ -62,6 +63,28 @@ def index_limit_s(environ=None) -> float:
     ``INDEX_LIMIT_S``."""
     return seconds_from_env(INDEX_LIMIT_ENV, INDEX_LIMIT_S, "the most all the notebook pages of the index may take "
                             "to render together", environ)
+
+
+WRITTEN = ("report.html", "report.previous.html", "index.html", "results.csv", "configurations.csv", "verdict.csv",
+           f"{PAGES}/.render-version", f"{PAGES}/.sources.json")  # what a report writes into its folder
+
+
+def found_in(root: Path) -> list[str]:
+    """What the folder a report is written to holds at the names it writes that is not a file of its own (a
+    symlink, a FIFO), each said with what happens to it: the runner prints these before it writes."""
+    out = []
+    for name in WRITTEN:
+        p = Path(root) / name
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            out.append(f"{p} is a symlink (to {os.readlink(p)[:200]!r}): replaced by a file of its own; what it "
+                       "points to is neither read nor written")
+        elif not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            out.append(f"{p} is not a regular file (a FIFO, a socket or a device): not read, replaced by a file")
+    return out
 
 
 def _refuse(path: Path, why: str) -> OutFolderRefused:

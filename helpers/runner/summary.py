@@ -51,6 +51,10 @@ def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, l
     logged. ``run_dir`` holds the executed summary notebook."""
     t0 = time.perf_counter()
     out_dir = report_dir(args, out_root)
+    from helpers.report.index_folder import found_in
+
+    for line in found_in(out_dir):  # an --out folder of someone else's: what is written over, said
+        log(f"note: {line}")
     try:
         inputs = [Path(f).resolve() for f in args.inputs] if args.inputs else [out_root]
         html = render_report(inputs, run_dir, kernel, out_dir / "report.html",
