@@ -98,7 +98,7 @@ def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
                      reverse=True)
     new_names, old_names = [shown_path(n) for n in new_names], [shown_path(n) for n in old_names]
     body = ["<h1>What changed between two runs</h1>",
-            note("NEW: {}; OLD: {}.", ", ".join(new_names), ", ".join(old_names)),
+            note("OLD: {}; NEW: {}.", ", ".join(old_names), ", ".join(new_names)),
             f'<p class="cgb-finding">{esc(_sentence(cmp, changed, conf))}</p>']
     if changed:
         body.append(figure_html(chart(changed), "significant changes, NEW ÷ OLD, largest first"))
@@ -123,8 +123,10 @@ def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
     for side, only in (("OLD", cmp.only_old), ("NEW", cmp.only_new)):
         if only:
             body.append(f"<h2>On the {side} side only ({len(only)})</h2>")
-            body.append(note("Measured on one side only: nothing to compare them with."))
-            body.append(html_table(_frame([(_name(r),) for r in names(only)], ["configuration"]), max_rows=None))
+            listed = html_table(_frame([(_name(r),) for r in names(only)], ["configuration"]), max_rows=None)
+            body.append(note("Measured on one side only: nothing to compare them with.") + (
+                listed if len(only) <= 10 else f"<details><summary>the {len(only)} configurations (click to open)"
+                                                f"</summary>{listed}</details>"))
     if cmp.skipped:
         body.append(note("{} file(s) that are not records were left out: {}.", len(cmp.skipped),
                          "; ".join(f"{f} ({w})" for f, w in cmp.skipped[:5]), kind="warn"))
