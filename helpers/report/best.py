@@ -26,7 +26,7 @@ from .reference import is_reference
 
 SAME = ["workload", "batch_size", "precision", "augment", "knobs", "data_source"]  # what makes it the same workload
 # the copy knob the reader gives each of a run's conflicting copies (record.reader.COPY): never what pairs
-_COPY = re.compile(rf"(?:^|, ){COPY}=.*?(?=, [a-z_][a-z0-9_]*=|$)")
+_COPY = re.compile(rf"(?:^|, ){COPY}=(.*?)(?=, [a-z_][a-z0-9_]*=|$)")  # a value may hold ", " itself
 
 
 def without_copy(knobs) -> str:
@@ -48,7 +48,7 @@ def _copies(ok, side) -> str:
         return ""
     twins = ok[(ok["_same"] == side["_same"]) & (ok["device"] == side["device"])
                & (ok["backend"] == side["backend"]) & (ok["_plain"] == side["_plain"])]
-    names = [re.search(rf"{COPY}=(.*?)(?=, [a-z_][a-z0-9_]*=|$)", str(k)) for k in twins["knobs"]]
+    names = [_COPY.search(str(k)) for k in twins["knobs"]]
     return " or ".join(f"{sps_shown(t)} samples/s ({COPY}={m.group(1) if m else 'the original'})"
                        for t, m in zip(twins.to_dict("records"), names))
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from helpers.record.ids import notebook_path
 from helpers.record.reader import read_records
 
+from . import index_folder
 from .fmt import esc
 from .index_folder import PAGES, index_limit_s, pages_dir, safe_parent, seal, sealed, seconds_from_env, stamp_text
 from .inert import CSP, inert_html
@@ -113,10 +114,7 @@ SOURCES = ".sources.json"  # under PAGES: each page's source notebook's sha256 w
 
 def _digest(src: Path) -> str | None:
     """The sha256 of a notebook (read within the record reader's bounds), or None when it cannot be read."""
-    from helpers.record.reader import read_bytes
-
-    data, why = read_bytes(src, MAX_NOTEBOOK_BYTES)
-    return None if why is not None else hashlib.sha256(data).hexdigest()
+    return index_folder.file_sha256(src, MAX_NOTEBOOK_BYTES)
 
 
 def _read_sources(path: Path) -> dict:
@@ -196,7 +194,7 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
     sources = _read_sources(sources_file) if fresh_layout else {}
     digests = {}  # page key -> the sha256 of the notebook it is rendered from now
     rows, jobs, pages = [], [], {}
-    seen, by_digest = set(), {}
+    seen, by_digest, kept = set(), {}, {}  # kept: page key -> its seal, for pages kept as they are
     for r in sorted(records, key=lambda r: (str(r.get("workload")), str(r.get("started_at")))):
         nb = notebook_path(r)
         cells = [esc(r.get(k)) for k in ("workload", "backend", "device", "status")]
@@ -231,7 +229,9 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
                     digests[key] = digest
                     if digest is not None:
                         by_digest[digest] = str(dst)
-                    if not _up_to_date(digest, dst, fresh_layout, sources, key):
+                    if _up_to_date(digest, dst, fresh_layout, sources, key):
+                        kept[key] = sources[key]
+                    else:
                         jobs.append((str(real), str(dst)))
                     pages[str(dst)] = name
                     page = str(dst)  # linked below, once rendered
@@ -246,7 +246,8 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
                     Path(folder, f).unlink(missing_ok=True)
     write_text_atomic(stamp, RENDER_VERSION + "\n")
     failed = {Path(d).relative_to(index_root).as_posix() for d, why in errors.items() if why}
-    seals = {k: seal(v, index_root / k) for k, v in sorted(digests.items()) if v is not None and k not in failed}
+    seals = {k: kept.get(k) or seal(v, index_root / k) for k, v in sorted(digests.items())
+             if v is not None and k not in failed}  # a kept page's seal was checked above: not read again
     write_text_atomic(sources_file, json.dumps({k: v for k, v in seals.items() if v is not None}, indent=0) + "\n")
     body = []
     for head, link, dst in rows:

@@ -23,6 +23,7 @@ The whole index is bounded in time as each page is: ``CGB_INDEX_LIMIT_S`` (``IND
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import math
@@ -96,30 +97,26 @@ def _refuse(path: Path, why: str) -> OutFolderRefused:
 def check_pages_dir(root: Path) -> None:
     """``OutFolderRefused`` when ``root/notebooks_html`` is there and is a symlink, not a folder, or a folder of
     another user (the runner asks before it runs anything: exit 2)."""
-    if os.path.lexists(Path(root) / PAGES):
-        _check(Path(root) / PAGES, os.lstat(Path(root) / PAGES))
-
-
-def pages_dir(root: Path) -> Path:
-    """``root/notebooks_html``, made if missing; ``OutFolderRefused`` when it is a symlink, not a folder, or a
-    folder of another user."""
     pages = Path(root) / PAGES
-    try:
-        st = os.lstat(pages)
-    except FileNotFoundError:
-        pages.mkdir(parents=True, exist_ok=True)
-        st = os.lstat(pages)
-    _check(pages, st)
-    return pages
-
-
-def _check(pages: Path, st) -> None:
+    if not os.path.lexists(pages):
+        return
+    st = os.lstat(pages)
     if stat.S_ISLNK(st.st_mode):
         raise _refuse(pages, f"a symlink (to {os.readlink(pages)[:200]!r})")
     if not stat.S_ISDIR(st.st_mode):
         raise _refuse(pages, "not a folder")
     if st.st_uid != os.geteuid():
         raise _refuse(pages, f"a folder of another user (uid {st.st_uid})")
+
+
+def pages_dir(root: Path) -> Path:
+    """``root/notebooks_html``, made if missing; ``OutFolderRefused`` when it is a symlink, not a folder, or a
+    folder of another user."""
+    pages = Path(root) / PAGES
+    if not os.path.lexists(pages):
+        pages.mkdir(parents=True, exist_ok=True)
+    check_pages_dir(root)
+    return pages
 
 
 def safe_parent(root: Path, page: Path) -> bool:
@@ -159,8 +156,12 @@ def key_file() -> Path:
 
 def _key() -> bytes | None:
     """This user's key (32 random bytes, made once, 0600); None when it can be neither read nor made (then no page
-    is sealed and every page is rendered each time)."""
-    path = key_file()
+    is sealed and every page is rendered each time). Read once a process for each place it is kept."""
+    return _key_at(key_file())
+
+
+@functools.lru_cache(maxsize=4)
+def _key_at(path: Path) -> bytes | None:
     for _ in range(2):
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -188,11 +189,17 @@ def _key() -> bytes | None:
     return None
 
 
-def _page_digest(page: Path) -> str | None:
+def file_sha256(path: Path, limit: int) -> str | None:
+    """The sha256 of a file read within the record reader's bounds (a regular file, at most ``limit`` bytes, never
+    a blocking open); None when it cannot be read so."""
     from helpers.record.reader import read_bytes
 
-    data, why = read_bytes(page, MAX_PAGE_BYTES)
-    return None if why is not None or os.path.islink(page) else hashlib.sha256(data).hexdigest()
+    data, why = read_bytes(path, limit)
+    return None if why is not None else hashlib.sha256(data).hexdigest()
+
+
+def _page_digest(page: Path) -> str | None:
+    return None if os.path.islink(page) else file_sha256(page, MAX_PAGE_BYTES)
 
 
 def seal(digest: str | None, page: Path) -> str | None:

@@ -26,7 +26,7 @@ from helpers.runner import progress as _progress
 from helpers.runner.engine import RUN_FACTS, install_kernelspec, register_engine
 from helpers.runner.notebook import skip_without_kernel
 from helpers.runner.orphans import set_aside_orphans
-from helpers.runner.outputs import CannotWrite, acquire_lock, cannot_write, cannot_write_message
+from helpers.runner.outputs import CannotWrite, acquire_locks, cannot_write, cannot_write_message
 from helpers.runner.plan import label, run_setup
 from helpers.runner.prepare import Prepared
 from helpers.runner.progress import LiveEpochs, progress, streaming_engine
@@ -44,12 +44,10 @@ def run_grid(args, prep: Prepared) -> Exit:
     out_root, fleet, order, todo, kernels = prep.out_root, prep.fleet, prep.order, prep.todo, prep.kernels
     try:
         out_root.mkdir(parents=True, exist_ok=True)
-        lock = acquire_lock(out_root) if prep.shard is None else True  # shards share the folder (fleet.enter)
+        # the outputs folder (shards share it: fleet.enter) and --out, held as the outputs folder is
         out_dir = report_dir(args, out_root)
-        if lock is not None and out_dir.resolve() != out_root.resolve():  # --out: held as the outputs folder is
-            out_dir.mkdir(parents=True, exist_ok=True)
-            out_lock = acquire_lock(out_dir)
-            lock = None if out_lock is None else (lock, out_lock)
+        lock = acquire_locks(([out_root] if prep.shard is None else [])
+                             + ([out_dir] if out_dir.resolve() != out_root.resolve() else []))
         if lock is None:
             return Exit.BUSY
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -174,10 +172,9 @@ def report_only(args, prep: Prepared) -> Exit:
     out_root = prep.out_root
     out_dir = report_dir(args, out_root)
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        # into the outputs folder, where a run writes its report: held as a run holds it (till this process ends)
-        # the --out folder too: two reports into one folder at once would mix one's index with the other's report
-        lock = acquire_lock(out_root if out_dir.resolve() == out_root.resolve() else out_dir)
+        # the folder it writes to (the outputs folder or --out), held as a run holds it (till this process ends):
+        # two reports into one folder at once would mix one's index with the other's report
+        lock = acquire_locks([out_dir])
         if lock is None:
             return Exit.BUSY
     except OSError as exc:

@@ -1,6 +1,7 @@
 """The outputs folder: one run at a time (a lock), and what stops a run when nothing more can be written there.
 
     lock = acquire_lock(out_root)        # None: another run holds it (Exit.BUSY)
+    locks = acquire_locks([a, b])        # each folder's, held together (the outputs folder and --out)
     why = cannot_write(exc)              # a full disk, a read-only folder ...: the run stops cleanly (CannotWrite)
     cannot_write_message(out_root, why)  # what to do about it
 """
@@ -76,3 +77,18 @@ def acquire_lock(out_root: Path):
     f.write(f"pid {os.getpid()} since {dt.datetime.now().isoformat(timespec='seconds')}\n")
     f.flush()
     return f
+
+
+def acquire_locks(folders):
+    """``acquire_lock`` on each distinct folder of ``folders`` (made if missing), held together: a list of them, or
+    None when another run holds one (those taken already released)."""
+    held = []
+    for folder in dict.fromkeys(Path(f).resolve() for f in folders):
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = acquire_lock(folder)
+        if lock is None:
+            for h in held:
+                h.close()
+            return None
+        held.append(lock)
+    return held
