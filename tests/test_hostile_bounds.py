@@ -416,6 +416,27 @@ def _crafted_notebook(path: Path, cell: str) -> Path:
     return path
 
 
+def _runner_watched(args: list[str], env: dict, timeout: float = 120):
+    """``python -m helpers.runner ARGS``, its processes' peaks watched (``_tree_peak_kb``): (exit status, its output,
+    seconds, {pid: peak kB})."""
+    import threading
+
+    peaks, stop = {}, threading.Event()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "helpers.runner", *args], cwd=PROJECT_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watch = threading.Thread(target=_tree_peak_kb, args=(proc, stop, peaks), daemon=True)
+    watch.start()
+    try:
+        said, _ = proc.communicate(timeout=timeout)
+    finally:
+        proc.kill()
+        proc.wait()
+        stop.set()
+        watch.join()
+    return proc.returncode, said, time.perf_counter() - t0, peaks
+
+
 def _tree_peak_kb(proc, stop, peaks: dict) -> None:
     """Until ``stop`` is set: every 0.1 s, the peak resident size (VmHWM) of ``proc`` and of each process it started
     (a kernel, the index's workers), the largest seen of each kept in ``peaks`` (pid -> kB)."""
@@ -449,7 +470,6 @@ def test_a_crafted_notebook_that_renders_for_hours_beside_good_records_costs_its
     within 60 s, the run's processes at most 1 GB together. (That the other pages render meanwhile, in workers:
     ``test_a_notebook_page_over_the_time_limit_is_replaced_and_the_rest_goes_on``; no good notebook here, whose
     page could itself pass 2 s on a loaded 2-core machine.)"""
-    import threading
 
     from helpers.report import index
     from helpers.report.workers import too_slow
@@ -463,22 +483,9 @@ def test_a_crafted_notebook_that_renders_for_hours_beside_good_records_costs_its
     env = {**os.environ, "CGB_OUTPUTS": str(out), index.PAGE_LIMIT_ENV: "2"}
     for k in ("CGB_EXECUTED_NOTEBOOK", "CGB_KERNEL_STDERR", "CGB_POINT_DEADLINE"):
         env.pop(k, None)
-    peaks, stop = {}, threading.Event()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "helpers.runner", "--report-only", "--no-reference", "--inputs",
-                             str(good), str(bad)], cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    watch = threading.Thread(target=_tree_peak_kb, args=(proc, stop, peaks), daemon=True)
-    watch.start()
-    try:
-        said, _ = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-        proc.wait()
-        stop.set()
-        watch.join()
-    took = time.perf_counter() - t0
-    assert proc.returncode == 0, said[-4000:]
+    code, said, took, peaks = _runner_watched(["--report-only", "--no-reference", "--inputs", str(good), str(bad)],
+                                              env)
+    assert code == 0, said[-4000:]
     assert took <= 60.0, took
     assert peaks and sum(peaks.values()) <= 2**20, peaks  # kB: every process's own peak, summed: at most 1 GB
     # every record in the report's table (the crafted notebook's record is a good record too)

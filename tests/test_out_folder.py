@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from html import unescape
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 from support.records import _rec
 from support.runs import good_record, write
-from test_hostile_bounds import _tree_peak_kb
+from test_hostile_bounds import _runner_watched
 
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
@@ -93,22 +92,9 @@ def test_report_only_into_a_hostile_out_folder_writes_nothing_outside_it(tmp_pat
     (out / PAGES / ".render-version").write_text(index.RENDER_VERSION + "\n")
     (out / PAGES / index.SOURCES).write_text(json.dumps({key: hashlib.sha256(nb.read_bytes()).hexdigest()}))
     before = _tree(outside) | _tree(good)
-    peaks, stop = {}, threading.Event()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "helpers.runner", "--report-only", "--no-reference", "--inputs",
-                             str(good), "--out", str(out)], cwd=PROJECT_ROOT, env=_env(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    watch = threading.Thread(target=_tree_peak_kb, args=(proc, stop, peaks), daemon=True)
-    watch.start()
-    try:
-        said, _ = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-        proc.wait()
-        stop.set()
-        watch.join()
-    took = time.perf_counter() - t0
-    assert proc.returncode == 0, said[-4000:]
+    code, said, took, peaks = _runner_watched(["--report-only", "--no-reference", "--inputs", str(good), "--out",
+                                               str(out)], _env(tmp_path))
+    assert code == 0, said[-4000:]
     assert took < 60, took
     assert peaks and sum(peaks.values()) <= 2**20, peaks  # kB: every process's own peak, summed: at most 1 GB
     for name in ("report.html", "index.html", "results.csv", "configurations.csv", "verdict.csv"):  # each named
