@@ -28,6 +28,12 @@ class ParamError(ValueError):
 
 REQUIRED = object()  # a knob without a default: each workload (or the grid) gives its value
 
+# The largest integer any knob takes where it names no tighter bound: a knob's value is written into the point's
+# record, and the record reader refuses an integer beyond +-2**53 (``helpers.record.limits.MAX_INT``: not exact as a
+# float); a value past it would run, then be neither reported nor run again (tests/test_hostile_bounds.py walks
+# every knob's bound against the reader's).
+MAX_KNOB_INT = 2**53
+
 
 @dataclass(frozen=True)
 class Param:
@@ -36,6 +42,7 @@ class Param:
     help: str
     choices: tuple | None = None
     minimum: int | None = None
+    maximum: int | float | None = None  # inclusive; an int knob without one is bounded by MAX_KNOB_INT
     nullable: bool = False
     positive: bool = False  # a number > 0 (``minimum`` is inclusive)
     default: Any = REQUIRED  # the value where neither the grid nor the workload gives one
@@ -51,9 +58,22 @@ class Param:
             text += f" >= {self.minimum}"
         if self.positive:
             text += " > 0"
+        if self.upper() is not None:
+            text += (" and" if self.minimum is not None or self.positive else "") + f" <= {self.upper_text()}"
         if self.nullable:
             text += " (or null)"
         return text
+
+    def upper(self) -> int | float | None:
+        """The largest value allowed: ``maximum``, else ``MAX_KNOB_INT`` for a knob that takes integers."""
+        if self.maximum is not None:
+            return self.maximum
+        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
+        return MAX_KNOB_INT if int in kinds and self.choices is None else None
+
+    def upper_text(self) -> str:
+        top = self.upper()
+        return "2**53" if top == MAX_KNOB_INT else f"{top:,}"
 
     def check(self, value: Any, where: str) -> None:
         if value is None:
@@ -77,7 +97,9 @@ class Param:
                 f"{where}: key '{self.name}' has value {value!r} of type {type(value).__name__}; "
                 f"allowed: {self.allowed()}"
             )
-        if (self.minimum is not None and value < self.minimum) or (self.positive and not 0 < value < float("inf")):
+        top = self.upper()
+        if ((self.minimum is not None and value < self.minimum) or (self.positive and not 0 < value < float("inf"))
+                or (top is not None and not value <= top)):
             raise ParamError(f"{where}: key '{self.name}' has value {value!r}; allowed: {self.allowed()}")
 
 
@@ -92,40 +114,44 @@ COMMON = _spec(
           note="Keras backend: tensorflow, jax or torch"),
     Param("device", str, "device to train on", choices=DEVICES, example="cpu",
           note="cpu or gpu (a gpu point without a usable GPU is recorded as skipped)"),
-    Param("batch_size", int, "samples per step", minimum=1, note="samples per step"),
+    Param("batch_size", int, "samples per step", minimum=1, maximum=2**31 - 1, note="samples per step"),
     Param("epochs", int, "epochs (>= 2): the first is reported apart (compile), the rest are steady state",
-          minimum=2, note="epochs; the first is reported apart (compile), the rest are steady state"),
+          minimum=2, maximum=100_000, note="epochs; the first is reported apart (compile), the rest are steady state"),
     Param("epochs_planned", int, "epochs you plan to train: the report's break-even (when the GPU pays off) and "
           "time for that many; null = the source's count, else 10; not part of the point id (measures nothing)",
-          minimum=1, nullable=True, default=None, note="epochs you plan to train, for the report's break-even"),
+          minimum=1, maximum=1_000_000, nullable=True, default=None,
+          note="epochs you plan to train, for the report's break-even"),
     Param("n_train", int, "training samples (null = the whole dataset)", minimum=1, nullable=True,
           note="training samples (None: the whole dataset)"),
     Param("n_val", int, "validation samples evaluated each epoch (0 = none)", minimum=0, default=0,
           note="validation samples evaluated each epoch (0: none)"),
     Param("data_source", str, "auto: real if cached or reachable, else synthetic", choices=DATA_SOURCES,
           default="auto", note="auto: real data if cached or reachable, else synthetic; or real / synthetic"),
-    Param("threads", int, "CPU threads/cores for the framework (0 = all cores)", minimum=0, default=0,
+    Param("threads", int, "CPU threads/cores for the framework (0 = all cores)", minimum=0, maximum=65_536, default=0,
           note="CPU cores for the framework (0: all cores)"),
     Param("precision", str, "Keras dtype policy", choices=PRECISIONS, default="float32",
           note="float32, mixed_float16 or mixed_bfloat16"),
     Param("jit_compile", (str, bool), "XLA / torch.compile: 'auto', true or false", choices=JIT_CHOICES,
           default="auto", note='XLA / torch.compile: "auto", True or False'),
     Param("steps_per_execution", int, "training steps per compiled call (Keras' compile argument; > 1 not with "
-          "the torch backend)", minimum=1, default=1,
+          "the torch backend)", minimum=1, maximum=1_000_000, default=1,
           note="training steps per compiled call (Keras compile; > 1 not on torch)"),
-    Param("seed", int, "random seed", minimum=0, default=0, note="random seed"),
+    Param("seed", int, "random seed (NumPy takes < 2**32)", minimum=0, maximum=2**32 - 1, default=0,
+          note="random seed"),
     Param("min_steady_s", (int, float), "seconds of steady-state epochs at least: training goes on (same model, "
-          "no recompilation) past `epochs` until the steady epochs add up to this", positive=True, default=2.0,
+          "no recompilation) past `epochs` until the steady epochs add up to this", positive=True, maximum=86_400,
+          default=2.0,
           note="steady-state seconds at least: epochs go on past `epochs` until the window is this long"),
     Param("gpus", int, "devices per host trained data-parallel (keras.distribution, JAX only; > 1 needs device: "
-          "gpu); the global batch is batch_size x gpus x hosts", minimum=1, default=1,
+          "gpu); the global batch is batch_size x gpus x hosts", minimum=1, maximum=4_096, default=1,
           note="devices per host trained data-parallel (keras.distribution, JAX only; more than 1 needs a gpu)"),
     Param("hosts", int, "processes, one per host, of one data-parallel point (JAX's distributed runtime; the "
-          "coordinator and process id come from the environment: helpers.point.launcher)", minimum=1, default=1,
+          "coordinator and process id come from the environment: helpers.point.launcher)", minimum=1, maximum=65_536,
+          default=1,
           note="processes, one per host (coordinator and process id from the environment: README)"),
     Param("processes", int, "processes of one data-parallel point started by the runner on this host, each on its "
           "own `gpus` GPU(s) (JAX's distributed runtime on 127.0.0.1; helpers.point.launcher); JAX only, with hosts: 1",
-          minimum=1, default=1,
+          minimum=1, maximum=4_096, default=1,
           note="processes on this host, one per GPU, started by the runner (docs/multi_gpu.md)"),
     Param("data_placement", str, "where the training set lives: 'host' (numpy arrays, each batch copied to the "
           "device as Keras fits arrays), 'device' (put on the device once, batches served from there; one process) "

@@ -30,8 +30,8 @@ The package: ``files.py`` (the YAML, lines, problems), ``points.py`` (blocks, si
 from __future__ import annotations
 
 from .estimate import Estimate, estimate, fmt_duration
-from .files import TOP_KEYS, Block, GridError, load
+from .files import MAX_REPEATS, MAX_TIMEOUT_S, TOP_KEYS, Block, GridError, load
 from .points import MAX_BLOCK_RUNS, expand, expand_all, runs, sizes
 
-__all__ = ["MAX_BLOCK_RUNS", "TOP_KEYS", "Block", "Estimate", "GridError", "estimate", "expand", "expand_all",
-           "fmt_duration", "load", "runs", "sizes"]
+__all__ = ["MAX_BLOCK_RUNS", "MAX_REPEATS", "MAX_TIMEOUT_S", "TOP_KEYS", "Block", "Estimate", "GridError", "estimate",
+           "expand", "expand_all", "fmt_duration", "load", "runs", "sizes"]

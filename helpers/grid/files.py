@@ -178,16 +178,22 @@ def load(path) -> dict:
     return doc
 
 
+MAX_TIMEOUT_S = 7 * 86_400  # a point's limit: a week (NaN and infinity refused)
+MAX_REPEATS = 1_000  # separate runs of one point
+
+
 def check_timeout(value, where: str):
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-        raise GridError(f"{where}: key 'timeout_s' has value {value!r}; allowed: a number of seconds > 0")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not 0 < value <= MAX_TIMEOUT_S):
+        raise GridError(f"{where}: key 'timeout_s' has value {value!r}; allowed: a number of seconds > 0 and "
+                        f"<= {MAX_TIMEOUT_S:,} (or null: the default)")
     return value
 
 
 def check_repeats(value, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise GridError(f"{where}: key 'repeats' has value {value!r}; allowed: an integer >= 1 (separate runs "
-                        "of each point, each in a fresh kernel)")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEATS:
+        raise GridError(f"{where}: key 'repeats' has value {value!r}; allowed: an integer >= 1 and <= {MAX_REPEATS:,} "
+                        "(separate runs of each point, each in a fresh kernel)")
     return value
 
 

@@ -43,7 +43,7 @@ _FIELDS = {
     "energy_window_s": "nonneg?",
     "epoch_s": "poslist?", "epoch_total_s": "poslist?", "val_s": "nonneglist?",
     "utilisation_timeline": "list?", "epoch_bounds_s": "list?", "fixture": "bool?",
-    "host_busy": "bool?", "host_load": "map?",
+    "host_busy": "bool?", "host_load": "map?", "model_shape": "map?", "model_params": "count?",
 }
 _FINGERPRINT = {
     "host": "label?", "cpu_model": "label?", "python": "label?", "git_commit": "label?", "gpu_driver": "label?",
@@ -58,6 +58,8 @@ _PARAMS = {"threads": "index?", "precision": "label?", "workers": "index?", "n_v
 _UTILISATION = {k: "nonneg?" for k in ("cpu_pct_mean", "proc_cpu_pct_mean", "gpu_pct_mean", "gpu_pct_max",
                                        "gpu_mem_peak_mb", "gpu_mem_mb_max", "power_w_mean")}
 _SPREAD = {k: "nonneg?" for k in ("q1", "q3", "min", "max", "median")} | {"n": "index?"}
+# what a training step launches (helpers.predict.shape): the GPU step model's features, each a count
+_MODEL_SHAPE = {k: "index?" for k in ("layers", "launches", "weights", "input_bytes")}
 
 _EXPECTED = {
     "text": f"a non-empty string of at most {MAX_LABEL} characters", "text?": "a string or null",
@@ -175,6 +177,7 @@ def _label(v) -> str:
 TIME_S = (1e-9, 1e9)  # an epoch, a step, a window: a nanosecond to 30 years
 RATE_MAX = 1e12  # samples/s
 ENERGY_MAX = 1e15  # J an epoch
+SHAPE_MAX = 10**12  # a model_shape count (layers, launches, weights, input bytes): 1e12 launches is ~2 months a step
 _SECONDS = ("first_epoch_s", "median_epoch_s", "step_s", "steady_s", "duration_s", "wall_s")
 
 
@@ -188,6 +191,10 @@ def _magnitude(obj: dict) -> str | None:
     for key in ("energy_j_per_epoch", "energy_above_idle_j_per_epoch", "first_epoch_energy_j"):
         if _is_num(obj.get(key)) and abs(obj[key]) > ENERGY_MAX:
             return f"'{key}' is over {ENERGY_MAX:g} J (no measurement gives it)"
+    shape = obj.get("model_shape") or {}
+    for key in _MODEL_SHAPE:
+        if _is_num(shape.get(key)) and shape[key] > SHAPE_MAX:
+            return f"'model_shape.{key}' is over {SHAPE_MAX:g} (no model has it)"
     return None
 
 
@@ -202,7 +209,7 @@ def problem(obj: dict) -> str | None:
     if why:
         return why
     for name, spec in (("fingerprint", _FINGERPRINT), ("params", _PARAMS), ("utilisation", _UTILISATION),
-                       ("epoch_spread", _SPREAD)):
+                       ("epoch_spread", _SPREAD), ("model_shape", _MODEL_SHAPE)):
         why = _check(obj.get(name) or {}, spec, f"{name}.")
         if why:
             return why

@@ -23,12 +23,14 @@ The whole index is bounded in time as each page is: ``CGB_INDEX_LIMIT_S`` (``IND
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import hmac
 import math
 import os
 import stat
+import sys
 from pathlib import Path
 
 PAGES = "notebooks_html"
@@ -162,6 +164,17 @@ def _key() -> bytes | None:
 
 @functools.lru_cache(maxsize=4)
 def _key_at(path: Path) -> bytes | None:
+    """The key kept at ``path``, or None, said once a process on stderr with why and what to do (an unusable key
+    only costs time: every page is rendered again, none is kept)."""
+    key, why = _read_key(path)
+    if key is None:
+        print(f"note: the notebook index's seal key {path} is unusable ({why}): no page is sealed, every notebook "
+              "page is rendered again each run; remove it and a new one is made (32 random bytes, mode 0600)",
+              file=sys.stderr)
+    return key
+
+
+def _read_key(path: Path) -> tuple[bytes | None, str]:
     for _ in range(2):
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -171,22 +184,27 @@ def _key_at(path: Path) -> bytes | None:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             except FileExistsError:
                 continue  # another renderer made it meanwhile: read it
-            except OSError:
-                return None
+            except OSError as exc:
+                return None, f"cannot be made: {exc.strerror or exc}"
             key = os.urandom(32)
             with os.fdopen(fd, "wb") as f:
                 f.write(key)
-            return key
-        except OSError:
-            return None
+            return key, ""
+        except OSError as exc:  # ELOOP: a symlink; EISDIR is not raised for O_RDONLY (a folder is caught below)
+            return None, "a symlink" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror or exc}"
         try:
             st = os.fstat(fd)
-            ok = stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
-            key = os.read(fd, 64) if ok else b""
+            if not stat.S_ISREG(st.st_mode):
+                return None, "not a regular file"
+            if st.st_uid != os.geteuid():
+                return None, "owned by another user"
+            if st.st_mode & 0o077:
+                return None, f"readable by others: mode {stat.S_IMODE(st.st_mode):04o}, not 0600"
+            key = os.read(fd, 64)
         finally:
             os.close(fd)
-        return key if len(key) == 32 else None
-    return None
+        return (key, "") if len(key) == 32 else (None, f"{len(key)} bytes, not 32")
+    return None, "made and removed by another process meanwhile"
 
 
 def file_sha256(path: Path, limit: int) -> str | None:

@@ -24,6 +24,7 @@ from helpers.runner import plan as _plan
 from helpers.runner import processes as _local_launch
 from helpers.runner import progress as _progress
 from helpers.runner.engine import RUN_FACTS, install_kernelspec, register_engine
+from helpers.runner.kernel_watch import quiet_dead_kernel_tasks
 from helpers.runner.notebook import skip_without_kernel
 from helpers.runner.orphans import set_aside_orphans
 from helpers.runner.outputs import CannotWrite, acquire_locks, cannot_write, cannot_write_message
@@ -63,6 +64,7 @@ def run_grid(args, prep: Prepared) -> Exit:
         return Exit.CANNOT_WRITE
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)  # also where the parent left SIGINT ignored (a background job)
+    quiet_dead_kernel_tasks()  # no asyncio traceback of a stopped kernel's poll task after "interrupted"
     RUN_FACTS["CGB_KERNEL_IPYTHONDIR"] = str(run_dir / ".ipython")  # kernels: an empty IPython profile
     engine = streaming_engine(register_engine())
 
@@ -182,6 +184,7 @@ def report_only(args, prep: Prepared) -> Exit:
         return Exit.CANNOT_WRITE
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
+    quiet_dead_kernel_tasks()
     with tempfile.TemporaryDirectory(prefix="cgb-report-") as tmp:
         work = Path(tmp)
         kernel = install_kernelspec(work / ".jupyter")

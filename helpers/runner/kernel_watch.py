@@ -17,6 +17,7 @@ can be read.
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 
@@ -102,3 +103,26 @@ class KernelWatch:
             return (f"the kernel was killed ({name}): by the out-of-memory killer or from outside, which cannot be "
                     f"told here ({peak}); if for memory, try a smaller batch_size or n_train")
         return f"the kernel was killed ({name}; {peak})"
+
+
+class _DeadKernelTasks(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for a ``DeadKernelError``: nbclient's task that polls
+    the kernel raises it when a stopped point's kernel is killed (Ctrl-C, SIGTERM, a timeout), and, when the task
+    is collected after the run moved on, asyncio logs it with a traceback after our own "interrupted" line. The
+    point's outcome is already said by the runner (its reason names the death); any other never-retrieved
+    exception is still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (str(record.msg).startswith("Task exception was never retrieved")
+                    and type(exc).__name__ == "DeadKernelError")
+
+
+_QUIET = _DeadKernelTasks()
+
+
+def quiet_dead_kernel_tasks() -> None:
+    """Install the filter on asyncio's logger (once; a runner calls it before its first kernel)."""
+    logger = logging.getLogger("asyncio")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)

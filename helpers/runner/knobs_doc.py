@@ -9,6 +9,7 @@ workload's ``defaults`` and ``extra_params`` (``helpers.workloads``). Imports no
 
 from __future__ import annotations
 
+from helpers import grid as _grid
 from helpers import params as _params
 from helpers import workloads as _workloads
 
@@ -88,9 +89,11 @@ def render() -> str:
         "",
         "| key | default | allowed | what it does |",
         "| --- | --- | --- | --- |",
-        f"| `timeout_s` | `{DEFAULT_TIMEOUT_S}` (or `--timeout`) | a number of seconds > 0 | the limit of one "
+        f"| `timeout_s` | `{DEFAULT_TIMEOUT_S}` (or `--timeout`) | a number of seconds > 0 and "
+        f"<= {_grid.MAX_TIMEOUT_S:,} | the limit of one "
         "point's run; past it the kernel is stopped and the point recorded as failed |",
-        "| `repeats` | `1` | an integer >= 1 | separate runs of each point, each in a fresh kernel, interleaved "
+        f"| `repeats` | `1` | an integer >= 1 and <= {_grid.MAX_REPEATS:,} "
+        "| separate runs of each point, each in a fresh kernel, interleaved "
         "(every point once, then again) |",
         "",
         "## Each workload's defaults",

@@ -94,8 +94,8 @@ def prepare(args) -> Prepared | Exit:
             prep.points = _grid.expand_all(prep.grids)
         except _grid.GridError as exc:
             return refuse(exc.lines())
-        if args.timeout is not None and args.timeout <= 0:
-            print("error: --timeout must be > 0 seconds", file=sys.stderr)
+        if args.timeout is not None and not 0 < args.timeout <= _grid.MAX_TIMEOUT_S:
+            print(f"error: --timeout must be > 0 and <= {_grid.MAX_TIMEOUT_S:,} seconds", file=sys.stderr)
             return Exit.BAD_GRID
     if args.price_profile or args.price_set:
         from helpers.report import PriceError, check_profile, load_prices

@@ -27,7 +27,9 @@ def worker(spec_path: str) -> int:
     import papermill as pm
 
     from helpers.runner.engine import kill_kernel, register_engine
+    from helpers.runner.kernel_watch import quiet_dead_kernel_tasks
 
+    quiet_dead_kernel_tasks()
     spec = json.loads(Path(spec_path).read_text())
     engine = register_engine()
     out = Path(spec["executed"])
