@@ -30,33 +30,33 @@ BUSY = "§"  # every run it rests on was measured while another process used the
 MIN_STEADY_S = COMMON_DEFAULTS["min_steady_s"]  # seconds: the window records without ``params.min_steady_s`` hold
 INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
 MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
-              f"{SHORT} steady-state window under min_steady_s ({MIN_STEADY_S:g} s for records without it): at "
-              "most 2 digits for one run, 3 for several. "
-              f"{BUSY} host busy: every run of the figure measured while another process used the cores (a quiet "
-              "run of it would replace them). Brackets: the between-run interval of the median (range "
-              "of 2–4 runs, bootstrap 95% from 5); n = runs, then the median run's steady window in seconds. The "
-              "within-run epoch spread (IQR of the steady epochs) is shown apart and is not the figure's "
+              f"{SHORT} steady-state window under min_steady_s ({MIN_STEADY_S:g} s for records without it): at most "
+              f"2 digits for one run, 3 for several. {BUSY} host busy: every run of the figure measured while another "
+              "process used the cores (a quiet run of it would replace them). Brackets: the between-run interval of "
+              "the median (range of 2–4 runs, bootstrap 95% from 5); n = runs, then the median run's steady window in "
+              "seconds. The within-run epoch spread (IQR of the steady epochs) is shown apart and is not the figure's "
               "uncertainty.")
 
 # the report's style sheet (helpers/report/templates/report.css), inline: the page needs no file beside it
 REPORT_CSS = f"<style>\n{(Path(__file__).parent / 'templates' / 'report.css').read_text(encoding='utf-8')}</style>"
 
-# Characters that are safe for no sink: a lone surrogate (a valid JSON escape, "\\ud800", and what Python makes
-# of a file name that is not UTF-8) cannot be written as UTF-8; bidi controls (embeddings and overrides
-# U+202A-E, isolates U+2066-9, marks U+200E-F, U+061C) reorder the text around them ("mlp_mnist" + U+202E turns a
-# verdict's figures around); zero-width characters (U+200B-D, U+2060-4, U+FEFF, U+180E) make two names that look
-# the same. ``visible`` replaces a surrogate with U+FFFD and writes the others out as "\\u202e".
-_UNSAFE = re.compile("[\ud800-\udfff\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# Safe for no sink: a lone surrogate (a JSON escape "\\ud800", a file name not UTF-8: no UTF-8 holds it); controls
+# but tab, LF and CR (C0, DEL, C1: ESC and U+009B begin a terminal's sequences); bidi controls (U+202A-E, U+2066-9,
+# U+200E-F, U+061C: "mlp_mnist" + U+202E turns a verdict's figures around); default-ignorable code points (zero-width
+# characters, soft hyphen, U+034F, variation selectors, tags, Hangul fillers): they draw nothing, two names look one.
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5"
+                     "\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+                     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+_UNSAFE_LINE = re.compile(_UNSAFE.pattern[:-1] + "\t\n\r]")  # a terminal's line: a carriage return writes over it
 
 
-def _shown(m) -> str:
-    return "\ufffd" if 0xD800 <= ord(m.group()) <= 0xDFFF else f"\\u{ord(m.group()):04x}"
+def _shown(m) -> str:  # '\ufffd' for a surrogate, else the escape: '\u202e', '\x1b', '\U000e0020'
+    return "\ufffd" if 0xD800 <= ord(m.group()) <= 0xDFFF else m.group().encode("unicode_escape").decode("ascii")
 
 
-def visible(text: str) -> str:
-    """``text`` safe for any sink (a page, a CSV, a file name): lone surrogates replaced (U+FFFD), bidi controls
-    and zero-width characters written out as visible escapes (``\\u202e``)."""
-    return _UNSAFE.sub(_shown, text) if _UNSAFE.search(text) else text
+def visible(text: str, line: bool = False) -> str:
+    """``text`` safe for any sink (page, CSV, file name; ``line``: a terminal line): U+FFFD, ``\\u202e``, ``\\x1b``."""
+    return (_UNSAFE_LINE if line else _UNSAFE).sub(_shown, text)
 
 
 def esc(value) -> str:

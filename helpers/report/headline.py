@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from .fmt import isnull, rounded, speedup_shown
-from .labels import PRECISION_SHORT
+from .labels import PRECISION_SHORT, hardware_name
 from .reference import is_reference
 from .style import BACKEND_SHORT
 
@@ -26,8 +26,8 @@ LINKS = ('<span class="cgb-links"><a href="verdict.csv">verdict.csv</a> · <a hr
 
 def short_gpu(name) -> str:
     """'NVIDIA H100 80GB HBM3' -> 'H100'; 'NVIDIA GeForce RTX 4090' -> 'RTX 4090'; '' for nothing."""
-    if isnull(name) or not str(name).strip():
-        return ""
+    if isnull(name) or not str(name).strip() or (name := hardware_name(name)).startswith("“"):
+        return "" if isnull(name) or not str(name).strip() else name  # a quoted record's name: whole
     words = [w for w in str(name).replace("NVIDIA", "").replace("GeForce", "").split() if w]
     if not words:
         return str(name)[:24]
@@ -38,8 +38,8 @@ def short_gpu(name) -> str:
 
 def short_cpu(model) -> str:
     """'AMD EPYC 7B13 64-Core Processor' -> 'AMD EPYC 7B13'; 'Intel(R) Xeon(R) Platinum 8480+' -> 'Xeon 8480+'."""
-    if isnull(model) or not str(model).strip():
-        return "CPU"
+    if isnull(model) or not str(model).strip() or (model := hardware_name(model)).startswith("“"):
+        return "CPU" if isnull(model) or not str(model).strip() else model  # a quoted record's name: whole
     text = re.sub(r"\((R|TM|tm|r)\)|CPU|Processor|@.*$|\d+-Core", " ", str(model))
     words = text.split()
     if "Xeon" in words:
@@ -88,8 +88,8 @@ def side(r, suffix: str) -> str:
     if suffix == "_cpu":
         n = cores(r, suffix)
         return f"{be} on {n} CPU core{'s' if n != 1 else ''}" if n else f"{be} on the CPU"
-    name = gpu_side(r.get("gpu_machine", r.get(f"machine{suffix}")))
-    ref = name.endswith(" ref")
+    m = r.get("gpu_machine", r.get(f"machine{suffix}"))
+    name, ref = gpu_side(m), is_reference(m)  # the bundled reference by its files, never by a name's words
     name = (name[:-4] if ref else name) or "GPU"
     n = r.get(f"gpus{suffix}")
     if not isnull(n) and n > 1:
@@ -166,7 +166,7 @@ def compared(df, here: tuple = ()) -> dict:
         out["reference"] |= ref
         date = str(g["started_at"].dropna().max())[:10] if "started_at" in g and g["started_at"].notna().any() \
             else ""
-        out["gpus"].append({"name": str(g["gpu"].dropna().iloc[0]) if g["gpu"].notna().any() else gpu_side(m),
+        out["gpus"].append({"name": hardware_name(g["gpu"].dropna().iloc[0]) if g["gpu"].notna().any() else gpu_side(m),
                             "short": gpu_side(m), "reference": ref, "date": date, "machine": m})
     return out
 

@@ -10,6 +10,10 @@ precision, compilation and model knobs; the data loader's worker count and the n
 epoch may differ: everything is compared per sample) under a machine name that says where they come
 from, ``reference H100 <date>: <hardware>``. Pairs between your CPU and the reference GPU are matched
 configurations on two machines: the speedup reads "your CPU → reference H100".
+
+The bundled reference is told by its files alone: rows read from under the suite's own ``reference/`` folder
+(``helpers.paths.PROJECT_ROOT``), the names ``reference_rows`` gave them (``is_reference``). A record's name never
+makes it: one that reads like the reference's is quoted as a record's name (``labels.hardware_name``).
 """
 
 from __future__ import annotations
@@ -35,8 +39,21 @@ def has_own_gpu(df) -> bool:
     return bool(((df["status"] == "ok") & (df["device"] == "gpu")).any()) if len(df) else False
 
 
+_BUNDLED: set = set()  # the machine names reference_rows gave rows it read from the suite's own reference/ files
+
+
+def bundled(path) -> bool:
+    """Whether a record file lies under the suite's own reference folder (``REFERENCE_ROOT``), links resolved."""
+    try:
+        return Path(str(path)).resolve().is_relative_to(REFERENCE_ROOT.resolve())
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
 def is_reference(machine) -> bool:
-    return isinstance(machine, str) and machine.startswith(PREFIX)
+    """Whether ``machine`` names rows of the bundled reference: a name ``reference_rows`` gave rows it read from the
+    suite's own files (``bundled``), never one a record carries (those read as records' names: labels.hardware_name)."""
+    return isinstance(machine, str) and machine in _BUNDLED
 
 
 def _key(df):
@@ -65,7 +82,8 @@ def reference_rows(df, folders: list[Path] | None = None):
     """(rows, labels): the reference's successful GPU records whose configuration one of ``df``'s successful
     CPU configurations has (and, for a workload and backend with no such configuration, its float32 one at
     the nearest batch size: shown, never paired), their ``machine`` renamed ``reference <NAME> <date>:
-    <hardware>``; ``labels`` lists those names. Empty when ``df`` has no CPU configuration or nothing matches."""
+    <hardware>``; ``labels`` lists those names. Empty when ``df`` has no CPU configuration or nothing matches.
+    Only records under the suite's reference folder (``bundled``) are taken: a folder given elsewhere adds none."""
     import pandas as pd
 
     folders = reference_folders() if folders is None else folders
@@ -78,7 +96,7 @@ def reference_rows(df, folders: list[Path] | None = None):
         ref = _reference_table(folder)
         if not len(ref):
             continue
-        ref = ref[(ref["status"] == "ok") & (ref["device"] == "gpu")]
+        ref = ref[(ref["status"] == "ok") & (ref["device"] == "gpu") & ref["path"].map(bundled)]  # the suite's files
         if not len(ref):
             continue
         matched = ref[_key(ref).isin(wanted)]
@@ -101,6 +119,7 @@ def reference_rows(df, folders: list[Path] | None = None):
         date = str(ref["started_at"].dropna().max())[:10]
         ref = ref.copy()
         ref["machine"] = f"{PREFIX}{name} {date}: " + ref["machine"].astype(str)
+        _BUNDLED.update(ref["machine"])
         labels.extend(sorted(set(ref["machine"])))
         parts.append(ref)
     if not parts:

@@ -17,6 +17,7 @@ from pathlib import Path
 from helpers.record.reader import read_records
 
 from .. import params as _params
+from .labels import hardware_name
 
 COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "host", "cpu_model",
            "cpus", "machine_cpus", "ram_gb", "gpu", "gpus", "gpu_driver", "cuda", "precision", "jit_compile",
@@ -39,7 +40,6 @@ _COMMON_PARAMS = frozenset(_params.COMMON) | {"augment", "workers", "repeat", "m
 # adds them to an older record: helpers.record.upgrade): the common ones of them are named in a configuration only
 # away from that value.
 LATER_COMMON = tuple(k for k in _params.LATER_DEFAULTS if k in _params.COMMON)
-_REFERENCE_PREFIX = "reference"  # reference.PREFIX's word: the bundled reference's rows alone start with it
 
 
 def workload_knobs(name: str) -> dict:
@@ -257,11 +257,11 @@ def tidy(records: list[dict]):
     for col in ("workload", "backend", "device", "status", "host", "precision", "data_source", "augment",
                 "energy_method"):
         df[col] = df[col].astype(object).where(df[col].notna(), None)
-    # the machine is its hardware, not its host name: two leases of one cloud machine type (new host
-    # names, new boots) pool their runs; hosts and leases are told apart in the provenance section
+    # a record's hardware as the report names it everywhere (labels.hardware_name: a name reading like the bundled
+    # reference's is quoted as a record's name); the machine is its hardware, not its host name: two leases of one
+    # cloud machine type (new host names, new boots) pool their runs; hosts and leases: the provenance section
+    df["gpu"], df["cpu_model"] = (df[c].map(hardware_name, na_action="ignore") for c in ("gpu", "cpu_model"))
     hw = df["gpu"].fillna(df["cpu_model"]).fillna("?").astype(str)
-    # a record's own hardware name never passes for the bundled reference (whose rows ``reference`` names itself)
-    hw = hw.map(lambda h: f"“{h}” (a record's name)" if h.strip().lower().startswith(_REFERENCE_PREFIX) else h)
     cpus = df["machine_cpus"].map(lambda n: f" · {int(n)} CPUs" if pd.notna(n) else "")
     df["machine"] = _told_apart(df, hw + cpus)
     df["config"] = df["device"].fillna("?").astype(str) + " · " + df["backend"].fillna("?").astype(str)

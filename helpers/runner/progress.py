@@ -37,18 +37,20 @@ def time_left(seconds: float) -> str:
 
 def outcome(rec: dict) -> str:
     """What a point's progress line says of its record: its figures (an ok point), else the first line of its reason;
-    ``HOST BUSY`` and by how much where another process ate its cores while it was timed."""
+    ``HOST BUSY`` and by how much where another process ate its cores while it was timed. A record's words as the
+    page shows them (``fmt.visible``): no escape sequence, control character or carriage return reaches the terminal."""
     from helpers.measure.host_load import busy_text
+    from helpers.report.fmt import visible
 
     tail = ""
     if rec.get("status") == "ok" and rec.get("samples_per_s"):
         tail = (f"  first epoch {rec['first_epoch_s']:.2f}s, {rec['median_epoch_s']:.3f} s/epoch, "
                 f"{rec['samples_per_s']:.0f} samples/s ({rec.get('data_source')})")
     elif rec.get("reason"):
-        tail = "  " + rec["reason"].splitlines()[0][:200]
+        tail = "  " + str(rec["reason"]).splitlines()[0][:200]
     if rec.get("host_busy") is True:
         tail += "  HOST BUSY: " + (busy_text(rec.get("host_load")).removeprefix("host busy: ") or "see its record")
-    return tail
+    return visible(tail, line=True)
 
 
 class LiveEpochs:
@@ -101,12 +103,14 @@ class LiveEpochs:
             if self.live:
                 self._flush()
 
-    def _flush(self) -> None:
+    def _flush(self) -> None:  # the kernel's words through ``fmt.visible``, as a page shows them: one line each
+        from helpers.report.fmt import visible
+
         if self.title is not None:
-            self.log(self.title)
+            self.log(visible(self.title, line=True))
             self.title = None
         for line in self._kept:
-            self.log(f"  {line}")
+            self.log(f"  {visible(line, line=True)}")
         self._kept.clear()
 
 
