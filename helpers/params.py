@@ -197,6 +197,8 @@ REPORT = _spec(
           note='prices in params/prices.yaml: "current" (today\'s) or "2017" (seed 002\'s table)'),
     Param("csv_dir", str, "folder for results.csv and configurations.csv", default="",
           note="folder to write results.csv and configurations.csv into (empty: not written)"),
+    Param("banner", str, "a line shown above the report (the runner's: 'partial: 14 of 60 runs ...')", default="",
+          note="a line shown above everything (the runner's: a run that has not ended says partial)"),
 )
 
 

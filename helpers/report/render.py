@@ -13,6 +13,16 @@ DEV_TAG = "dev-note"  # summary.ipynb's cells for developers: kept out of report
 _MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
 
 
+def banner_html(text: str) -> str:
+    """The report's banner (the summary notebook's ``banner``: a run not ended says partial), escaped; '' for none."""
+    if not text:
+        return ""
+    from markupsafe import escape
+
+    return (f'<div class="report-banner" role="status" style="border:2px solid #b8860b;background:#fff8dc;'
+            f'padding:0.5em 1em;margin:0.5em 0;font-weight:bold">{escape(text)}</div>')
+
+
 def make_self_contained(page: str) -> str:
     """Drop the template's CDN scripts (require.js, MathJax): the report needs no network to view."""
     page = _MATHJAX_CONFIG.sub("", page)

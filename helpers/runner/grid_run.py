@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 from helpers.exits import Exit
+from helpers.report.fmt import visible
 from helpers.runner import plan as _plan
 from helpers.runner import processes as _local_launch
 from helpers.runner import progress as _progress
@@ -28,16 +29,26 @@ from helpers.runner.kernel_watch import quiet_dead_kernel_tasks
 from helpers.runner.notebook import skip_without_kernel
 from helpers.runner.orphans import set_aside_orphans
 from helpers.runner.outputs import CannotWrite, acquire_locks, cannot_write, cannot_write_message
+from helpers.runner.partial import PartialPage, banner_text
 from helpers.runner.plan import label, run_setup
 from helpers.runner.prepare import Prepared
 from helpers.runner.progress import LiveEpochs, progress, streaming_engine
-from helpers.runner.summary import report_after_run, report_dir
+from helpers.runner.summary import report_after_run, report_dir, report_inputs, report_parameters
 
 DEFAULT_TIMEOUT_S = 3600
 
 
 def _terminate(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def block_over(order: list[dict], i: int) -> bool:
+    """Whether run ``i`` ends a block of the grid as the page sees it: the next run is of another workload, grid
+    file or round of repeats (or there is none)."""
+    if i + 1 >= len(order):
+        return True
+    a, b = order[i], order[i + 1]
+    return any(a.get(k) != b.get(k) for k in ("workload", "_grid", "_repeat"))
 
 
 def run_grid(args, prep: Prepared) -> Exit:
@@ -97,6 +108,10 @@ def run_grid(args, prep: Prepared) -> Exit:
                 "(killed), or whose executed notebook is gone, set aside: those points run again")
         spent: list[float] = []  # wall times of the runs that started a kernel in this run
         left, kernels_left = sum(todo), sum(kernels)  # after the run at hand
+        page = None  # report.html as the grid goes (one runner writing the report: no shard, a report asked for)
+        if not args.no_report and prep.shard is None and len(order) > 1:
+            page = PartialPage(report_dir(args, out_root) / "report.html", report_inputs(args, out_root),
+                               report_parameters(args), len(order), log)
 
         def after() -> str:  # the progress of the runs after this one
             return progress(left, kernels_left, spent)
@@ -117,7 +132,7 @@ def run_grid(args, prep: Prepared) -> Exit:
                 claim, why = fleet.claim(p, done_statuses)
                 if claim is None:
                     counts["taken"] += 1
-                    log(f"{head}  not run here: {why}  {after()}")
+                    log(f"{head}  not run here: {visible(str(why), line=True)}  {after()}")  # another runner's claim
                     continue
                 fields = {"repeat": p["_repeat"], "config_id": p["_config_id"], **fleet.fields()}
                 if prep.reasons[i]:
@@ -139,8 +154,12 @@ def run_grid(args, prep: Prepared) -> Exit:
                 st = rec.get("status", "failed")
                 counts[st] = counts.get(st, 0) + 1
                 log(f"{head}  {st}  {rec.get('wall_s', 0):.1f}s{_progress.outcome(rec)}  {after()}")
+                if page is not None:
+                    page.after_run(i + 1, block_over(order, i))
         except KeyboardInterrupt:
             log("interrupted: the running point was stopped and left no complete record; run again to resume")
+            if page is not None:
+                page.final(sum(counts[k] for k in ("ok", "failed", "skipped", "done before")), "interrupted")
             return Exit.INTERRUPTED
         except (CannotWrite, OSError) as exc:
             why = cannot_write(exc)
@@ -156,7 +175,9 @@ def run_grid(args, prep: Prepared) -> Exit:
     if prep.shard is not None and not last and not args.no_report:
         log(f"shard {prep.shard}: the merged report is rendered by the last shard to finish (or run --report-only)")
     if not args.no_report and last:
-        failed = report_after_run(args, out_root, run_dir, kernel, engine, log)
+        ran = sum(counts[k] for k in ("ok", "failed", "skipped", "done before"))
+        banner = banner_text(ran, len(order), "the --budget is spent") if counts["not run (budget)"] else ""
+        failed = report_after_run(args, out_root, run_dir, kernel, engine, log, banner=banner)
         if failed is not None:
             return failed
     log(f"log: {log_path}")

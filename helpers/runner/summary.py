@@ -39,29 +39,43 @@ def render_report(folders: list[Path], run_dir: Path, kernel: str, out_html: Pat
     return out
 
 
+def report_parameters(args) -> dict:
+    """The summary notebook's parameters that the runner's command line sets (prices, the reference)."""
+    return {**({"prices_file": str(args.prices.resolve())} if args.prices else {}),
+            **({"price_set": args.price_set} if args.price_set else {}),
+            "use_reference": not args.no_reference}
+
+
+def report_inputs(args, out_root: Path) -> list[Path]:
+    """The record folders a report reads: ``--inputs``, else the outputs folder."""
+    return [Path(f).resolve() for f in args.inputs] if args.inputs else [out_root]
+
+
 def report_dir(args, out_root: Path) -> Path:
     """Where the report, its CSVs and the index go: ``--out``, else the outputs folder."""
     out = getattr(args, "out", None)
     return Path(out).resolve() if out else out_root
 
 
-def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, log) -> Exit | None:
+def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, log, banner: str = "") -> Exit | None:
     """Render the report over ``--inputs`` (default: ``out_root``) into ``report_dir`` as the runner's command line
     (``args``) asks; None when it was written, else the run's exit status (interrupted, cannot write, failed),
-    logged. ``run_dir`` holds the executed summary notebook."""
+    logged. ``run_dir`` holds the executed summary notebook; ``banner``: a line above the report (a run that ended
+    early: partial)."""
     t0 = time.perf_counter()
     out_dir = report_dir(args, out_root)
+    from helpers.report.fmt import visible
     from helpers.report.index_folder import found_in
 
+    def said(text) -> str:  # names from records and folders on the terminal as the page shows them: one line each
+        return visible(str(text), line=True)
+
     for line in found_in(out_dir):  # an --out folder of someone else's: what is written over, said
-        log(f"note: {line}")
+        log(f"note: {said(line)}")
     try:
-        inputs = [Path(f).resolve() for f in args.inputs] if args.inputs else [out_root]
-        html = render_report(inputs, run_dir, kernel, out_dir / "report.html",
-                             parameters={**({"prices_file": str(args.prices.resolve())} if args.prices else {}),
-                                         **({"price_set": args.price_set} if args.price_set else {}),
-                                         "use_reference": not args.no_reference})
-        log(f"report: {html} ({time.perf_counter() - t0:.1f}s)")
+        html = render_report(report_inputs(args, out_root), run_dir, kernel, out_dir / "report.html",
+                             parameters={**report_parameters(args), **({"banner": banner} if banner else {})})
+        log(f"report: {said(html)} ({time.perf_counter() - t0:.1f}s)")
     except KeyboardInterrupt:
         kill_kernel(engine)
         log("interrupted while rendering the report: the records are complete; render it again with "
@@ -69,15 +83,15 @@ def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, l
         return Exit.INTERRUPTED
     except Exception as exc:
         if cannot_write(exc):
-            log(f"report not written: {cannot_write_message(out_dir, cannot_write(exc))}")
+            log(f"report not written: {said(cannot_write_message(out_dir, cannot_write(exc)))}")
             return Exit.CANNOT_WRITE
         from helpers.report.failed import failure_text, mark_failed, previous_report
 
         why = failure_text(exc, run_dir / "summary.ipynb")
-        log(f"report failed: {why}")
+        log(f"report failed: {said(why)}")
         if mark_failed(out_dir / "report.html", why):  # an older report must not look current
             prev = previous_report(out_dir / "report.html")
-            log("report.html now says so; " + (f"the last good one: {prev}" if prev else
+            log("report.html now says so; " + (f"the last good one: {said(prev)}" if prev else
                                                "there is no earlier report to fall back on"))
         return Exit.FAILED
     return None
