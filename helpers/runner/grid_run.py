@@ -20,7 +20,6 @@ import uuid
 from pathlib import Path
 
 from helpers.exits import Exit
-from helpers.report.fmt import visible
 from helpers.runner import plan as _plan
 from helpers.runner import processes as _local_launch
 from helpers.runner import progress as _progress
@@ -132,7 +131,9 @@ def run_grid(args, prep: Prepared) -> Exit:
                 claim, why = fleet.claim(p, done_statuses)
                 if claim is None:
                     counts["taken"] += 1
-                    log(f"{head}  not run here: {visible(str(why), line=True)}  {after()}")  # another runner's claim
+                    from helpers.report.fmt import visible  # another runner's words, as a page shows them
+
+                    log(f"{head}  not run here: {visible(str(why), line=True)}  {after()}")
                     continue
                 fields = {"repeat": p["_repeat"], "config_id": p["_config_id"], **fleet.fields()}
                 if prep.reasons[i]:
