@@ -5,6 +5,7 @@ wherever it appears (sentences, chart labels, tables, CSV, the reference's READM
 
 from __future__ import annotations
 
+import html
 import re
 
 import pandas as pd
@@ -353,6 +354,14 @@ def test_the_default_grid_pairs_every_workload_with_the_bundled_reference(tmp_pa
     ctx = _ctx(tmp_path / "quick", recs, use_reference=True)
     rows = best.best_over_best(ctx.costed)
     assert sorted(rows["workload"]) == sorted({p["workload"] for p in points}) and len(rows) == 10
+    # the CPU side on the backends that can win it: what it leaves out is named with the command that measures it
+    page = html.unescape(sections.build(sections.get("verdict"), ctx)._repr_html_())
+    left = page.split("The CPU side was not measured on every backend: ")[1].split("</p>")[0]
+    assert "resnet50: JAX, PyTorch" in left and "mlp_mnist: PyTorch" in left and "mlp_mnist: JAX" not in left
+    assert "./run_all.sh params/cpu_full.yaml measures the rest" in left
+    full = [p for p in expand(PROJECT_ROOT / "params" / "cpu_full.yaml")]
+    assert {(p["workload"], p["backend"]) for p in full} >= {(p["workload"], p["backend"]) for p in points}
+    assert len(full) == 30 and {p["device"] for p in full} == {"cpu"}
     # resnet50 on the CPU at batch 8 and 32 px: no configuration on both sides, said with each side's
     other = [r for r in recs if r["workload"] != "resnet50"] + [
         _rec(999, workload="resnet50", backend="jax", device="cpu", device_used="cpu", batch_size=8, n_train=16,
