@@ -7,8 +7,8 @@
 # Install the project with its extras into the venv: with uv (its version pinned in pyproject.toml's dev extras;
 # the one on PATH if it is that version, else that version put into the venv by pip), looking where this machine's
 # pip looks (scripts/pip_to_uv.py); with pip where uv cannot be had or fails (CGB_INSTALLER=pip: pip only). uv
-# resolves and installs in parallel and byte-compiles nothing (each module is compiled on its first import):
-# about 20-40 s on 2 cores against pip's 140-160 s, the same pinned wheels.
+# resolves, installs and byte-compiles in parallel (compiled here, as pip does: a kernel under
+# PYTHONDONTWRITEBYTECODE would otherwise compile TensorFlow's imports again at every point), the same pinned wheels.
 cgb_install() {
   local venv="$1" extras="$2" pin uv=""
   pin="$(sed -n 's/^ *"uv==\([0-9][0-9a-z.]*\)".*/\1/p' pyproject.toml | head -1)"
@@ -23,7 +23,7 @@ cgb_install() {
     local args=()
     mapfile -t args < <("$venv/bin/python" scripts/pip_to_uv.py)
     echo "installing with $("$uv" --version) ${args[*]}"
-    if "$uv" pip install --python "$venv/bin/python" "${args[@]}" -e ".[$extras]"; then
+    if "$uv" pip install --python "$venv/bin/python" --compile-bytecode "${args[@]}" -e ".[$extras]"; then
       return 0
     fi
     echo "uv failed: installing with pip instead"
