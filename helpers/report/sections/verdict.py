@@ -143,17 +143,17 @@ FULL_CPU_COMMAND = "./run_all.sh params/cpu_full.yaml"  # every workload's CPU s
 
 
 def cpu_backends_left_out(c, rows) -> list[str]:
-    """'resnet50: JAX, PyTorch' for each workload of the verdict whose CPU side these records measured on fewer
-    backends than the suite has (the records' own CPU runs: a reference's never count)."""
+    """'JAX and PyTorch for bilstm_imdb, resnet50' per set of backends these records did not measure the CPU side
+    of the verdict's workloads on (the records' own CPU runs: a reference's never count)."""
     from helpers.params import BACKENDS
 
     cpu = c[(c["device"] == "cpu") & c["samples_per_s"].notna() & ~c["machine"].map(is_reference)]
-    out = []
+    by_missing: dict[tuple, list[str]] = {}
     for w in sorted(set(rows["workload"])):
-        missing = [hl.backend_name(b) for b in BACKENDS if b not in set(cpu.loc[cpu["workload"] == w, "backend"])]
+        missing = tuple(hl.backend_name(b) for b in BACKENDS if b not in set(cpu.loc[cpu["workload"] == w, "backend"]))
         if missing:
-            out.append(f"{w}: {', '.join(missing)}")
-    return out
+            by_missing.setdefault(missing, []).append(w)
+    return [f"{' and '.join(m)} for {', '.join(ws)}" for m, ws in sorted(by_missing.items(), key=lambda i: -len(i[1]))]
 
 
 def _key_note(rows) -> str:
