@@ -61,7 +61,7 @@ def _folder(path, recs):
     return path
 
 
-def test_a_folder_against_itself_shows_no_change_and_a_slowed_one_exits_4(tmp_path, capsys):
+def test_a_folder_against_itself_shows_no_change_and_a_slowed_one_exits_slower(tmp_path, capsys):
     old = _folder(tmp_path / "old", _runs(0, [1000, 1010, 990, 1005]) + _runs(10, [500, 505, 495], backend="torch")
                   + _runs(20, [300], workload="mlp_mnist") + _runs(30, [50, 52], workload="vgg_cifar10"))
     out = tmp_path / "out"
@@ -79,7 +79,7 @@ def test_a_folder_against_itself_shows_no_change_and_a_slowed_one_exits_4(tmp_pa
                   + _runs(20, [280], workload="mlp_mnist", host="h2")
                   + _runs(40, [10, 11], workload="lstm_textgen", host="h2"))
     capsys.readouterr()
-    assert main(["--compare", str(old), str(new), "--out", str(out), "--fail-if-slower", "10%"]) == Exit.SLOWER == 4
+    assert main(["--compare", str(old), str(new), "--out", str(out), "--fail-if-slower", "10%"]) == Exit.SLOWER == 6
     said = capsys.readouterr()
     assert "significantly slower by more than 10%" in said.err and "slower: cnn_cifar10 jax cpu" in said.out
     rows = {(r["workload"], r["backend"]): r for r in csv.DictReader((out / C.CHANGES).open())}
@@ -131,7 +131,8 @@ def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
     """A grid of two real configurations (mlp_mnist on PyTorch on one thread, batch 1024 and 512), run twice through
     the runner, 4 runs a side; the second run slows one configuration's step (batch 1024: its matrix products on
     MKL's SSE2 path, ``MKL_CBWR=COMPATIBLE``, about half as fast) and leaves the other as it was. The comparison
-    calls the first *slower*, with its confidence, and the second *no difference shown*; exit 4 under --fail-if-slower.
+    calls the first *slower*, with its confidence, and the second *no difference shown*; exit 6 (SLOWER) under
+    --fail-if-slower.
 
     The two runs are taken in rounds, each round adding runs to both sides in turn (the runner resumes a folder: a
     grid of more repeats runs only the runs still to do), so that both sides of the configuration left alone meet the

@@ -1,23 +1,45 @@
 """The comparison of two runs as one self-contained page (``compare.html``): the significant changes first, largest
 first, in a chart and a sentence; then every configuration with its verdict, what differs between the sides beside
-them, and the configurations of one side only.
+them, what could not be compared (every NEW run failed, conflicting copies, a configuration dropped) and the
+configurations of one side only.
+
+The chart draws the ``CHART_ROWS`` largest changes (by the size of the log ratio) and says how many more are in
+changes.csv: its height is bounded, whatever the number of configurations. It is drawn with the report's set-up
+(``charts.setup_plots``: no mathtext, so a record's ``$`` and ``{`` are drawn as they are); a chart that cannot be
+drawn leaves a note and the tables. Every record's text is ``compare.shown`` (no control character) and escaped.
 
     page(cmp, old_names, new_names) -> str
 """
 
 from __future__ import annotations
 
-from .compare import CHANGES, FASTER, FEW, MAX_RUNS, NONE, SLOWER, Comparison
+import math
+
+from .compare import CHANGES, CONFLICTED, FASTER, FEW, MAX_RUNS, NONE, SLOWER, Comparison, shown
 from .fmt import REPORT_CSS, esc, html_table, isnull, note, num, shown_path
 from .inert import CSP
+
+CHART_ROWS = 25  # changes drawn, largest first; the rest are in the table and changes.csv
+CHART_CLIP = (1e-3, 1e3)  # a ratio or interval end past these is drawn at the edge (its figure still written)
+CHART_LABEL = 90  # characters of a configuration's name on the chart: a longer one is cut (a page is 11 inches)
+LISTED = 10  # a list of configurations longer than this is folded (click to open)
+TABLE_ROWS = 1000  # configurations in the page's table (the most notable first past it); changes.csv has every one
+LABELLED = 300  # a list of configurations named by ``labels.labels`` (what varies) up to this many; past it, plainly
+_ORDER = {SLOWER: 0, FASTER: 0, CONFLICTED: 1, FEW: 2, NONE: 3}  # the most notable first, where the table is cut
+
+
+def _num(v) -> str:
+    """A figure for people (``fmt.num``), in powers of ten past 1e15 or under a millionth: 1e+300, not 301
+    digits."""
+    return num(v) if isnull(v) or 1e-6 <= abs(v) < 1e15 else f"{v:.3g}"
 
 
 def _ratio(r) -> str:
     """'0.82× [0.75–0.90]' (NEW ÷ OLD, its interval)."""
     if isnull(r.get("ratio")):
         return ""
-    text = f"{num(r['ratio'])}×"
-    return text if isnull(r.get("ratio_low")) else f"{text} [{num(r['ratio_low'])}–{num(r['ratio_high'])}]"
+    text = f"{_num(r['ratio'])}×"
+    return text if isnull(r.get("ratio_low")) else f"{text} [{_num(r['ratio_low'])}–{_num(r['ratio_high'])}]"
 
 
 def _name(r) -> str:
@@ -25,52 +47,104 @@ def _name(r) -> str:
     from the others of its workload (``names``), else its precision where not float32."""
     base = f"{r['workload']} · {r['device']} · {r['backend']} · b{r['batch_size']}"
     extra = r.get("_label") or ("" if str(r.get("precision")) in ("float32", "", "None") else str(r["precision"]))
-    return f"{base} · {extra}" if extra else base
+    return shown(f"{base} · {extra}" if extra else base)
+
+
+def _plain_label(r) -> str:
+    """What sets a configuration apart beside its workload, device, backend and batch, every part of its key said
+    (linear in the rows: the label of a list too long for ``labels.labels``)."""
+    parts = [f"{k}={r.get(k)}" for k in ("precision", "threads", "jit_compile", "augment", "workers")
+             if str(r.get(k)) not in ("", "None", "float32", "0")]
+    return " · ".join(parts + ([str(r["knobs"])] if r.get("knobs") else []))
 
 
 def names(rows: list[dict]) -> list[dict]:
     """``rows`` with ``_label``: what differs between the configurations of one workload (``labels.labels``, past
-    its device and backend), so that a name holds no knob every configuration shares."""
+    its device and backend), so that a name holds no knob every configuration shares; past ``LABELLED`` rows every
+    part of the key (``_plain_label``: ``labels`` compares every row with the others)."""
     import pandas as pd
 
     from .labels import labels
 
     out = [dict(r) for r in rows]
+    if len(out) > LABELLED:
+        for r in out:
+            r["_label"] = _plain_label(r)
+        return out
     frame = pd.DataFrame(out) if out else pd.DataFrame()
     for col in ("threads", "workers"):  # the key's text back to numbers, as the report's labels read them
         if col in frame:
             frame[col] = pd.to_numeric(frame[col], errors="coerce")
     for _, g in frame.groupby("workload", sort=False) if len(frame) else ():
-        for i, text in zip(g.index, labels(g.drop(columns=["batch_size"]), keep=())):
+        try:
+            texts = labels(g.drop(columns=["batch_size"]), keep=())
+        except Exception:  # noqa: BLE001 - one workload's odd values: its names without the label, nothing else
+            continue
+        for i, text in zip(g.index, texts):
             out[i]["_label"] = text
     return out
 
 
-def chart(changed: list[dict]):
-    """The significant changes, largest first: NEW ÷ OLD on a log axis with its interval; slower in one colour,
-    faster in another."""
-    import matplotlib.pyplot as plt
+def _cut(text: str) -> str:
+    """A chart's label cut at ``CHART_LABEL`` characters (the table names it whole)."""
+    return text if len(text) <= CHART_LABEL else text[:CHART_LABEL - 1] + "…"
 
+
+def _clip(v: float) -> float:
+    return min(max(v, CHART_CLIP[0]), CHART_CLIP[1]) if not isnull(v) else 1.0
+
+
+def chart(changed: list[dict]):
+    """The significant changes, largest first (at most ``CHART_ROWS``: the caller's cut): NEW ÷ OLD on a log axis
+    with its interval (clipped to ``CHART_CLIP``); slower in one colour, faster in another. Drawn with the report's
+    set-up: no text of a record is parsed as mathtext."""
+    from .charts import setup_plots
+
+    plt = setup_plots()
+    changed = changed[:CHART_ROWS]
     fig, ax = plt.subplots(figsize=(11, 0.3 * len(changed) + 1.1))
     for y, r in enumerate(changed):
         colour = "#D55E00" if r["verdict"] == SLOWER else "#0072B2"
-        ax.plot([r["ratio_low"], r["ratio_high"]], [y, y], color=colour, lw=1.2)
-        ax.scatter([r["ratio"]], [y], color=colour, zorder=3, s=24)
-        ax.annotate(f"{num(r['ratio'])}×", (r["ratio_high"], y), xytext=(5, 0), textcoords="offset points",
+        low, high = _clip(r["ratio_low"]), _clip(r["ratio_high"])
+        ax.plot([low, high], [y, y], color=colour, lw=1.2)
+        ax.scatter([_clip(r["ratio"])], [y], color=colour, zorder=3, s=24)
+        ax.annotate(f"{_num(r['ratio'])}×", (high, y), xytext=(5, 0), textcoords="offset points",
                     fontsize=8, va="center")
     ax.axvline(1, ls=":", color="k", lw=0.8)
-    ax.set_yticks(range(len(changed)), [_name(r) for r in changed], fontsize=8)
+    ax.set_yticks(range(len(changed)), [_cut(_name(r)) for r in changed], fontsize=8)
     ax.set_ylim(len(changed) - 0.5, -0.5)
-    lo = min(min(r["ratio_low"] for r in changed), 0.8) / 1.1
-    hi = max(max(r["ratio_high"] for r in changed), 1.25) * 1.4
+    lo = min(min(_clip(r["ratio_low"]) for r in changed), 0.8) / 1.1
+    hi = max(max(_clip(r["ratio_high"]) for r in changed), 1.25) * 1.4
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
-    ticks = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 5, 10) if lo <= t <= hi]
+    ticks = [t for t in (0.001, 0.01, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 100, 1000)
+             if lo <= t <= hi]
     ax.set_xticks(ticks, [f"{t:g}" for t in ticks], fontsize=8)
     ax.minorticks_off()
     ax.set_xlabel("NEW ÷ OLD samples/s (log scale; left of the dotted line: slower; bars: the interval)", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _chart_html(changed: list[dict], total: int) -> str:
+    """The chart of the largest changes (``changed``, of ``total``) and, past ``CHART_ROWS``, how many more there
+    are; a note where it cannot be drawn (the tables stay)."""
+    from .charts import figure_html
+
+    more = total - CHART_ROWS
+    try:
+        html = figure_html(chart(changed), f"significant changes, NEW ÷ OLD, the {min(len(changed), CHART_ROWS)} "
+                                           "largest first")
+    except Exception as exc:  # noqa: BLE001 - a chart's failure costs the chart, never the page
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+        return note("The chart of the changes could not be drawn ({}); the table below lists them.",
+                    type(exc).__name__, kind="warn")
+    if more > 0:
+        html += note("The {} largest of {} significant changes are drawn: {} more are in {}.",
+                     CHART_ROWS, total, more, CHANGES)
+    return html
 
 
 def _sentence(cmp: Comparison, changed: list[dict], confidence: float) -> str:
@@ -81,7 +155,7 @@ def _sentence(cmp: Comparison, changed: list[dict], confidence: float) -> str:
     parts = [f"Of the {n} configuration(s) measured on both sides, {len(slower)} slower and {len(faster)} faster at "
              f"{confidence:.0%} confidence (Welch's t over runs)"]
     if slower:
-        worst = min(slower, key=lambda r: r["ratio"])
+        worst = min(slower, key=lambda r: r["log_ratio"])
         parts.append(f"the largest slow-down: {_name(worst)}, {_ratio(worst)}")
     if few:
         parts.append(f"{few} have a single run on a side: not enough runs for a verdict")
@@ -90,50 +164,101 @@ def _sentence(cmp: Comparison, changed: list[dict], confidence: float) -> str:
 
 def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
     """The page's HTML (every value escaped)."""
-    from .charts import figure_html
-
     conf = cmp.rows[0]["confidence"] if cmp.rows else 0.99
-    rows = names(cmp.rows)
-    changed = sorted((r for r in rows if r["verdict"] in (SLOWER, FASTER)), key=lambda r: abs(r["ratio"] - 1),
+    changed = sorted((r for r in cmp.rows if r["verdict"] in (SLOWER, FASTER)), key=lambda r: abs(r["log_ratio"]),
                      reverse=True)
-    new_names, old_names = [shown_path(n) for n in new_names], [shown_path(n) for n in old_names]
+    rows = cmp.rows
+    if len(rows) > TABLE_ROWS:  # the most notable: the changes largest first, conflicts, single runs, the rest
+        rows = sorted(rows, key=lambda r: (_ORDER.get(r["verdict"], 4), -abs(r["log_ratio"])))[:TABLE_ROWS]
+    rows = names(rows)
+    new_names, old_names = [shown(shown_path(n)) for n in new_names], [shown(shown_path(n)) for n in old_names]
     body = ["<h1>What changed between two runs</h1>",
             note("OLD: {}; NEW: {}.", ", ".join(old_names), ", ".join(new_names)),
             f'<p class="cgb-finding">{esc(_sentence(cmp, changed, conf))}</p>']
+    body.extend(_problems(cmp))
     if changed:
-        body.append(figure_html(chart(changed), "significant changes, NEW ÷ OLD, largest first"))
+        body.append(_chart_html(names(changed[:CHART_ROWS]), len(changed)))
     else:
         body.append(note("No significant change: every configuration reads <i>no difference shown</i> or <i>not "
                          "enough runs</i> (the table says how many runs a side would show the change seen)."))
     if cmp.differences:
         body.append("<h2>What differs between the sides</h2>")
         body.append(note("Beside a change, what could explain it: the libraries, the machine, the host's state."))
-        body.append(html_table(_frame(cmp.differences, ["what", "OLD", "NEW"]), max_rows=None))
+        body.append(html_table(_frame([tuple(map(shown, d)) for d in cmp.differences], ["what", "OLD", "NEW"]),
+                               max_rows=None))
     body.append("<h2>Every configuration on both sides</h2>")
     body.append(note("samples/s: the median over runs of each run's figure; ratio: NEW ÷ OLD of the runs' geometric "
                      "means, [its {} interval]; verdict: Welch's t on the runs' logs at p &lt; {}; where none is "
                      "shown, the runs a side that would show the change seen (5% where none is seen). Also in {}.",
                      f"{conf:.0%}", f"{1 - conf:.2g}", CHANGES))
-    body.append(html_table(_frame([(_name(r), f"{num(r['old_samples_per_s'])} ({r['old_runs']})",
-                                    f"{num(r['new_samples_per_s'])} ({r['new_runs']})", _ratio(r), r["verdict"],
+    if len(rows) < len(cmp.rows):
+        body.append(note("{} configurations: the {} most notable shown (the significant changes largest first, then "
+                         "conflicting copies, single runs, the rest); every one is in {}.", len(cmp.rows), len(rows),
+                         CHANGES, kind="warn"))
+    body.append(html_table(_frame([(_name(r), f"{_num(r['old_samples_per_s'])} ({r['old_runs']})",
+                                    f"{_num(r['new_samples_per_s'])} ({r['new_runs']})", _ratio(r), r["verdict"],
                                     "" if r["verdict"] != NONE else f"over {MAX_RUNS}"
                                     if isnull(r.get("runs_needed_a_side")) else r["runs_needed_a_side"]) for r in rows],
                                   ["configuration", "OLD samples/s (runs)", "NEW samples/s (runs)",
                                    "NEW ÷ OLD [interval]", "verdict", "runs a side to show it"]), max_rows=None))
+    if cmp.failed_old:
+        body.append(f"<h2>Failed on OLD, measured on NEW ({len(cmp.failed_old)})</h2>")
+        body.append(note("Every OLD run of these failed; NEW measured them: nothing to compare them with.")
+                    + _listed([(_name(r), r["failed_runs"], shown(r["reason"])) for r in names(cmp.failed_old)],
+                              ["configuration", "failed OLD runs", "the first reason"]))
     for side, only in (("OLD", cmp.only_old), ("NEW", cmp.only_new)):
         if only:
             body.append(f"<h2>On the {side} side only ({len(only)})</h2>")
-            listed = html_table(_frame([(_name(r),) for r in names(only)], ["configuration"]), max_rows=None)
-            body.append(note("Measured on one side only: nothing to compare them with.") + (
-                listed if len(only) <= 10 else f"<details><summary>the {len(only)} configurations (click to open)"
-                                                f"</summary>{listed}</details>"))
+            body.append(note("Measured on one side only: nothing to compare them with.")
+                        + _listed([(_name(r),) for r in names(only)], ["configuration"]))
     if cmp.skipped:
         body.append(note("{} file(s) that are not records were left out: {}.", len(cmp.skipped),
-                         "; ".join(f"{f} ({w})" for f, w in cmp.skipped[:5]), kind="warn"))
+                         "; ".join(f"{shown(f)} ({shown(w)})" for f, w in cmp.skipped[:5]), kind="warn"))
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>What changed</title>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">" + REPORT_CSS
             + "</head><body><main style='max-width:1300px;margin:auto'>"
             + "".join(body) + "</main></body></html>")
+
+
+def _listed(rows: list[tuple], columns: list[str]) -> str:
+    """A table of configurations, folded past ``LISTED`` rows."""
+    table = html_table(_frame(rows, columns), max_rows=None)
+    return table if len(rows) <= LISTED else (f"<details><summary>the {len(rows)} configurations (click to open)"
+                                              f"</summary>{table}</details>")
+
+
+def _problems(cmp: Comparison) -> list[str]:
+    """What the runs cannot settle, said first (each a warning): configurations whose NEW runs all failed, conflicting
+    copies of runs, configurations slower on one run a side (untested), configurations not compared, a side that
+    holds no record."""
+    out = []
+    for side, c in cmp.counts.items():
+        if not c["ok_runs"]:
+            out.append(note("{} holds no ok run ({} record(s) read, {} file(s) left out): nothing of it is compared.",
+                            side, c["records"], c["files_left_out"], kind="warn"))
+    if cmp.failed_new:
+        out.append(f"<h2>Every NEW run failed ({len(cmp.failed_new)})</h2>")
+        out.append(note("Measured on OLD; every run of them failed on NEW (out of memory, a crash): a regression no "
+                        "ratio shows. --fail-if-slower fails on them.", kind="warn")
+                   + _listed([(_name(r), f"{_num(r['old_samples_per_s'])} ({r['old_runs']})", r["failed_runs"],
+                               shown(r["reason"])) for r in names(cmp.failed_new)],
+                             ["configuration", "OLD samples/s (runs)", "failed NEW runs", "the first reason"]))
+    for side, words in cmp.conflicts.items():
+        out.append(note("{} holds {} record file(s) that are copies of one run saying different things: which is true "
+                        "is not guessed; their configurations read <i>{}</i>, with no verdict (--fail-if-slower fails "
+                        "on them): {}.", side, len(words), CONFLICTED,
+                        "; ".join(words[:6]) + ("; ..." if len(words) > 6 else ""), kind="warn"))
+    few = sorted((r for r in cmp.rows if r["verdict"] == FEW and r["log_ratio"] < math.log(0.9)),
+                 key=lambda r: r["log_ratio"])
+    if few:
+        out.append(note("{} configuration(s) read more than 10% slower on a single run on a side, which no test can "
+                        "settle (the slowest: {}, {}×): run more repeats. --fail-if-slower fails on them with its "
+                        "own status.", len(few), _name(few[0]), _num(few[0]["ratio"]), kind="warn"))
+    if cmp.dropped:
+        out.append(note("{} configuration(s) could not be compared and are left out: {}.", len(cmp.dropped),
+                        "; ".join(f"{n} ({why})" for n, why in cmp.dropped[:6])
+                        + ("; ..." if len(cmp.dropped) > 6 else ""), kind="warn"))
+    return out
 
 
 def _frame(rows, columns):
