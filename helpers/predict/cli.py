@@ -1,20 +1,41 @@
 """``./run_all.sh --predict my.keras --batch-size 256``: a model's predicted training speed on the reference GPU, per
 backend, from the model alone, in seconds of CPU, running nothing else.
 
-The file goes through the custom model's checks (``helpers.workloads.custom``: the same clear errors, exit 2), is
-loaded on the CPU (JAX), compiled as a custom point would be (its saved loss and optimiser, or ``--optimizer``), and
-counted (``helpers.measure.flops_analytic``, ``helpers.predict.shape``); the committed fit
-(``data/gpu_model.json``, ``benchmarks/predict_check.py --write``) gives each backend's step with its 80% interval.
+The options are checked first (``--batch-size`` 1 to ``MAX_BATCH``, ``--samples`` 0 to ``MAX_SAMPLES``,
+``--optimizer`` one of the custom workload's, no grid beside ``--predict``: exit 2 naming the option), then the file
+goes through the custom model's checks without Keras (``helpers.workloads.custom_files.model_file``: the archive, its
+config's size and layers bounded, the same clear errors, exit 2). The model is then loaded in a child process, never
+in the runner's own: ``python -I`` (no PYTHONPATH, no user site, no script folder on ``sys.path``) with the project
+root put on ``sys.path`` explicitly, its working directory a fresh temporary folder, so nothing beside the model is
+importable (Keras imports the keras_hub / keras_nlp / keras_cv modules a config names). The child loads it on the
+CPU (JAX unless KERAS_BACKEND says otherwise), compiles it as a custom point would be, and counts it
+(``helpers.measure.flops_analytic``, ``helpers.predict.shape``); the committed fit (``data/gpu_model.json``,
+``benchmarks/predict_check.py --write``) gives each backend's step with its 80% interval.
 
-    predict_main(["my.keras"], batch_size=256)     # prints the table, returns the exit status
+Loss and optimiser: the saved compile config's; ``--optimizer`` overrides the optimiser. A model saved uncompiled
+(or with a loss the suite makes no targets for) is predicted with ``DEFAULT_OPTIMIZER`` and ``DEFAULT_LOSS``, and
+the output says so (the optimiser's update is part of the step; the loss barely is).
+
+    predict_main("my.keras", batch_size=256)     # prints the table, returns the exit status
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from helpers.exits import Exit
+
+MAX_BATCH = 1_000_000  # the reference ran batches of 32 to 5,000; a million samples a step is far past any GPU's
+MAX_SAMPLES = 10**10  # samples an epoch: ten billion (ImageNet-1k has 1.28 million, LAION-5B five billion)
+DEFAULT_OPTIMIZER = "adam"
+DEFAULT_LOSS = "mse"
+_RESULT = "prediction.json"  # what the child writes in its working directory (a fresh temporary folder)
 
 
 def _keras_on_cpu():
@@ -26,7 +47,8 @@ def _keras_on_cpu():
 def predictions(model_path: str, batch_size: int, precision: str = "float32", optimizer: str = "",
                 loss: str = "") -> tuple[dict, list[dict]]:
     """(what the model is: FLOPs, shape, parameters; one prediction per backend the fit knows, each with its
-    interval). ``ParamError`` for a file the custom model's checks refuse."""
+    interval). ``ParamError`` for a file the custom model's checks refuse. Loads the model in this process: the
+    command line runs it in a child (``predict_main``)."""
     _keras_on_cpu()
     from helpers.measure import flops_analytic
     from helpers.predict import gpu
@@ -50,25 +72,118 @@ def predictions(model_path: str, batch_size: int, precision: str = "float32", op
     return about, out
 
 
-def predict_main(model_path: str, batch_size: int, precision: str = "float32", optimizer: str = "",
-                 loss: str = "", samples: int = 0) -> int:
+def _compile_choice(info: dict, optimizer: str) -> tuple[str, str, list[str]]:
+    """(optimizer, loss, notes): the knobs the child compiles with; empty = the saved compile config's."""
+    from helpers.workloads.custom_checks import LOSS_KIND, _loss_name
+
+    cc = info["config"].get("compile_config") or {}
+    notes, loss = [], ""
+    if not optimizer and not cc.get("optimizer"):
+        optimizer = DEFAULT_OPTIMIZER
+        notes.append(f"optimizer {DEFAULT_OPTIMIZER} (the model was saved without one; --optimizer NAME to choose)")
+    if not cc.get("loss") or _loss_name(cc.get("loss")) not in LOSS_KIND:
+        loss = DEFAULT_LOSS
+        why = "saved without one" if not cc.get("loss") else "saved with one the suite makes no targets for"
+        notes.append(f"loss {DEFAULT_LOSS} (the model was {why}; a loss barely changes a step's cost)")
+    return optimizer, loss, notes
+
+
+def _bad_options(batch_size, samples, optimizer, grids) -> str | None:
+    from helpers.workloads.custom_checks import OPTIMIZERS
+
+    if grids:
+        return (f"--predict runs nothing else: the grid{'s' if len(grids) > 1 else ''} "
+                f"{', '.join(map(str, grids))} would not run; run {'them' if len(grids) > 1 else 'it'} without "
+                "--predict, or drop it from this command")
+    if batch_size is None or not 1 <= int(batch_size) <= MAX_BATCH:
+        got = "" if batch_size is None else f" (got {batch_size if abs(batch_size) < 10**12 else 'a huge number'})"
+        return (f"--predict needs --batch-size N with 1 <= N <= {MAX_BATCH:,}{got}: the step's cost depends on it "
+                "(the reference ran 32 to 5,000)")
+    if not 0 <= int(samples or 0) <= MAX_SAMPLES:
+        got = samples if abs(samples) < 10**12 else "a huge number"
+        return f"--samples N (samples an epoch) must be 0 <= N <= {MAX_SAMPLES:,} (got {got}; 0: no epoch time)"
+    if optimizer and optimizer not in OPTIMIZERS:
+        return f"--optimizer {optimizer[:50]!r} is not one of {', '.join(o for o in OPTIMIZERS if o)}"
+    return None
+
+
+_CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); from helpers.predict.cli import _child; "
+          "sys.exit(_child(sys.argv[2]))")
+
+
+def _child(arg: str) -> int:
+    """The child's side: predict, write ``_RESULT`` in the working directory; a refusal is ``error: ...`` on stderr
+    and ``Exit.BAD_GRID``."""
     from helpers.params import ParamError
 
-    if batch_size is None or int(batch_size) < 1:
-        print("error: --predict needs --batch-size N (N >= 1): the step's cost depends on it", file=sys.stderr)
+    job = json.loads(arg)
+    try:
+        about, rows = predictions(job["model"], job["batch_size"], job["precision"], job["optimizer"], job["loss"])
+    except ParamError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return Exit.BAD_GRID
+    Path(_RESULT).write_text(json.dumps({"about": about, "rows": rows}, default=str))
+    return Exit.OK
+
+
+def _in_child(path: Path, batch_size: int, precision: str, optimizer: str, loss: str) -> tuple[int, dict | str]:
+    """Run ``_child`` in a fresh ``python -I`` in a fresh temporary folder: (exit status, the result or the
+    message)."""
+    from helpers.paths import PROJECT_ROOT
+
+    job = {"model": str(path), "batch_size": int(batch_size), "precision": precision, "optimizer": optimizer,
+           "loss": loss}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for k, v in (("KERAS_BACKEND", "jax"), ("JAX_PLATFORMS", "cpu"), ("TF_CPP_MIN_LOG_LEVEL", "3")):
+        env.setdefault(k, v)
+    with tempfile.TemporaryDirectory(prefix="cgb-predict-") as tmp:
+        out = subprocess.run([sys.executable, "-I", "-c", _CHILD, str(PROJECT_ROOT), json.dumps(job)], cwd=tmp,
+                             env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+        if out.returncode == 0 and (Path(tmp) / _RESULT).is_file():
+            return Exit.OK, json.loads((Path(tmp) / _RESULT).read_text())
+    errors = [ln for ln in out.stderr.splitlines() if ln.startswith("error: ")]
+    if out.returncode == Exit.BAD_GRID and errors:
+        return Exit.BAD_GRID, errors[-1][len("error: "):]
+    if out.returncode < 0:
+        try:
+            sig = signal.Signals(-out.returncode).name
+        except ValueError:
+            sig = f"signal {-out.returncode}"
+        why = f"was killed ({sig}{': out of memory?' if sig in ('SIGKILL', 'SIGABRT') else ''})"
+    else:
+        why = f"failed (exit status {out.returncode})"
+    tail = " | ".join(ln.strip() for ln in out.stderr.strip().splitlines()[-3:])[-600:]
+    return Exit.FAILED, f"--predict: the process loading {path} {why}{': ' + tail if tail else ''}"
+
+
+def predict_main(model_path: str, batch_size: int, precision: str = "float32", optimizer: str = "",
+                 loss: str = "", samples: int = 0, grids=()) -> int:
+    from helpers.params import ParamError
+
+    bad = _bad_options(batch_size, samples, optimizer, grids)
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
         return Exit.BAD_GRID
     try:
         from helpers.workloads.custom_files import model_file
 
-        model_file(model_path, "--predict")  # the file's own checks first, before Keras is imported
-        about, rows = predictions(model_path, int(batch_size), precision, optimizer, loss)
+        path, info = model_file(model_path, "--predict")  # the file's own checks first, without Keras
     except ParamError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return Exit.BAD_GRID
+    optimizer, default_loss, notes = _compile_choice(info, optimizer)
+    status, got = _in_child(path, int(batch_size), precision, optimizer, loss or default_loss)
+    if status != Exit.OK:
+        print(f"error: {got}", file=sys.stderr)
+        return status
+    about, rows = got["about"], got["rows"]
+    about["model"] = str(model_path)
     held = about["held_out"]
     print(f"{about['model']}: {about['params']:,} parameters, {about['flops_per_sample'] / 1e6:,.1f} MFLOPs per "
           f"training sample at batch {batch_size} ({about['optimizer'] or 'no'} optimiser), {about['layers']} layers, "
           f"about {about['launches']} kernel launches a step")
+    if notes:
+        print("compiled with " + "; ".join(notes))
     print(f"predicted on one {about['gpu']} (the bundled reference's GPU), {precision}, batch {batch_size}; each "
           f"figure with its 80% interval, from the step model fitted on {len(about['fitted_on'])} workloads "
           f"({', '.join(about['fitted_on'])}); held out, it ran {held.get('median_abs_error', float('nan')):.0%} "

@@ -112,17 +112,20 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--predict", type=Path, default=None, metavar="FILE.keras",
                     help="print the model's predicted samples/s on the reference GPU per backend, each with its 80%% "
                          "interval (fitted on the bundled reference: docs/custom_model.md); runs nothing else")
-    ap.add_argument("--batch-size", type=int, default=None, metavar="N", help="with --predict: the batch size")
+    ap.add_argument("--batch-size", type=int, default=None, metavar="N",
+                    help="with --predict: the batch size (1 to 1,000,000)")
     ap.add_argument("--precision", default=None, choices=("float32", "mixed_bfloat16", "mixed_float16"),
                     help="with --predict: the Keras dtype policy (default float32)")
-    ap.add_argument("--samples", type=int, default=0, metavar="N",
-                    help="with --predict: samples an epoch, for the predicted epoch time")
+    ap.add_argument("--samples", type=int, default=None, metavar="N",
+                    help="with --predict: samples an epoch, for the predicted epoch time (0 to 10**10)")
+    ap.add_argument("--optimizer", default=None, metavar="NAME",
+                    help="with --predict: the optimiser (adam, sgd, ...; default: the saved model's, else adam)")
     ap.add_argument("--compare", nargs=2, default=None, metavar=("OLD", "NEW"),
                     help="what changed between two runs: OLD and NEW, each a folder of records (several: joined by "
                          "os.pathsep, ':'); writes compare.html and changes.csv (to --out, else the outputs folder)")
     ap.add_argument("--fail-if-slower", default=None, metavar="PCT",
-                    help="with --compare: exit 4 when a configuration is significantly slower by more than PCT "
-                         "('10%%' or 0.1)")
+                    help="with --compare: exit 6 when a configuration is significantly slower by more than PCT "
+                         "('10%%' or 0.1); 7-10 when it cannot tell (docs/running.md)")
     ap.add_argument("--shard-count", type=int, default=None, metavar="N",
                     help=f"the number of shards when the index comes from the environment (a Kubernetes "
                          f"Indexed Job's completions; or {_shard.COUNT_ENV})")
@@ -134,7 +137,13 @@ def main(argv=None) -> int:
     if args.predict is not None:  # the model's predicted GPU figures: no grid, nothing run
         from helpers.predict.cli import predict_main
 
-        return predict_main(str(args.predict), args.batch_size, args.precision or "float32", samples=args.samples)
+        return predict_main(str(args.predict), args.batch_size, args.precision or "float32", args.optimizer or "",
+                            samples=args.samples or 0, grids=args.grids)
+    alone = [o for o, v in (("--batch-size", args.batch_size), ("--precision", args.precision),
+                            ("--samples", args.samples), ("--optimizer", args.optimizer)) if v is not None]
+    if alone:
+        print(f"{', '.join(alone)} go{'es' if len(alone) == 1 else ''} with --predict FILE.keras", file=sys.stderr)
+        return Exit.BAD_GRID
     if args.compare is not None:  # two runs side by side: no grid, nothing run
         from helpers.runner.compare_run import compare_main
 

@@ -23,21 +23,27 @@ in the grid validation and in the notebook's ``begin`` (no framework: the file i
 other; the rest (label space, array shapes, custom layers) once Keras has loaded the model.
 
 Precision: a saved model's layers carry their own dtype policy. Under a precision other than the saved one
-the model is rebuilt (``keras.models.clone_model``, recursive) with every layer under the point's policy,
-the output layer kept float32 (numerically safe losses), and the saved weights copied in; a model that
-cannot be rebuilt so is refused with the reason (use ``precision: float32`` for it).
+the model is built again from its own config with the layers' float policies dropped, so that every layer takes
+the point's policy (set globally), the output layer kept float32 (numerically safe losses), and the saved weights
+copied in (``_rebuild``; not ``keras.models.clone_model``, whose clone function runs on the operations of a
+functional graph too: ``x + a`` takes no ``dtype``); a model that cannot be rebuilt so is refused with the reason (use
+``precision: float32`` for it).
+
+Untrusted files: the model's folder is never put on ``sys.path`` (Keras imports the keras_hub / keras_nlp /
+keras_cv modules a config names; ``custom_files`` refuses those packages unless installed): ``import_modules``
+are looked up beside the model by an explicit spec lookup, each alone. What the config asks Keras to build is
+bounded before Keras is imported (``custom_size``), and Keras reads the archive through a link in a private
+temporary folder (what it extracts lands there, never beside the model).
 
 The job is split over four modules, importing in this order: ``custom_files`` (the .keras and .npz files,
-without Keras), ``custom_checks`` (the knobs, ``check_point``), ``custom_data`` (label space, synthetic and
-.npz data), and this one (the model: load, rebuild for the precision, compile, describe; the registry entry).
+without Keras; its config read within bounds by ``custom_json`` and sized by ``custom_size``), ``custom_checks``
+(the knobs, ``check_point``), ``custom_data`` (label space, synthetic and .npz data), and this one (the model:
+load, rebuild for the precision, compile, describe; the registry entry).
 The public names of the first three are re-exported here (``from helpers.workloads.custom import check_point``).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -47,9 +53,10 @@ from helpers.data import loaders as _data
 from ..params import ParamError
 from ..paths import PROJECT_ROOT
 from . import custom_files as _files
-from .custom_checks import EXTRA, LOSS_ALIAS, LOSS_KIND, LOSSES, OPTIMIZERS, _modules, check_point, choices
+from .custom_checks import EXTRA, LOSS_ALIAS, LOSS_KIND, LOSSES, OPTIMIZERS, check_point, choices
 from .custom_data import FEATURES, dataset, facts, synthetic
 from .custom_files import DATA_WHAT, MODEL_WHAT, WHERE_HINT, data_file, model_file, register_hint, resolve
+from .custom_load import load_model
 from .registry import Workload, register
 
 __all__ = ["DATA_WHAT", "EXTRA", "FEATURES", "LOSSES", "LOSS_ALIAS", "LOSS_KIND", "MODEL_WHAT", "OPTIMIZERS",
@@ -66,63 +73,6 @@ _BUILT: dict = {}  # id(model) -> how it was built (for `describe`)
 def _key(params: dict, path: Path) -> tuple:
     st = path.stat()
     return str(path), st.st_mtime_ns, st.st_size, params.get("import_modules") or ""
-
-
-def load_model(params: dict, where: str = "custom"):
-    """``keras.saving.load_model(path, compile=False)`` after importing ``import_modules``; each failure a
-    ``ParamError`` naming the key and what to do."""
-    import keras
-
-    path, info = model_file(params["model_path"], where)
-    if str(path.parent) not in sys.path:
-        sys.path.append(str(path.parent))
-    for m in _modules(params.get("import_modules")):
-        try:
-            _import_user_module(m)
-        except Exception as exc:
-            raise ParamError(f"{where}: key 'import_modules': importing {m!r} failed ({type(exc).__name__}: "
-                             f"{exc}); put it next to the model file or on PYTHONPATH") from None
-    try:
-        model = keras.saving.load_model(str(path), compile=False)
-    except Exception as exc:
-        customs, why = info["custom_objects"], _why(exc)
-        if customs or "Could not locate" in why or "could not be deserialized" in why:
-            raise ParamError(f"{where}: key 'model_path': Keras cannot rebuild {path} in this kernel ({why}); "
-                             f"custom objects in its config: {', '.join(customs) or 'none found'}; "
-                             + register_hint(customs)) from None
-        raise ParamError(f"{where}: key 'model_path': {path} does not load as a Keras model ({why})") from None
-    if not isinstance(model, keras.Model):
-        raise ParamError(f"{where}: key 'model_path': {path} holds a {type(model).__name__}, not a keras.Model")
-    return model
-
-
-def _import_user_module(name: str):
-    """Import the user's module ``name`` (never one of the suite's: ``_Modules`` refuses ``helpers``), by
-    importlib's documented find_spec / module_from_spec / exec_module steps: it is no edge of the suite's
-    import graph (tests/test_imports.py checks that graph and resolves only literal module names)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)  # imports the parent packages of a dotted name
-    if spec is None:
-        raise ModuleNotFoundError(f"No module named {name!r}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
-
-
-def _why(exc: BaseException) -> str:
-    """The most telling first line of an exception chain (Keras wraps 'Could not locate class ...')."""
-    chain = [exc]
-    while (chain[-1].__cause__ or chain[-1].__context__) and len(chain) < 10:
-        chain.append(chain[-1].__cause__ or chain[-1].__context__)
-    found = re.search(r"Could not locate \w+ '[^']*'", " ".join(str(e) for e in chain))
-    first = (str(exc).splitlines() or [""])[0][:300]
-    return f"{type(exc).__name__}: " + (f"{found.group(0)}" if found else first)
 
 
 def _leaves(layer):
@@ -151,18 +101,14 @@ def _build(params: dict):
            and la.dtype_policy.name != want.get(id(la), policy)]
     info = {"precision": policy, "rebuilt": False, "weights": "saved"}
     if off:
-        def clone(layer):
-            cfg = layer.get_config()
-            cfg["dtype"] = want.get(id(layer), policy)
-            return layer.__class__.from_config(cfg)
-
         try:
-            new = keras.models.clone_model(model, clone_function=clone, recursive=True)
+            new = _rebuild(model, policy, out_layer.name)
         except Exception as exc:
             raise ParamError(f"custom: key 'precision' is {policy!r} but the saved model's layers carry "
                              f"{sorted({la.dtype_policy.name for la in off})} and it cannot be rebuilt under "
-                             f"{policy} (keras.models.clone_model: {type(exc).__name__}: {str(exc)[:300]}); use "
-                             "precision 'float32' for this model, or save it under the policy you want") from None
+                             f"{policy} (its config without their dtype policies does not deserialize: "
+                             f"{type(exc).__name__}: {str(exc)[:300]}); use precision 'float32' for this model, or "
+                             "save it under the policy you want") from None
         try:
             new.set_weights(model.get_weights())
         except Exception as exc:
@@ -173,6 +119,65 @@ def _build(params: dict):
         model = new
     _BUILT[id(model)] = info
     return model
+
+
+# the dtype policies a layer is rebuilt without (it then takes the global one, the point's); a quantized policy is kept
+_FLOAT_POLICIES = {"float16", "bfloat16", "float32", "float64", "mixed_float16", "mixed_bfloat16"}
+
+
+def _policy_name(value) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("config"), dict):
+        name = value["config"].get("name")
+        return name if isinstance(name, str) else None
+    return None
+
+
+def _rebuild(model, policy: str, out_name: str):
+    """``model`` built again from its own config under the global dtype policy (``policy``, set by the point): every
+    layer's float policy dropped from the config (each layer then takes the global one), the output layer's set to
+    float32 (numerically safe losses) unless the policy is float32, and deserialized in safe mode; without weights
+    (the caller copies them in). Not ``keras.models.clone_model`` with a ``clone_function`` setting ``dtype``: it is
+    called on every operation of a functional graph too, and an operation (``x + a``: ``keras.src.ops.numpy.Add``)
+    takes no ``dtype``."""
+    import json
+
+    import keras
+
+    from .custom_json import walk
+
+    cfg = json.loads(json.dumps(keras.saving.serialize_keras_object(model)))  # a plain copy
+    for d in walk(cfg):
+        c = d.get("config")
+        if (isinstance(c, dict) and "dtype" in c and isinstance(d.get("class_name"), str)
+                and d["class_name"] not in ("InputLayer", "__keras_tensor__")
+                and _policy_name(c["dtype"]) in _FLOAT_POLICIES):
+            del c["dtype"]
+    out = _output_config(cfg, out_name)
+    if out is not None and policy != "float32":
+        out["config"]["dtype"] = "float32"
+    new = keras.saving.deserialize_keras_object(cfg, safe_mode=True)
+    if not isinstance(new, keras.Model):
+        raise TypeError(f"rebuilt as a {type(new).__name__}")
+    return new
+
+
+def _output_config(cfg: dict, name: str) -> dict | None:
+    """The config of the model's output layer ``name`` (in a nested model: that model's own output layer)."""
+    node, seen = cfg, 0
+    while isinstance(node, dict) and isinstance((node.get("config") or {}).get("layers"), list) and seen < 100:
+        seen += 1
+        layers = [la for la in node["config"]["layers"] if isinstance(la, dict)]
+        if node is not cfg:  # a nested model: its own output
+            outs = node["config"].get("output_layers")
+            while isinstance(outs, list) and outs and isinstance(outs[0], list):
+                outs = outs[0]
+            name = outs[0] if isinstance(outs, list) and outs and isinstance(outs[0], str) else \
+                (layers[-1].get("config") or {}).get("name") if layers else None
+        node = next((la for la in layers if la.get("name") == name or (la.get("config") or {}).get("name") == name),
+                    None)
+    return node if isinstance(node, dict) and isinstance(node.get("config"), dict) else None
 
 
 def _compile(params: dict) -> dict:

@@ -44,18 +44,26 @@ class _DataPath(Param):
             data_file(value, where)
 
 
+# packages import_modules never names: the suite's own, Keras and the packages whose modules Keras' deserializer
+# imports by name (a folder of that name beside a model would shadow them)
+NOT_YOURS = ("helpers", "keras", "keras_hub", "keras_nlp", "keras_cv")
+
+
 class _Modules(Param):
     def check(self, value, where):
         super().check(value, where)
-        for m in _modules(value):
-            if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", m) or m.split(".")[0] == "helpers":
-                raise ParamError(f"{where}: key 'import_modules': {m!r} is not a module name of yours; allowed: module "
-                                 "names, comma-separated (e.g. 'my_layers, pkg.blocks'; not the suite's helpers), "
-                                 "or '' for none")
+        _modules(value, where)
 
 
-def _modules(value) -> list[str]:
-    return [m.strip() for m in str(value or "").split(",") if m.strip()]
+def _modules(value, where: str | None = None) -> list[str]:
+    """The module names of ``import_modules``; with ``where``, each checked (``ParamError`` naming the key)."""
+    out = [m.strip() for m in str(value or "").split(",") if m.strip()]
+    for m in out if where is not None else []:
+        if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", m) or m.split(".")[0] in NOT_YOURS:
+            raise ParamError(f"{where}: key 'import_modules': {m!r} is not a module name of yours; allowed: module "
+                             "names, comma-separated (e.g. 'my_layers, pkg.blocks'; not the suite's helpers, nor "
+                             f"{', '.join(NOT_YOURS[1:])}), or '' for none")
+    return out
 
 
 EXTRA = {p.name: p for p in (
@@ -117,7 +125,7 @@ def choices(params: dict, info: dict | None = None, where: str = "parameters") -
 def check_point(params: dict, where: str = "notebook parameters") -> dict:
     """The knobs against each other, before Keras is imported (the notebook's first cell)."""
     path, info = model_file(params["model_path"], where)
-    customs, mods = info["custom_objects"], _modules(params.get("import_modules"))
+    customs, mods = info["custom_objects"], _modules(params.get("import_modules"), where)
     if customs and not mods:
         raise ParamError(f"{where}: key 'model_path': {path} uses custom objects ({', '.join(customs)}) and key "
                          "'import_modules' is empty: Keras finds a custom class only once it is registered: "

@@ -8,8 +8,11 @@ metadata.json) and the ``.npz`` (array headers only), each checked with a ``Para
 
 Imported by ``custom_checks`` (grid validation, the notebook's first cell), ``custom_data`` and ``custom``
 (the workload); imports none of them, only ``custom_json`` (the config parsed within bounds on what parsing it
-makes, and walked). What is kept of a file is a small summary (``info``), never its parsed config. The workload's
-documentation is ``custom``'s docstring.
+makes, and walked) and ``custom_size`` (what the config asks Keras to build: layers, depth, parameters, bounded).
+A config naming a module of keras_hub / keras_nlp / keras_cv is refused unless that package is the one installed in
+the environment (``custom_json.check_installed``): Keras imports such a module by name while loading the model,
+wherever Python finds its package. What is kept of a file is a small summary (``info``), never its parsed config.
+The workload's documentation is ``custom``'s docstring.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 
 from ..params import ParamError
 from ..paths import PROJECT_ROOT
-from . import custom_json
+from . import custom_json, custom_size
 
 WHERE_HINT = ("in a module (e.g. my_layers.py) next to the model file or on PYTHONPATH (export PYTHONPATH=/its/folder "
               "before ./run_all.sh or papermill: kernels inherit it), and set the knob import_modules: my_layers "
@@ -190,11 +193,14 @@ def _read_keras(path: str) -> dict:
         raise ValueError(f"has Lambda code in layers ({named}) that Keras does not load "
                          "from a file (safe mode); replace each with a small layer class, registered with "
                          "@keras.saving.register_keras_serializable() " + WHERE_HINT + ", and save the model again")
+    custom_json.check_installed(custom_json.keras_packages(cfg))
+    size = custom_size.size(cfg)
+    custom_size.check(size)  # what Keras would build, bounded before it builds anything
     return {"config": {k: v for k, v in cfg.items() if k != "config"},  # class_name, compile_config: not its layers
             "metadata": {k: v for k, v in meta.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 200}
             if isinstance(meta, dict) else {}, "inputs": ins, "n_outputs": n_out,
             "custom_objects": customs, "has_weights": "model.weights.h5" in names,
-            "lambdas": lambdas}
+            "lambdas": lambdas, "size": {"layers": size.layers, "depth": size.depth, "params_estimate": size.params}}
 
 
 # The summaries (and refusals) of the last files read, by path, mtime and size (a grid names one file in many points):

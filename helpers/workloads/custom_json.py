@@ -4,13 +4,21 @@ nesting), not only on its bytes, and the model config walked without recursion, 
     cfg = parse(data, "config.json")   # ValueError: too many JSON values, nested too deeply, unreadable
     customs, lambdas = scan(cfg)       # ['package>Name', ...]: what Keras cannot find by itself; the layers
                                        # holding Python code (Keras' safe mode refuses them)
+    keras_packages(cfg)                # {'keras_nlp': ['keras_nlp.layers.x', ...]}: modules Keras would import
+    check_installed(keras_packages(cfg))   # ValueError unless each package is the environment's installed one
 
-Imported by ``custom_files``; imports nothing of the suite.
+Imported by ``custom_files``; imports nothing of the suite (``check_installed`` looks packages up, never imports
+them).
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
+import site
+import sys
+import sysconfig
+from pathlib import Path
 
 # json.loads makes ~35-70 bytes of Python objects of each value ([{}, {}, ...] at 3 bytes a value: 16 MB became
 # ~400 MB, the parse of each file cached). Real configs hold ~9.4 bytes a value: ResNet-152 has 52,454 values
@@ -112,3 +120,48 @@ def lambda_layers(cfg: dict) -> list[str]:
         else:
             stack.extend((v, chain) for v in node.values())
     return sorted(out)
+
+
+# Keras' deserializer imports the module an object's config names (``importlib.import_module(module)``, safe mode or
+# not) where its package is one of these (keras itself is imported already, from the environment)
+KERAS_PACKAGES = ("keras_hub", "keras_nlp", "keras_cv")
+
+
+def keras_packages(cfg) -> dict[str, list[str]]:
+    """The modules of ``KERAS_PACKAGES`` the whole config (model, layers, compile config) names, by package: Keras
+    imports each while loading the model, wherever Python finds its package."""
+    out: dict = {}
+    for d in walk(cfg):
+        mod = d.get("module")
+        if isinstance(mod, str) and mod.split(".", 1)[0] in KERAS_PACKAGES:
+            out.setdefault(mod.split(".", 1)[0], [])
+            if mod[:200] not in out[mod.split(".", 1)[0]]:
+                out[mod.split(".", 1)[0]].append(mod[:200])
+    return out
+
+
+def _site_dirs() -> list[Path]:
+    """The environment's package folders (site-packages): where an installed package lives."""
+    dirs = {sysconfig.get_paths().get(k) for k in ("purelib", "platlib")}
+    dirs.update(getattr(site, "getsitepackages", list)())
+    return [Path(d).resolve() for d in dirs if d]
+
+
+def check_installed(packages: dict) -> None:
+    """``ValueError`` unless each of ``packages`` (``custom_json.keras_packages``: Keras would import a module of it
+    while loading the model) is the one installed in this environment, not a folder of the same name that Python
+    would find first (beside the model, in the current directory, on PYTHONPATH). Looked up, never imported."""
+    for top, mods in packages.items():
+        if top in sys.modules:  # imported already: its modules are found in its own folder
+            continue
+        spec = importlib.machinery.PathFinder.find_spec(top, sys.path)
+        where = (spec.origin if spec is not None and spec.origin not in (None, "namespace") else
+                 next(iter(spec.submodule_search_locations or []), None) if spec is not None else None)
+        if where and any(Path(where).resolve().is_relative_to(d) for d in _site_dirs()):
+            continue
+        found = f"; Python would import it from {where}" if where else ""
+        more = f" and {len(mods) - 1} more" if len(mods) > 1 else ""
+        raise ValueError(f"names the module {mods[0]!r}{more} of the package {top}, which Keras imports while loading "
+                         f"a model, and {top} is not installed in this environment{found}: refused (a folder of that "
+                         f"name beside a model runs its code); install it (pip install {top.replace('_', '-')}) or "
+                         "save the model without its layers")
