@@ -65,9 +65,25 @@ from helpers.runner.plan import label
 from helpers.runner.prepare import prepare
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's layout, its lines never broken at a hyphen (an option named in the text stays whole:
+    ``--fail-if-slower``, not ``--fail-if-`` and ``slower``)."""
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False)
+
+    def _split_lines(self, text, width):
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="run_all.sh", description=__doc__.split("\n\n")[0],
+        prog="run_all.sh", description=__doc__.split("\n\n")[0], formatter_class=_Formatter,
         epilog="A grid's 'repeats: N' (top level, defaults or a block) runs each point N times, each in a fresh "
                "kernel, interleaved: every point once, then again. Each line says the runs left and the time left; "
                f"a point running over {_progress.LIVE_AFTER_S:g} s prints its epochs as they come. Exit status: "

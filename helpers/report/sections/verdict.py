@@ -207,12 +207,12 @@ def build(ctx) -> Section:
     if left_out:  # every workload of the inputs accounted for
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
                "; ".join(left_out), kind="warn")
+    s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
     unmeasured = cpu_backends_left_out(c, rows)
     if unmeasured:  # the fastest CPU configuration is the fastest of those measured: what was not, and how
         s.note("The CPU side was not measured on every backend: {}. The fastest CPU configuration above is the "
                "fastest of those run; {} measures the rest (a default run measures the CPU on the backends that won "
                "it on the reference's CPU).", "; ".join(unmeasured), FULL_CPU_COMMAND)
-    s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
     for line in (sides.differences(rows, ctx.df), fresh.sentence(rows)):  # what else differs; another machine
         if line:
             s.html(f'<p class="cgb-compared">{esc(line)}</p>')
