@@ -206,6 +206,29 @@ def port_in_use(address: str) -> bool:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port free on 127.0.0.1 for a coordinator, below the kernel's ephemeral range (``ip_local_port_range``, where
+    the system picks a client's source port): the other processes connect to it before it listens, and a client
+    connecting to a free port of that range on its own host can be given that very port as its source (a TCP
+    self-connect), after which the coordinator finds its port taken. Outside the range no client is given it."""
+    import random
+
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = random.randint(10_000, max(10_001, low - 1))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # every try taken: the system's choice
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768  # Linux's default
