@@ -86,25 +86,13 @@ print(json.dumps({{"s": time.perf_counter() - t0, "hwm_kb": int(hwm), "code": in
 
 def run(old: Path, new: Path, out: Path, profile: str | None) -> dict:
     """One ``--compare`` in a fresh process: seconds, peak memory, exit status, what it printed."""
-    import psutil
+    from report_render import tree_peak_bytes  # this folder: on sys.path when run as a script
 
     argv = ["--compare", str(old), str(new), "--out", str(out), "--fail-if-slower", "10%"]
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", CHILD.format(root=str(ROOT), argv=argv, profile=profile or "")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    peak, top = 0, psutil.Process(proc.pid)
-    while proc.poll() is None:
-        try:
-            rss = 0
-            for q in [top, *top.children(recursive=True)]:
-                try:
-                    rss += q.memory_info().rss
-                except psutil.Error:
-                    pass
-            peak = max(peak, rss)
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
+    peak = tree_peak_bytes(proc, 0.05)
     wall = time.perf_counter() - t0
     stdout, stderr = proc.communicate()
     lines = stdout.strip().splitlines()

@@ -80,21 +80,16 @@ def _measure(folders: list[Path], out_html: Path) -> int:
     return 0
 
 
-def _render_once(folders: list[Path], out_html: Path, kernel: str) -> tuple[float, float]:
-    """(seconds, peak MB) of one render in a fresh process. Peak: the largest sum of resident memory over the
-    process and its children (the summary kernel, index workers), sampled every 0.1 s (``ru_maxrss`` would
-    carry this benchmark's own memory into the child it forks)."""
+def tree_peak_bytes(proc, every_s: float) -> int:
+    """Until ``proc`` (a Popen) exits: the largest sum of resident memory over it and its children, sampled every
+    ``every_s`` seconds (also used by benchmarks/compare_scale.py)."""
     import psutil
 
-    proc = subprocess.Popen([sys.executable, str(HERE), "--measure", *map(str, folders), "--out", str(out_html)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "CGB_BENCH_KERNEL": kernel})
     peak, top = 0, psutil.Process(proc.pid)
     while proc.poll() is None:
         try:
-            tree = [top, *top.children(recursive=True)]
             rss = 0
-            for q in tree:
+            for q in [top, *top.children(recursive=True)]:
                 try:
                     rss += q.memory_info().rss
                 except psutil.Error:
@@ -102,7 +97,18 @@ def _render_once(folders: list[Path], out_html: Path, kernel: str) -> tuple[floa
             peak = max(peak, rss)
         except psutil.Error:
             pass
-        time.sleep(0.1)
+        time.sleep(every_s)
+    return peak
+
+
+def _render_once(folders: list[Path], out_html: Path, kernel: str) -> tuple[float, float]:
+    """(seconds, peak MB) of one render in a fresh process. Peak: the largest sum of resident memory over the
+    process and its children (the summary kernel, index workers), sampled every 0.1 s (``ru_maxrss`` would
+    carry this benchmark's own memory into the child it forks)."""
+    proc = subprocess.Popen([sys.executable, str(HERE), "--measure", *map(str, folders), "--out", str(out_html)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CGB_BENCH_KERNEL": kernel})
+    peak = tree_peak_bytes(proc, 0.1)
     out, err = proc.communicate()
     if proc.returncode != 0:
         raise RuntimeError(f"render failed: {err[-3000:]}")
