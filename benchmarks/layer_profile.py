@@ -54,7 +54,8 @@ def _args(argv):
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch-scale", type=float, default=1.0, help="models: the batch times this")
-    p.add_argument("--kinds", default="", help="layers: comma-separated kinds (default: all)")
+    p.add_argument("--kinds", default="", help="layers: comma-separated kinds (default: all), taken in this order")
+    p.add_argument("--skip", default="", help="layers: a JSON-lines file of rows measured before: not again")
     return p.parse_args(argv)
 
 
@@ -186,13 +187,20 @@ def layers(a, prov, write) -> int:
 
     from helpers.predict import sweep
 
-    kinds = set(filter(None, a.kinds.split(",")))
-    specs = _round_robin([s for s in sweep.SWEEP if not kinds or s["kind"] in kinds])
+    kinds = list(filter(None, a.kinds.split(",")))
+    specs = _round_robin(sorted((s for s in sweep.SWEEP if not kinds or s["kind"] in kinds),
+                                key=lambda s: kinds.index(s["kind"]) if kinds else 0))
+    seen = set()
+    if a.skip and Path(a.skip).is_file():
+        rows = (json.loads(ln) for ln in Path(a.skip).read_text().splitlines() if ln.strip())
+        seen = {(r["key"], r["backend"], r["precision"]) for r in rows if "error" not in r}
     t_end = time.monotonic() + a.budget
     base_cache: dict[tuple, float] = {}
     done = 0
     for spec in specs:
         for batch in spec["batches"]:
+            if (sweep.key(spec, batch), a.backend, a.precision) in seen:
+                continue
             if time.monotonic() > t_end:
                 print(f"budget reached: {done} rows", flush=True)
                 return done
