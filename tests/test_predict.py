@@ -43,7 +43,7 @@ def test_the_fit_recovers_steps_of_known_constants_and_every_held_out_cell_has_i
     rows = gpu.leave_one_out(obs)
     assert len(rows) == len(obs) and all(r["low_sps"] <= r["predicted_sps"] <= r["high_sps"] for r in rows)
     # an 80% interval of five other workloads' errors: most cells inside (the reference's coverage is the
-    # benchmark's to print: benchmarks/predict_check.py)
+    # benchmark's to print: benchmarks/predict_check_whole.py)
     assert sum(r["inside"] for r in rows) / len(rows) >= 0.6
     # each workload's interval is made of the others' held-out errors only: its own cells never widen it
     one = [r for r in rows if r["workload"] == "w0"]
@@ -62,7 +62,7 @@ def test_a_prediction_never_comes_without_its_interval_and_its_mark():
 
 
 def test_the_committed_constants_are_the_reference_fit_and_meet_their_targets():
-    """data/gpu_model.json (benchmarks/predict_check.py --write): fitted on the bundled H100's workloads fed from
+    """data/gpu_model.json (benchmarks/predict_check_whole.py --write): fitted on the bundled H100's workloads fed from
     arrays (the two that batch image files on the host left out), every backend with its interval; held out, it
     ran within the targets it is published with (median |error| <= 30%, coverage of the 80% interval >= 80%)."""
     fit, held = gpu.load_fit()
@@ -86,13 +86,23 @@ def test_predict_prints_each_backends_figure_with_its_interval(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    lines = [line for line in out.stdout.splitlines() if "samples/s (predicted; 80% interval" in line]
-    assert [line.split()[0] for line in lines] == ["jax", "tensorflow", "torch"]
-    for line in lines:
+    by_gpu: dict[str, list[str]] = {}
+    gpu_now = None
+    for line in out.stdout.splitlines():
+        if line.startswith("one "):
+            gpu_now = line[4:].split(" (")[0]
+        elif "samples/s (predicted; 80% interval" in line:
+            assert gpu_now, f"a figure before its GPU: {line}"  # never a figure without its GPU kind
+            by_gpu.setdefault(gpu_now, []).append(line)
+    # each GPU kind profiled layer by layer (the H200: JAX and PyTorch), and the reference's H100 (whole-model fit)
+    assert [ln.split()[0] for ln in by_gpu["NVIDIA H200"]] == ["jax", "torch"]
+    assert [ln.split()[0] for ln in by_gpu[GPU]] == ["jax", "tensorflow", "torch"]
+    for line in (ln for lines in by_gpu.values() for ln in lines):
         sps = float(line.split()[1].replace(",", ""))
         lo, hi = (float(v.replace(",", "")) for v in line.split("interval ")[1].split(")")[0].split("-"))
-        assert lo <= sps <= hi and math.isfinite(hi) and "s an epoch" in line
-    assert "407,050 parameters" in out.stdout and "Not measured: a prediction" in out.stdout
+        assert lo <= sps <= hi and math.isfinite(hi) and "s an epoch, $" in line
+    assert "407,050 parameters" in out.stdout and "not measured" in out.stdout
+    assert "2 Dense" in out.stdout and "unprofiled" not in out.stdout  # every kind of it profiled
 
 
 def test_predict_refuses_a_bad_file_and_a_missing_batch_before_keras(tmp_path, capsys):

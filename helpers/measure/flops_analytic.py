@@ -147,6 +147,21 @@ def _input_projection(layer, f: float) -> float:
         return f
 
 
+def _attention(layer, ins, notes: list) -> float:
+    """Multi-head attention of a query of T positions over S: the four projections, the scores, the softmax
+    (``ACT_FLOPS``) and the weighted sum, per sample."""
+    try:
+        q, v = (ins[0], ins[1]) if isinstance(ins, list) else (ins, ins)
+        t, d, s = int(q[1]), int(q[-1]), int(v[1])
+        h, k = int(layer.num_heads), int(layer.key_dim)
+        vd = int(layer.value_dim or k)
+    except (TypeError, IndexError, AttributeError, ValueError):
+        notes.append(f"{layer.name} (MultiHeadAttention): shapes unknown: 0")
+        return 0.0
+    macs = t * d * h * k + s * d * h * k + s * d * h * vd + t * s * h * k + t * s * h * vd + t * h * vd * d
+    return float(FLOPS_PER_MAC * macs + ACT_FLOPS["softmax"] * h * t * s)
+
+
 def _layer_flops(layer, notes: list) -> float:  # noqa: C901 - one case per layer kind
     import keras
 
@@ -171,6 +186,8 @@ def _layer_flops(layer, notes: list) -> float:  # noqa: C901 - one case per laye
         return float(f) if f is not None else 0.0
     if kind == "Embedding":
         return 0.0  # a gather; its (dense) gradient is in the update term
+    if kind == "MultiHeadAttention":
+        return _attention(layer, ins, notes)
     if outs is None:
         notes.append(f"{layer.name} ({kind}): shapes unknown (layer not in a functional graph): 0")
         return 0.0

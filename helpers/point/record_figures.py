@@ -140,4 +140,11 @@ def limit_figures(point) -> dict:
         out["model_shape"] = shape(point.model)
     except Exception as exc:
         out["model_shape_reason"] = f"not read: {type(exc).__name__}: {exc}"[:300]
+    try:  # each layer's features: the layer-by-layer step model's input (every GPU kind profiled)
+        from helpers.predict.layers import layer_rows
+
+        out["model_layers"] = [{k: v for k, v in r.items() if k != "name"}
+                               for r in layer_rows(point.model, int(p["batch_size"]))]
+    except Exception as exc:
+        out["model_layers_reason"] = f"not read: {type(exc).__name__}: {exc}"[:300]
     return out

@@ -1,5 +1,5 @@
-"""``./run_all.sh --predict my.keras --batch-size 256``: a model's predicted training speed on the reference GPU, per
-backend, from the model alone, in seconds of CPU, running nothing else.
+"""``./run_all.sh --predict my.keras --batch-size 256``: a model's predicted training speed on each GPU kind profiled
+(and the bundled reference's GPU), per backend, from the model alone, in seconds of CPU, running nothing else.
 
 The options are checked first (``--batch-size`` 1 to ``MAX_BATCH``, ``--samples`` 0 to ``MAX_SAMPLES``,
 ``--optimizer`` one of the custom workload's, no grid beside ``--predict``: exit 2 naming the option), then the file
@@ -8,9 +8,13 @@ config's size and layers bounded, the same clear errors, exit 2). The model is t
 in the runner's own: ``python -I`` (no PYTHONPATH, no user site, no script folder on ``sys.path``) with the project
 root put on ``sys.path`` explicitly, its working directory a fresh temporary folder, so nothing beside the model is
 importable (Keras imports the keras_hub / keras_nlp / keras_cv modules a config names). The child loads it on the
-CPU (JAX unless KERAS_BACKEND says otherwise), compiles it as a custom point would be, and counts it
-(``helpers.measure.flops_analytic``, ``helpers.predict.shape``); the committed fit (``data/gpu_model.json``,
-``benchmarks/predict_check.py --write``) gives each backend's step with its 80% interval.
+CPU (Keras' numpy backend unless KERAS_BACKEND says otherwise: built and counted, never trained: half the CPU of
+JAX's), compiles it as a custom point would be, and reads its layers (``helpers.predict.layers.layer_rows``). Each
+GPU kind with a committed layer fit (``data/gpu_layers_*.json``, ``benchmarks/predict_check.py --write``) gives each
+backend's step layer by layer, with its 80% interval and the kinds no profile holds; the bundled reference's GPU,
+where no layer profile of it is committed, the whole-model fit's (``data/gpu_model.json``,
+``benchmarks/predict_check_whole.py``). With ``--samples`` each figure gets its epoch time and, where
+params/prices.yaml prices a machine of that GPU (``price_of``, from the runner), its price an epoch.
 
 Loss and optimiser: the saved compile config's; ``--optimizer`` overrides the optimiser. A model saved uncompiled
 (or with a loss the suite makes no targets for) is predicted with ``DEFAULT_OPTIMIZER`` and ``DEFAULT_LOSS``, and
@@ -39,19 +43,22 @@ _RESULT = "prediction.json"  # what the child writes in its working directory (a
 
 
 def _keras_on_cpu():
-    os.environ.setdefault("KERAS_BACKEND", "jax")
+    os.environ.setdefault("KERAS_BACKEND", "numpy")  # built and counted, never trained: the quickest
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def predictions(model_path: str, batch_size: int, precision: str = "float32", optimizer: str = "",
                 loss: str = "") -> tuple[dict, list[dict]]:
-    """(what the model is: FLOPs, shape, parameters; one prediction per backend the fit knows, each with its
-    interval). ``ParamError`` for a file the custom model's checks refuse. Loads the model in this process: the
-    command line runs it in a child (``predict_main``)."""
+    """(what the model is: FLOPs, shape, parameters, its layer kinds; one prediction per GPU kind and backend, each
+    with its interval). Per GPU kind profiled layer by layer (``helpers.predict.layers``: ``data/gpu_layers_*.json``)
+    the layer model's; for the bundled reference's GPU, where no layer profile of it is committed, the whole-model
+    fit's (``helpers.predict.gpu``, ``data/gpu_model.json``), said in ``method``. ``ParamError`` for a file the
+    custom model's checks refuse. Loads the model in this process: the command line runs it in a child
+    (``predict_main``)."""
     _keras_on_cpu()
     from helpers.measure import flops_analytic
-    from helpers.predict import gpu
+    from helpers.predict import gpu, layers
     from helpers.predict.shape import shape
     from helpers.workloads import custom
 
@@ -61,14 +68,26 @@ def predictions(model_path: str, batch_size: int, precision: str = "float32", op
     model.compile(**{k: v for k, v in custom._compile(params).items() if k != "metrics"})
     count = flops_analytic.analytic(model)
     shp = shape(model)
-    fit, held = gpu.load_fit()
+    rows = layers.layer_rows(model, int(batch_size))
+    in_bytes = layers.input_bytes(model, int(batch_size))
     out = []
-    for backend in sorted(fit.a):
-        f = gpu.features("custom", {"backend": backend, "batch_size": batch_size, "precision": precision},
-                         count.model(), count.update_per_step, shp, count.trainable_params)
-        out.append({**gpu.predicted(fit, f), "batch": int(batch_size), "precision": precision})
+    fits = layers.committed_fits()
+    for fit in fits:
+        for backend in sorted(fit["steps"]):
+            p = layers.predicted(fit, rows, backend, precision, int(batch_size), in_bytes)
+            out.append({**p, "method": "layers", "held_out": fit["summary"]})
+    whole, held = gpu.load_fit()
+    if whole.gpu not in {f["gpu"] for f in fits}:
+        for backend in sorted(whole.a):
+            f = gpu.features("custom", {"backend": backend, "batch_size": batch_size, "precision": precision},
+                             count.model(), count.update_per_step, shp, count.trainable_params)
+            out.append({**gpu.predicted(whole, f), "batch": int(batch_size), "precision": precision,
+                        "method": "whole", "held_out": held, "unprofiled": {}, "unprofiled_share": 0.0})
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
     about = {"model": str(model_path), "params": count.trainable_params, "flops_per_sample": count.train(batch_size),
-             "optimizer": count.optimizer, **shp, "held_out": held, "fitted_on": fit.workloads, "gpu": fit.gpu}
+             "optimizer": count.optimizer, **shp, "kinds": kinds, "whole_fitted_on": whole.workloads}
     return about, out
 
 
@@ -134,7 +153,7 @@ def _in_child(path: Path, batch_size: int, precision: str, optimizer: str, loss:
     job = {"model": str(path), "batch_size": int(batch_size), "precision": precision, "optimizer": optimizer,
            "loss": loss}
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    for k, v in (("KERAS_BACKEND", "jax"), ("JAX_PLATFORMS", "cpu"), ("TF_CPP_MIN_LOG_LEVEL", "3")):
+    for k, v in (("KERAS_BACKEND", "numpy"), ("JAX_PLATFORMS", "cpu"), ("TF_CPP_MIN_LOG_LEVEL", "3")):
         env.setdefault(k, v)
     with tempfile.TemporaryDirectory(prefix="cgb-predict-") as tmp:
         out = subprocess.run([sys.executable, "-I", "-c", _CHILD, str(PROJECT_ROOT), json.dumps(job)], cwd=tmp,
@@ -157,7 +176,9 @@ def _in_child(path: Path, batch_size: int, precision: str, optimizer: str, loss:
 
 
 def predict_main(model_path: str, batch_size: int, precision: str = "float32", optimizer: str = "",
-                 loss: str = "", samples: int = 0, grids=()) -> int:
+                 loss: str = "", samples: int = 0, grids=(), price_of=None) -> int:
+    """``price_of(gpu name) -> (machine, $ an hour)`` or None: the price of a machine of one such GPU
+    (``helpers.report.costs``, passed in by the runner: this layer imports nothing of the report's)."""
     from helpers.params import ParamError
 
     bad = _bad_options(batch_size, samples, optimizer, grids)
@@ -176,23 +197,53 @@ def predict_main(model_path: str, batch_size: int, precision: str = "float32", o
     if status != Exit.OK:
         print(f"error: {got}", file=sys.stderr)
         return status
+    from helpers.predict.layers import share_text
+
     about, rows = got["about"], got["rows"]
     about["model"] = str(model_path)
-    held = about["held_out"]
     print(f"{about['model']}: {about['params']:,} parameters, {about['flops_per_sample'] / 1e6:,.1f} MFLOPs per "
-          f"training sample at batch {batch_size} ({about['optimizer'] or 'no'} optimiser), {about['layers']} layers, "
-          f"about {about['launches']} kernel launches a step")
+          f"training sample at batch {batch_size} ({about['optimizer'] or 'no'} optimiser), {about['layers']} layers "
+          f"({', '.join(f'{n} {k}' for k, n in sorted(about['kinds'].items(), key=lambda kv: -kv[1]))})")
     if notes:
         print("compiled with " + "; ".join(notes))
-    print(f"predicted on one {about['gpu']} (the bundled reference's GPU), {precision}, batch {batch_size}; each "
-          f"figure with its 80% interval, from the step model fitted on {len(about['fitted_on'])} workloads "
-          f"({', '.join(about['fitted_on'])}); held out, it ran {held.get('median_abs_error', float('nan')):.0%} "
-          f"off the measurement (median) and its interval held {held.get('coverage', float('nan')):.0%} of them:")
+    print(f"predicted, {precision}, batch {batch_size}: each figure with its 80% interval and its GPU; "
+          "not measured (docs/custom_model.md says how far off these run)")
+    for g in dict.fromkeys(r["gpu"] for r in rows):
+        mine = [r for r in rows if r["gpu"] == g]
+        price = price_of(g) if price_of else None
+        held = mine[0]["held_out"]
+        if mine[0]["method"] == "layers":
+            how = (f"layer by layer from its profiles; on 14 models of other kinds {held['zoo_median_abs_error']:.0%} "
+                   f"off (median), interval held {held['zoo_coverage']:.0%}")
+        else:
+            how = (f"whole-model fit on the bundled reference's {len(about['whole_fitted_on'])} workloads, no layer "
+                   f"profile of this GPU; held out {held.get('median_abs_error', float('nan')):.0%} off (median), "
+                   f"interval held {held.get('coverage', float('nan')):.0%}; trust it least for layer kinds the "
+                   "workloads lack")
+        cost = f"; {price[0]} at ${price[1]:,.2f}/h" if price and price[1] else "; no price in params/prices.yaml"
+        print(f"one {g} ({how}{cost}):")
+        for r in mine:
+            epoch = ""
+            if samples:
+                secs = samples / r["samples_per_s"]
+                epoch = f"; {samples:,} samples: {secs:,.1f} s an epoch"
+                if price and price[1]:
+                    epoch += f", ${secs * price[1] / 3600:,.4f}"
+            print(f"  {r['backend']:10} {r['samples_per_s']:12,.0f} samples/s (predicted; 80% interval "
+                  f"{r['samples_per_s_low']:,.0f}-{r['samples_per_s_high']:,.0f}), {r['step_s'] * 1e3:,.2f} ms a step"
+                  + epoch)
+            if r.get("unprofiled"):
+                print(f"  {'':10} unprofiled: {', '.join(sorted(r['unprofiled']))} "
+                      f"({share_text(r['unprofiled_share'])} of the step, read from the generic profile; the interval "
+                      "widened by it)")
+    sps = {}
     for r in rows:
-        epoch = f"; {samples:,} samples: {samples / r['samples_per_s']:,.1f} s an epoch" if samples else ""
-        print(f"  {r['backend']:10} {r['samples_per_s']:12,.0f} samples/s (predicted; 80% interval "
-              f"{r['samples_per_s_low']:,.0f}-{r['samples_per_s_high']:,.0f}), {r['step_s'] * 1e3:,.2f} ms a step"
-              + epoch)
-    print("Not measured: a prediction. Trust it least for layer kinds the reference never ran (attention, "
-          "custom ops) and for models fed from files on the host (docs/custom_model.md).")
+        sps.setdefault(r["backend"], {})[r["gpu"]] = r
+    for b, by in sorted(sps.items()):
+        if len(by) >= 2:
+            (g1, r1), (g2, r2) = sorted(by.items(), key=lambda kv: -kv[1]["samples_per_s"])[:2]
+            overlap = r1["samples_per_s_low"] <= r2["samples_per_s_high"]
+            print(f"{b}: the {g1} predicted {r1['samples_per_s'] / r2['samples_per_s']:.2f}x the {g2}"
+                  + (" (their intervals overlap: no GPU shown faster; a host-bound step gains nothing from the "
+                     "faster GPU's bandwidth)" if overlap else ""))
     return Exit.OK

@@ -21,7 +21,7 @@ Fitted by least squares on log step time over the configurations of the referenc
 the median step of each workload x backend x batch x precision), all constants kept positive. The interval is the
 spread of held-out errors: each workload left out in turn, the other nine fitted, its configurations predicted
 (``leave_one_out``); the 10th and 90th percentiles of those errors make the 80% interval. ``benchmarks/
-predict_check.py`` prints the held-out table, the median and worst error and the interval's coverage (each
+predict_check_whole.py`` prints the held-out table, the median and worst error and the interval's coverage (each
 workload's interval from the other workloads' held-out errors only).
 
     obs = observations(records)                  # one row per configuration: features and the measured step
@@ -228,7 +228,7 @@ def final_fit(obs: list[dict]) -> Fit:
     return fit
 
 
-MODEL_FILE = "gpu_model.json"  # under data/: the constants fitted on the reference (benchmarks/predict_check.py)
+MODEL_FILE = "gpu_model.json"  # under data/: the constants fitted on the reference (benchmarks/predict_check_whole.py)
 
 
 def save_fit(fit: Fit, path, held_out: dict) -> None:

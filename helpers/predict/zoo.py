@@ -13,22 +13,25 @@ from __future__ import annotations
 BATCH = 128
 
 
+SPARSE = "sparse_categorical_crossentropy"
+
+
 def _mobilenet_v2():
     import keras
 
-    return keras.applications.MobileNetV2(input_shape=(96, 96, 3), weights=None, classes=10), "sparse_categorical_crossentropy"
+    return keras.applications.MobileNetV2(input_shape=(96, 96, 3), weights=None, classes=10), SPARSE
 
 
 def _efficientnet_b0():
     import keras
 
-    return keras.applications.EfficientNetB0(input_shape=(64, 64, 3), weights=None, classes=10), "sparse_categorical_crossentropy"
+    return keras.applications.EfficientNetB0(input_shape=(64, 64, 3), weights=None, classes=10), SPARSE
 
 
 def _densenet121():
     import keras
 
-    return keras.applications.DenseNet121(input_shape=(32, 32, 3), weights=None, classes=10), "sparse_categorical_crossentropy"
+    return keras.applications.DenseNet121(input_shape=(32, 32, 3), weights=None, classes=10), SPARSE
 
 
 def _transformer():

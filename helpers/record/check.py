@@ -44,6 +44,7 @@ _FIELDS = {
     "epoch_s": "poslist?", "epoch_total_s": "poslist?", "val_s": "nonneglist?",
     "utilisation_timeline": "list?", "epoch_bounds_s": "list?", "fixture": "bool?",
     "host_busy": "bool?", "host_load": "map?", "model_shape": "map?", "model_params": "count?",
+    "model_layers": "list?",
 }
 _FINGERPRINT = {
     "host": "label?", "cpu_model": "label?", "python": "label?", "git_commit": "label?", "gpu_driver": "label?",
@@ -60,6 +61,10 @@ _UTILISATION = {k: "nonneg?" for k in ("cpu_pct_mean", "proc_cpu_pct_mean", "gpu
 _SPREAD = {k: "nonneg?" for k in ("q1", "q3", "min", "max", "median")} | {"n": "index?"}
 # what a training step launches (helpers.predict.shape): the GPU step model's features, each a count
 _MODEL_SHAPE = {k: "index?" for k in ("layers", "launches", "weights", "input_bytes")}
+# each computing layer's features (helpers.predict.layers.layer_rows): the layer-by-layer step model's input
+_MODEL_LAYER = {"kind": "text", "units": "count?", "flops": "nonneg?", "bytes": "nonneg?", "name": "label?",
+                "computes_like": "label?"}
+MAX_MODEL_LAYERS = 10_000  # twice the custom model's bound on layers (helpers/workloads/custom_size.py)
 
 _EXPECTED = {
     "text": f"a non-empty string of at most {MAX_LABEL} characters", "text?": "a string or null",
@@ -198,6 +203,20 @@ def _magnitude(obj: dict) -> str | None:
     return None
 
 
+def _layers_problem(rows: list) -> str | None:
+    if len(rows) > MAX_MODEL_LAYERS:
+        return f"'model_layers' has more than {MAX_MODEL_LAYERS:,} layers"
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            return f"'model_layers[{i}]' is {_what(row)}, not a mapping"
+        why = _check(row, _MODEL_LAYER, f"model_layers[{i}].")
+        if why:
+            return why
+        if any(_is_num(row.get(k)) and row[k] > SHAPE_MAX ** 1.5 for k in ("units", "flops", "bytes")):
+            return f"'model_layers[{i}]' holds a figure over {SHAPE_MAX ** 1.5:g} (no layer has it)"
+    return None
+
+
 def problem(obj: dict) -> str | None:
     """Why the record ``obj`` (a dict that ``record.is_record`` accepts) cannot be used; None if it can."""
     why = out_of_bounds(obj, MAX_DEPTH)
@@ -214,6 +233,9 @@ def problem(obj: dict) -> str | None:
         if why:
             return why
     why = _magnitude(obj)
+    if why:
+        return why
+    why = _layers_problem(obj.get("model_layers") or [])
     if why:
         return why
     params = obj.get("params") or {}

@@ -1,7 +1,9 @@
 """Predicted GPU figures in the report: a workload measured on the CPU and on no GPU gets its predicted samples/s on
-the bundled reference's GPU, per backend, each with its 80% interval and the mark *predicted* (``helpers.predict``:
-the step model fitted on the reference's records); a workload measured on both sides shows its GPU side's
-prediction beside the measurement, so a reader sees how far off the predictions run.
+each GPU kind profiled layer by layer (``helpers.predict.layers``, from the record's ``model_layers``) and on the
+bundled reference's GPU where no layer profile of it is committed (``helpers.predict.gpu``: the whole-model fit on
+the reference's records), per backend, each with its 80% interval, its GPU and the mark *predicted*; a workload
+measured on both sides shows its GPU side's prediction beside the measurement (of the same GPU), so a reader sees how
+far off the predictions run.
 
     t = table(ctx)       # one row per workload x backend: CPU measured, GPU predicted (interval), GPU measured
 """
@@ -60,13 +62,10 @@ def table_of(records, costed):
         if rec is None:
             continue
         pair = paired.get(wl)
-        for backend in sorted(fit.a):
-            f, reason = gpu.record_features(rec, backend)
-            if f is None:
-                why.append(f"{wl}: {reason}")
-                break
-            p = gpu.predicted(fit, f)
-            measured = pair.get("samples_per_s_gpu") if pair and pair.get("backend_gpu") == backend else None
+        for p, f in _layer_predictions(rec, why, wl) + _whole_predictions(fit, held, rec, why, wl):
+            backend = p["backend"]
+            same = pair is not None and pair.get("backend_gpu") == backend and pair.get("gpu_gpu") == p["gpu"]
+            measured = pair.get("samples_per_s_gpu") if same else None
             shown = sps_shown(pair, "_gpu") if measured is not None else ""  # the verdict's own string of it
             rows.append({"workload": wl, "backend": backend, "batch": f["batch"], "precision": f["precision"],
                          "cpu_samples_per_s": cpu_sps, "gpu_predicted": p["samples_per_s"],
@@ -75,11 +74,59 @@ def table_of(records, costed):
                          "speedup_predicted_low": p["samples_per_s_low"] / cpu_sps,
                          "speedup_predicted_high": p["samples_per_s_high"] / cpu_sps,
                          "gpu_measured": measured, "gpu_measured_shown": shown, "measured_gpu": pair is not None,
-                         "gpu": fit.gpu,
-                         "mark": MARK, "interval": p["interval"], "fitted_on": ", ".join(fit.workloads),
-                         "held_out_median_error": held.get("median_abs_error"),
-                         "held_out_coverage": held.get("coverage")})
+                         "gpu": p["gpu"], "method": p["method"],
+                         "unprofiled": ", ".join(sorted(p.get("unprofiled") or {})),
+                         "unprofiled_share": p.get("unprofiled_share") or 0.0,
+                         "mark": MARK, "interval": p["interval"], "fitted_on": p["fitted_on"],
+                         "held_out_median_error": p["held_out_median_error"],
+                         "held_out_coverage": p["held_out_coverage"]})
     return pd.DataFrame(rows), "; ".join(why)
+
+
+def _whole_predictions(fit, held, rec, why, wl):
+    """The whole-model fit's predictions (the bundled reference's GPU), where no layer profile of its GPU is
+    committed: [(prediction, features)] per backend."""
+    from helpers.predict import gpu, layers
+
+    if fit.gpu in {f["gpu"] for f in layers.committed_fits()}:
+        return []
+    out = []
+    for backend in sorted(fit.a):
+        f, reason = gpu.record_features(rec, backend)
+        if f is None:
+            why.append(f"{wl}: {reason}")
+            return []
+        out.append(({**gpu.predicted(fit, f), "method": "whole", "fitted_on": ", ".join(fit.workloads),
+                     "held_out_median_error": held.get("median_abs_error"),
+                     "held_out_coverage": held.get("coverage")}, f))
+    return out
+
+
+def _layer_predictions(rec, why, wl):
+    """Each GPU kind profiled layer by layer (``helpers.predict.layers``), from the record's ``model_layers``:
+    [(prediction, {batch, precision})] per GPU kind and backend."""
+    from helpers.predict import layers
+
+    fits = layers.committed_fits()
+    rows = rec.get("model_layers")
+    if not fits:
+        return []
+    if not rows:
+        why.append(f"{wl}: no layer features in the record (written before the suite recorded them)")
+        return []
+    p = rec.get("params") or {}
+    batch = int(p.get("batch_size") or rec.get("batch_size") or 1)
+    precision = p.get("precision") or "float32"
+    in_bytes = int((rec.get("model_shape") or {}).get("input_bytes") or 0) * batch
+    out = []
+    for fit in fits:
+        for backend in sorted(fit["steps"]):
+            got = layers.predicted(fit, rows, backend, precision, batch, in_bytes)
+            out.append(({**got, "method": "layers", "fitted_on": ", ".join(fit["fitted_on"]),
+                         "held_out_median_error": fit["summary"]["zoo_median_abs_error"],
+                         "held_out_coverage": fit["summary"]["zoo_coverage"]},
+                        {"batch": batch, "precision": precision}))
+    return out
 
 
 def interval_text(lo, hi) -> str:
@@ -90,6 +137,8 @@ def interval_text(lo, hi) -> str:
 
 def sentence(g) -> str:
     """One workload predicted, not measured on a GPU: each backend's samples/s with its interval and the speedup."""
+    from helpers.predict import layers
+
     from .fmt import rounded
 
     r0 = g.iloc[0]
@@ -98,8 +147,12 @@ def sentence(g) -> str:
              f"{rounded(r['speedup_predicted'], 2)}× the CPU's {rounded(r['cpu_samples_per_s'], 3)}, "
              f"{interval_text(r['speedup_predicted_low'], r['speedup_predicted_high'])}×)"
              for r in g.to_dict("records")]
+    how = ("layer by layer from its profiles" if r0["method"] == "layers"
+           else "the bundled reference's GPU, a whole-model fit")
+    share = layers.share_text(r0["unprofiled_share"])
+    unp = f" Unprofiled: {r0['unprofiled']} ({share} of the step; the interval widened)" if r0["unprofiled"] else ""
     return (f"{r0['workload']}, batch {r0['batch']}, {r0['precision']}: predicted, not measured, on one {r0['gpu']} "
-            f"(the bundled reference's GPU): " + "; ".join(parts) + ".")
+            f"({how}): " + "; ".join(parts) + "." + unp)
 
 
 def add_to(s, ctx) -> None:
@@ -116,20 +169,29 @@ def add_to(s, ctx) -> None:
         return
     alone = t[~t["measured_gpu"]]
     if len(alone):
-        s.html('<ul class="cgb-predicted">' + "".join(f"<li>{esc(sentence(g))}</li>"
-                                                     for _, g in alone.groupby("workload", sort=True)) + "</ul>")
-    r0 = t.iloc[0]
-    s.note("Predicted figures come from a model of one training step fitted on the bundled reference's records ({}: "
-           "docs/custom_model.md); each workload held out in turn, it ran {} off the measured samples/s (median) "
-           "and its 80% interval held {} of the cells (benchmarks/predict_check.py). Trust it least for layer kinds "
-           "the reference never ran and for input pipelines that read files (docs/custom_model.md).",
-           r0["fitted_on"], f"{r0['held_out_median_error']:.0%}", f"{r0['held_out_coverage']:.0%}")
+        s.html('<ul class="cgb-predicted">' + "".join(f"<li>{esc(sentence(g))}</li>" for _, g in alone.groupby(
+            ["workload", "gpu"], sort=True)) + "</ul>")
+    for _, g in t.groupby("gpu", sort=True):
+        r0 = g.iloc[0]
+        if r0["method"] == "layers":
+            s.note("On the {}: each layer's time read from its kind's profile measured on that GPU, summed, the "
+                   "backend's per-step cost fitted on the workloads ({}); on 14 models of layer kinds the workloads "
+                   "lack it ran {} off the measured samples/s (median) and its 80% interval held {} of them "
+                   "(benchmarks/predict_check.py, docs/custom_model.md).", r0["gpu"], r0["fitted_on"],
+                   f"{r0['held_out_median_error']:.0%}", f"{r0['held_out_coverage']:.0%}")
+        else:
+            s.note("On the {}: a model of one training step fitted on the bundled reference's records ({}: "
+                   "docs/custom_model.md); each workload held out in turn, it ran {} off the measured samples/s "
+                   "(median) and its 80% interval held {} of the cells (benchmarks/predict_check_whole.py). Trust it "
+                   "least for layer kinds the reference never ran and for input pipelines that read files.",
+                   r0["gpu"], r0["fitted_on"], f"{r0['held_out_median_error']:.0%}",
+                   f"{r0['held_out_coverage']:.0%}")
     both = t[t["gpu_measured"].notna()]
     if len(both):
         import pandas as pd
 
         rows = pd.DataFrame({
-            "workload": both["workload"], "GPU backend": [backend_name(b) for b in both["backend"]],
+            "workload": both["workload"], "GPU": both["gpu"], "GPU backend": [backend_name(b) for b in both["backend"]],
             "batch": both["batch"], "measured samples/s": list(both["gpu_measured_shown"]),
             "predicted samples/s (80% interval)": [f"{rounded(p, 2)} ({interval_text(lo, hi)})" for p, lo, hi in zip(
                 both["gpu_predicted"], both["gpu_predicted_low"], both["gpu_predicted_high"])],

@@ -1,0 +1,366 @@
+"""A training step on a GPU predicted layer by layer: each layer's time read from its kind's profile (measured on
+that GPU, ``benchmarks/layer_profile.py``), summed, plus the backend's per-step cost fitted on whole models.
+
+**What a layer costs** (``layer_rows``, from the built model alone, no device): per training step at batch ``b``,
+its launch units ``n`` (1; a recurrent layer one per time step, both directions of a Bidirectional), its training
+FLOPs ``3 x forward x b`` (``helpers.measure.flops_analytic``), the activations it reads and writes
+``(inputs + outputs) x b x 4`` bytes, and its weights ``params x 4`` bytes (read, written and updated by Adam).
+
+**A kind's profile** (``fit_profiles``): per backend, precision and kind, the roofline in sum form fitted by
+non-negative least squares on the relative error over the kind's measured shapes and batches::
+
+    t_layer = c_n x n + c_f x FLOPs + c_a x activation bytes + c_w x weight bytes
+
+``c_n`` is the per-launch cost (the floor of small layers), ``1 / c_f`` the FLOP rate the kind reaches, ``1 / c_a``
+and ``1 / c_w`` the bandwidths: an unprofiled shape is interpolated on the kind's own rates, never guessed. A
+kind measured in float32 only is read from its float32 profile under mixed_bfloat16 (said). A kind no profile
+holds (a custom layer, a kind the sweep lacks) is read from the backend's *generic* profile, fitted on every
+kind's measurements pooled, and named with its share of the step.
+
+**A model's step** (``step_parts``): ``S = sum of its layers' times``; the backend's fit loop and the batch's copy
+from the host are added on whole models (``fit_steps``, on the array-fed workloads' measured steps)::
+
+    t_step = a_b + s_b x S + h_b x host bytes
+
+**The interval** (``interval``): the held-out errors' 10th and 90th percentiles (``helpers.predict.gpu._quantiles``,
+the split-conformal correction): of the workloads left out one at a time where every kind is profiled, pooled over
+the backends (15-16 cells a backend make the corrected percentiles their extremes); widened
+towards the errors that held-out kinds earned (each kind's profile left out in turn, the models holding it
+predicted from the generic profile) by the unprofiled share of the step. Never narrower than the errors say.
+
+    rows = layer_rows(model, batch)
+    prof = fit_profiles(measurements)        # {(backend, precision, kind): coefficients}
+    parts = step_parts(rows, prof, backend, precision)   # {"sum_s", "unprofiled": {kind: s}, ...}
+"""
+
+from __future__ import annotations
+
+import math
+
+GENERIC = "*"  # the pooled profile's kind
+FEATURES = ("units", "flops", "bytes")
+SKIP = {"InputLayer", "Scale"}  # the sweep's Scale: part of the baseline each measurement had taken off
+RNN = ("LSTM", "GRU", "SimpleRNN")
+# a kind computing as another does: read from that one's profile (an elementwise function of one tensor)
+ALIASES = {"ReLU": "Activation", "LeakyReLU": "Activation", "ELU": "Activation", "Softmax": "Activation",
+           "PReLU": "Activation", "GlobalMaxPooling2D": "GlobalAveragePooling2D",
+           "GlobalAveragePooling3D": "GlobalAveragePooling2D", "AveragePooling1D": "MaxPooling1D",
+           "SpatialDropout1D": "Dropout", "SpatialDropout2D": "Dropout", "GaussianNoise": "Dropout",
+           "Subtract": "Add", "Average": "Add", "Maximum": "Add", "Minimum": "Add"}
+# the traffic of a training step (4-byte words): activations written forward and read twice backward (x 3); the
+# weights read forward and backward, the gradient written, Adam's value and two slots read and written (x 8)
+ACT_PASSES, WEIGHT_PASSES = 3, 8
+FLOOR_S = 20e-6  # relative errors: a measurement under this counts as this (the timer's resolution at that size)
+
+
+def _units(layer, ins) -> int:
+    kind = type(layer).__name__
+    try:
+        t = int(ins[1]) if kind in RNN + ("Bidirectional",) and ins is not None and len(ins) >= 3 else 1
+    except (TypeError, ValueError):
+        t = 1
+    return 2 * t if kind == "Bidirectional" else t
+
+
+def _kind(layer) -> str:
+    kind = type(layer).__name__
+    if kind == "Bidirectional":
+        return type(layer.forward_layer).__name__
+    return kind
+
+
+def _walk(model):
+    import keras
+
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            yield from _walk(layer)
+        else:
+            yield layer
+
+
+def layer_rows(model, batch: int) -> list[dict]:
+    """One row per computing layer of the built ``model`` at ``batch`` (module docstring): name, kind and the
+    profile's features."""
+    from helpers.measure import flops_analytic as fa
+
+    rows = []
+    for layer in _walk(model):
+        kind = _kind(layer)
+        if type(layer).__name__ in SKIP:
+            continue
+        notes: list = []
+        fwd = fa._layer_flops(layer, notes) or 0.0
+        ins, outs = fa._io(layer)
+        elems = fa._elems(ins) + fa._elems(outs)
+        params = sum(math.prod(int(d) for d in v.shape) for v in layer.trainable_weights)
+        rows.append({"name": layer.name, "kind": ALIASES.get(kind, kind), "units": _units(layer, ins),
+                     "flops": 3.0 * fwd * batch, "bytes": 4.0 * (ACT_PASSES * elems * batch + WEIGHT_PASSES * params),
+                     **({"computes_like": kind} if kind in ALIASES else {})})
+    return rows
+
+
+def roofs(gpu: str, precision: str) -> list[float]:
+    """The least each feature can cost on ``gpu`` (seconds per unit): nothing a launch, the datasheet's peak FLOP
+    rate and memory bandwidth (``params/peaks.yaml``): no fitted rate may pass the datasheet's."""
+    from helpers.measure import peaks
+
+    peak = peaks.gpu_peak(gpu, precision)[0] or peaks.gpu_peak(gpu, "float32")[0]
+    bw = peaks.gpu_memory_bandwidth(gpu)
+    if not peak or not bw:
+        raise ValueError(f"no datasheet peak or bandwidth for {gpu!r} in params/peaks.yaml")
+    return [0.0, 1.0 / peak, 1.0 / bw]
+
+
+def _fit(rows: list[dict], ys: list[float], lower: list[float]) -> list[float]:
+    import numpy as np
+    from scipy.optimize import lsq_linear
+
+    x = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
+    y = np.array(ys, dtype=float)
+    w = 1.0 / np.maximum(y, FLOOR_S)
+    used = x.max(axis=0) > 0  # a feature the kind never has (a reshape's FLOPs) is fitted as nothing
+    scale = x.max(axis=0)[used]  # columns of one size: FLOPs and bytes are 1e9 where units are 1
+    lb = np.array(lower)[used] * scale
+    sol = lsq_linear((x[:, used] / scale) * w[:, None], y * w, bounds=(lb, np.full(len(lb), np.inf)), method="bvls")
+    coef = iter(sol.x / scale)
+    return [float(next(coef)) if u else 0.0 for u in used]
+
+
+def profile_time(coef: list[float], row: dict) -> float:
+    return sum(c * row[f] for c, f in zip(coef, FEATURES))
+
+
+def fit_profiles(measured: list[dict], gpu: str, leave_out: str | None = None) -> dict:
+    """``{(backend, precision, kind): coefficients}`` from ``measured`` (rows of features with ``step_s``,
+    ``backend``, ``precision``, ``kind``), and ``(backend, precision, GENERIC)`` fitted on every kind pooled.
+    ``leave_out``: a kind fitted on nothing (its rows out of the pool too): the held-out-kind check."""
+    groups: dict[tuple, list] = {}
+    for m in measured:
+        if m["kind"] == leave_out:
+            continue
+        groups.setdefault((m["backend"], m["precision"], m["kind"]), []).append(m)
+        groups.setdefault((m["backend"], m["precision"], GENERIC), []).append(m)
+    return {k: _fit(v, [m["step_s"] for m in v], roofs(gpu, k[1])) for k, v in groups.items() if len(v) >= 2}
+
+
+def layer_time(prof: dict, backend: str, precision: str, row: dict) -> tuple[float, str]:
+    """(seconds, where from): the kind's profile at ``precision``, else its float32 one, else the generic."""
+    for key, src in (((backend, precision, row["kind"]), "profiled"),
+                     ((backend, "float32", row["kind"]), "profiled in float32"),
+                     ((backend, precision, GENERIC), "unprofiled")):
+        if key in prof:
+            return profile_time(prof[key], row), src
+    raise ValueError(f"no layer profile of backend {backend!r}")
+
+
+def step_parts(rows: list[dict], prof: dict, backend: str, precision: str) -> dict:
+    """The sum of the layers' times, and the unprofiled kinds' part of it (seconds per kind)."""
+    total, unprof, fp32 = 0.0, {}, set()
+    for r in rows:
+        t, src = layer_time(prof, backend, precision, r)
+        total += t
+        if src == "unprofiled":
+            unprof[r["kind"]] = unprof.get(r["kind"], 0.0) + t
+        elif src == "profiled in float32" and precision != "float32":
+            fp32.add(r["kind"])
+    return {"sum_s": total, "unprofiled": unprof, "float32_profiles": sorted(fp32)}
+
+
+# ------------------------------------------------------------------ measurements -> features (Keras, on the CPU)
+
+def measured_layers(rows: list[dict]) -> list[dict]:
+    """Each profile measurement (``benchmarks/layer_profile.py layers``) with its layer's features, the one-layer
+    model rebuilt from its sweep entry."""
+    import keras
+
+    from helpers.predict import sweep
+
+    out = []
+    for r in rows:
+        if "error" in r or r.get("what") != "layer":
+            continue
+        keras.backend.clear_session()
+        mine = [x for x in layer_rows(sweep.build(r["spec"]), r["batch"]) if x["kind"] == r["kind"]]
+        out.append({**mine[0], "key": r["key"], "backend": r["backend"], "precision": r["precision"],
+                    "step_s": float(r["step_s"])})
+    return out
+
+
+def model_of(r: dict):
+    """The built model a whole-model measurement timed: a zoo entry, or a workload at its recorded knobs."""
+    from helpers.predict import zoo
+    from helpers.workloads import build_model
+
+    if r["set"] == "zoo":
+        return zoo.build(r["name"])[0]
+    return build_model(r["name"], {**r["params"], "backend": "jax"})
+
+
+def input_bytes(model, batch: int) -> int:
+    """Bytes of one batch as the host copies it (numpy float32, token ids int32)."""
+    return int(sum(math.prod(int(d) for d in t.shape[1:] if d is not None) * 4 for t in model.inputs) * batch)
+
+
+def measured_models(rows: list[dict]) -> list[dict]:
+    """Each whole-model measurement (``benchmarks/layer_profile.py models``) with its layers' features."""
+    import keras
+
+    out = []
+    for r in rows:
+        if "error" in r or r.get("what") != "model":
+            continue
+        keras.backend.clear_session()
+        m = model_of(r)
+        out.append({"set": r["set"], "name": r["name"], "backend": r["backend"], "precision": r["precision"],
+                    "batch": int(r["batch"]), "step_s": float(r["step_s"]), "runs": [x["step_s"] for x in r["runs"]],
+                    "in_bytes": input_bytes(m, int(r["batch"])), "rows": layer_rows(m, int(r["batch"]))})
+    return out
+
+
+# ------------------------------------------------------------------ the whole-model fit, held-out errors
+
+STEP_TERMS = ("a", "s", "h")  # t_step = a + s x S + h x host bytes
+
+
+def fit_steps(models: list[dict], prof: dict) -> dict:
+    """``{backend: [a, s, h]}`` fitted on ``models`` (the workloads), non-negative, on the relative error."""
+    import numpy as np
+    from scipy.optimize import lsq_linear
+
+    out = {}
+    for b in sorted({m["backend"] for m in models}):
+        ms = [m for m in models if m["backend"] == b]
+        x = np.array([[1.0, step_parts(m["rows"], prof, b, m["precision"])["sum_s"], m["in_bytes"]] for m in ms])
+        y = np.array([m["step_s"] for m in ms])
+        scale = np.maximum(x.max(axis=0), 1e-30)
+        sol = lsq_linear(x / scale / y[:, None], np.ones(len(y)), bounds=(0.0, np.inf), method="bvls")
+        out[b] = [float(c / s) for c, s in zip(sol.x, scale)]
+    return out
+
+
+def predict_step(prof: dict, steps: dict, rows: list[dict], backend: str, precision: str, in_bytes: int) -> dict:
+    """The step in seconds and what it rests on (``step_parts``: the unprofiled kinds' share)."""
+    if backend not in steps:
+        raise ValueError(f"backend {backend!r}: no whole-model measurement to fit its per-step cost on")
+    parts = step_parts(rows, prof, backend, precision)
+    a, s, h = steps[backend]
+    t = a + s * parts["sum_s"] + h * in_bytes
+    share = s * sum(parts["unprofiled"].values()) / t if t > 0 else 0.0
+    return {"step_s": t, "unprofiled": parts["unprofiled"], "unprofiled_share": share,
+            "float32_profiles": parts["float32_profiles"]}
+
+
+def leave_one_out(models: list[dict], prof: dict) -> list[dict]:
+    """Each workload left out in turn: the per-step constants fitted on the others, its cells predicted. Each row:
+    the cell, measured and predicted step, and ``log_err`` = log(measured / predicted step)."""
+    out = []
+    for wl in sorted({m["name"] for m in models}):
+        steps = fit_steps([m for m in models if m["name"] != wl], prof)
+        for m in models:
+            if m["name"] == wl and m["backend"] in steps:
+                p = predict_step(prof, steps, m["rows"], m["backend"], m["precision"], m["in_bytes"])["step_s"]
+                out.append({**_cell(m), "predicted_s": p, "log_err": math.log(m["step_s"] / p)})
+    return out
+
+
+def held_out_kinds(meas: list[dict], models: list[dict], gpu: str) -> list[dict]:
+    """Each kind the workloads hold, its profile left out in turn (fitted on nothing, read from the generic profile
+    fitted without it), each workload holding it predicted with the per-step constants fitted on the other
+    workloads: the errors an unprofiled kind earns, held out as the workloads' own are."""
+    out = []
+    kinds = sorted({r["kind"] for m in models for r in m["rows"]} & {x["kind"] for x in meas})
+    for k in kinds:
+        prof = fit_profiles(meas, gpu, leave_out=k)
+        for wl in sorted({m["name"] for m in models if any(r["kind"] == k for r in m["rows"])}):
+            steps = fit_steps([m for m in models if m["name"] != wl], prof)
+            for m in models:
+                if m["name"] == wl and m["backend"] in steps:
+                    p = predict_step(prof, steps, m["rows"], m["backend"], m["precision"], m["in_bytes"])["step_s"]
+                    out.append({**_cell(m), "kind_left_out": k, "predicted_s": p,
+                                "log_err": math.log(m["step_s"] / p)})
+    return out
+
+
+def _cell(m: dict) -> dict:
+    return {k: m[k] for k in ("set", "name", "backend", "precision", "batch", "step_s")}
+
+
+# ------------------------------------------------------------------ the committed fit
+
+LEVEL = 0.80
+
+
+def quantiles(log_errs: list[float]) -> list[float]:
+    from helpers.predict.gpu import _quantiles
+
+    return list(_quantiles(log_errs))
+
+
+def interval(fit: dict, backend: str, share: float) -> tuple[float, float]:
+    """(low, high) of log(measured / predicted step): the backend's held-out quantiles, widened towards the
+    held-out kinds' by the unprofiled share of the step (never narrower than either says for its part)."""
+    lo, hi = fit["log_q"][backend]
+    klo, khi = fit["kind_log_q"]
+    w = min(max(share, 0.0), 1.0)
+    return min(lo, (1 - w) * lo + w * klo), max(hi, (1 - w) * hi + w * khi)
+
+
+def build_fit(meas: list[dict], models: list[dict], gpu: str, provenance: dict) -> dict:
+    """The profiles, the per-step constants and the intervals, fitted on ``meas`` and the workloads of
+    ``models`` (the zoo's rows are never read here)."""
+    work = [m for m in models if m["set"] == "workload"]
+    prof = fit_profiles(meas, gpu)
+    loo = leave_one_out(work, prof)
+    kinds = held_out_kinds(meas, work, gpu)
+    return {"gpu": gpu, "level": LEVEL, "features": list(FEATURES),
+            "profiles": {"|".join(k): v for k, v in sorted(prof.items())},
+            "steps": fit_steps(work, prof),
+            # the workloads' held-out errors pooled over the backends: 8 workloads give each backend 15-16, whose 10th
+            # and 90th percentiles with the finite-sample correction are their extremes (the 96th); pooled, 31
+            "log_q": {b: quantiles([r["log_err"] for r in loo]) for b in sorted({r["backend"] for r in loo})},
+            "log_q_per_backend": {b: quantiles([r["log_err"] for r in loo if r["backend"] == b])
+                                  for b in sorted({r["backend"] for r in loo})},
+            "kind_log_q": quantiles([r["log_err"] for r in kinds]),
+            "held_out": {"workloads": loo, "kinds": kinds}, "provenance": provenance,
+            "fitted_on": sorted({m["name"] for m in work})}
+
+
+def profiles_of(fit: dict) -> dict:
+    return {tuple(k.split("|")): v for k, v in fit["profiles"].items()}
+
+
+def predicted(fit: dict, rows: list[dict], backend: str, precision: str, batch: int, in_bytes: int) -> dict:
+    """One prediction, never without its interval and GPU: step and samples/s, the interval's ends, the
+    unprofiled kinds (seconds each) and their share of the step."""
+    p = predict_step(profiles_of(fit), fit["steps"], rows, backend, precision, in_bytes)
+    lo, hi = interval(fit, backend, p["unprofiled_share"])
+    t = p["step_s"]
+    return {"gpu": fit["gpu"], "backend": backend, "precision": precision, "batch": int(batch), "step_s": t,
+            "samples_per_s": batch / t, "samples_per_s_low": batch / (t * math.exp(hi)),
+            "samples_per_s_high": batch / (t * math.exp(lo)), "interval": fit["level"], "mark": "predicted",
+            "unprofiled": p["unprofiled"], "unprofiled_share": p["unprofiled_share"],
+            "float32_profiles": p["float32_profiles"]}
+
+
+FIT_FILE = "gpu_layers_{gpu}.json"  # under data/: benchmarks/predict_check.py --write
+
+
+def fit_path(slug: str):
+    from helpers.paths import PROJECT_ROOT
+
+    return PROJECT_ROOT / "data" / FIT_FILE.format(gpu=slug)
+
+
+def committed_fits() -> list[dict]:
+    """Every committed layer fit (one per GPU kind profiled), the GPU's name in each."""
+    import json
+
+    from helpers.paths import PROJECT_ROOT
+
+    return [json.loads(p.read_text()) for p in sorted((PROJECT_ROOT / "data").glob(FIT_FILE.format(gpu="*")))]
+
+
+def share_text(x: float) -> str:
+    """An unprofiled share of the step in words: '12%', 'under 1%' (never a bare '0%' for a kind that is there)."""
+    return f"{x:.0%}" if x >= 0.005 else "under 1%"
