@@ -324,7 +324,7 @@ def models(a, prov, write) -> int:
         write(row)
         done += 1
         print(f"{where:8} {name:18} b{row.get('batch', 0):<5} {row.get('samples_per_s', float('nan')):12,.0f}/s "
-              f"runs {[round(r['step_s'] * 1e3, 3) for r in row.get('runs', [])]} ms  {row['wall_s'] if 'wall_s' in row else ''}s "
+              f"runs {[round(r['step_s'] * 1e3, 3) for r in row.get('runs', [])]} ms  {row.get('wall_s', '')}s "
               f"{row.get('error', '')}", flush=True)
     return done
 
