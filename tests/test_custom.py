@@ -338,10 +338,16 @@ def test_notebook_times_a_model_saved_under_another_backend(kernel, tmp_path, sa
     report.setup_plots()
     ctx = report.build_context([tmp_path / "records"], use_reference=False)
     page = sections.build(sections.get("verdict"), ctx)._repr_html_()
+    assert [r["kind"] for r in rec["model_layers"]] == ["Dense", "Dense"]
+    assert all(r["flops"] > 0 and r["bytes"] > 0 and r["units"] == 1 for r in rec["model_layers"])
+    # every GPU kind: the H200 layer by layer (JAX, PyTorch), the reference's H100 whole-model (three backends)
     assert "custom, batch 64, float32: predicted, not measured, on one NVIDIA H100" in page
-    assert page.count("samples/s (80% interval ") == 3 and "held out in turn" in page
+    assert "custom, batch 64, float32: predicted, not measured, on one NVIDIA H200 (layer by layer" in page
+    assert page.count("samples/s (80% interval ") == 5 and "held out in turn" in page
+    assert page.count("an epoch of 512 samples ") == 5 and page.count(" s, $") == 5  # every GPU priced
     rows = verdict_frame(ctx.costed, ctx.records)
-    assert list(rows["figure"]) == ["predicted"] * 3 and list(rows["marks"]) == ["predicted"] * 3
+    assert list(rows["figure"]) == ["predicted"] * 5 and list(rows["marks"]) == ["predicted"] * 5
+    assert sum("NVIDIA H200" in s for s in rows["sides"]) == 2
     assert (rows["gpu_samples_per_s_low"] < rows["gpu_samples_per_s_median"]).all()
     assert (rows["gpu_samples_per_s_median"] < rows["gpu_samples_per_s_high"]).all()
 

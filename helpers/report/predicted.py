@@ -77,10 +77,27 @@ def table_of(records, costed):
                          "gpu": p["gpu"], "method": p["method"],
                          "unprofiled": ", ".join(sorted(p.get("unprofiled") or {})),
                          "unprofiled_share": p.get("unprofiled_share") or 0.0,
+                         "epoch_samples": _epoch_samples(rec), "gpu_price_per_hour": _price(p["gpu"]),
                          "mark": MARK, "interval": p["interval"], "fitted_on": p["fitted_on"],
                          "held_out_median_error": p["held_out_median_error"],
                          "held_out_coverage": p["held_out_coverage"]})
     return pd.DataFrame(rows), "; ".join(why)
+
+
+def _epoch_samples(rec) -> int | None:
+    """Samples an epoch of the record's run (its ``n_train``): the predicted epoch time's."""
+    n = rec.get("n_train") or (rec.get("params") or {}).get("n_train")
+    return int(n) if isinstance(n, (int, float)) and n > 0 else None
+
+
+def _price(gpu: str) -> float | None:
+    """$ an hour of a machine of one ``gpu`` in params/prices.yaml's current set (None: not priced there)."""
+    from .costs import load_prices, match_profile
+
+    prices = load_prices()
+    name = match_profile(None, gpu, None, None, 1, prices)
+    hourly = ((prices.get("profiles") or {}).get(name) or {}).get("on_demand_per_hour") if name else None
+    return float(hourly) if hourly else None
 
 
 def _whole_predictions(fit, held, rec, why, wl):
@@ -135,6 +152,19 @@ def interval_text(lo, hi) -> str:
     return f"{rounded(lo, 2)}–{rounded(hi, 2)}"
 
 
+def _epoch_text(r) -> str:
+    """'; an epoch of 512 samples 0.0052 s, $0.0000066': the predicted epoch and its price, where known."""
+    from .fmt import rounded
+
+    n, sps = r.get("epoch_samples"), r["gpu_predicted"]
+    if not n or n != n:
+        return ""
+    secs = n / sps
+    price = r.get("gpu_price_per_hour")
+    cost = f", ${rounded(secs * price / 3600, 2)}" if price and price == price else ""
+    return f"; an epoch of {int(n):,} samples {rounded(secs, 2)} s{cost}"
+
+
 def sentence(g) -> str:
     """One workload predicted, not measured on a GPU: each backend's samples/s with its interval and the speedup."""
     from helpers.predict import layers
@@ -145,7 +175,7 @@ def sentence(g) -> str:
     parts = [f"{backend_name(r['backend'])} {rounded(r['gpu_predicted'], 2)} samples/s "
              f"(80% interval {interval_text(r['gpu_predicted_low'], r['gpu_predicted_high'])}; "
              f"{rounded(r['speedup_predicted'], 2)}× the CPU's {rounded(r['cpu_samples_per_s'], 3)}, "
-             f"{interval_text(r['speedup_predicted_low'], r['speedup_predicted_high'])}×)"
+             f"{interval_text(r['speedup_predicted_low'], r['speedup_predicted_high'])}×{_epoch_text(r)})"
              for r in g.to_dict("records")]
     how = ("layer by layer from its profiles" if r0["method"] == "layers"
            else "the bundled reference's GPU, a whole-model fit")
