@@ -31,8 +31,10 @@ from .compare_stats import (  # noqa: F401 - its API
     SMALL,
     ratio_of,
     runs_needed,
+    runs_needed_at,
     welch,
 )
+from .protocol import marked
 
 KEY = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
        "knobs"]  # a configuration across machines: the same model, backend, device, batch, precision and knobs
@@ -119,6 +121,9 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
     fig = (ok["n_train"] / ok["median_epoch_s"])
     fig = fig.where(fig.notna(), ok["samples_per_s"]).to_numpy(dtype=float)
     earlier = (ok["protocol"] == EARLIER).to_numpy() if "protocol" in ok else np.zeros(len(ok), bool)
+    busy = np.array([marked(v) for v in ok["host_busy"].tolist()] if "host_busy" in ok else [False] * len(ok))
+    window = ok["steady_s"].to_numpy(dtype=float) if "steady_s" in ok else np.full(len(ok), np.nan)
+    least = ok["min_steady_s"].to_numpy(dtype=float) if "min_steady_s" in ok else np.full(len(ok), np.nan)
     copies = ["copy=" in str(v) for v in ok["knobs"].tolist()]
     machines = [str(m) for m in ok["machine"].tolist()]
     groups: dict[tuple, list[int]] = {}
@@ -129,11 +134,47 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
         e = earlier[idx]
         if e.any() and not e.all():  # the current protocol's runs only, where it has any
             idx = [i for i, x in zip(idx, e) if not x]
-        runs = [f for f in fig[idx].tolist() if math.isfinite(f) and f > 0]
-        if runs:
-            out[k] = {"runs": runs, "median": float(np.median(runs)), "copies": any(copies[i] for i in idx),
-                      "machines": sorted({machines[i] for i in idx})}
+        b = busy[idx]
+        if b.any() and not b.all():  # host-busy runs left out while a quiet one exists (protocol.quiet_host)
+            idx = [i for i, x in zip(idx, b) if not x]
+        idx = [i for i in idx if math.isfinite(fig[i]) and fig[i] > 0]
+        if idx:
+            out[k] = {"runs": fig[idx].tolist(), "copies": any(copies[i] for i in idx),
+                      "machines": sorted({machines[i] for i in idx}),
+                      **_figure(fig[idx].tolist(), window[idx], least[idx], bool(busy[idx].all()))}
     return out
+
+
+def _figure(runs: list[float], window, least, busy: bool) -> dict:
+    """A side's figure of one configuration as the report shows it (``aggregate.summarise``, ``fmt``): the median
+    over runs, its between-run interval, the digits those support and its marks (one run, a short window, every run
+    on a busy host)."""
+    import numpy as np
+
+    from .aggregate import between_runs
+    from .fmt import MIN_STEADY_S, marks, rounded, sig_digits
+
+    median = float(np.median(runs))
+    lo, hi, _ = between_runs(runs)
+    w = window[np.isfinite(window)]
+    lim = float(np.nanmax(least)) if np.isfinite(least).any() else MIN_STEADY_S
+    short = bool(w.size and float(np.median(w)) < lim)
+    d = sig_digits(median, lo, hi, len(runs), short)
+    return {"median": median, "digits": d, "marks": marks(len(runs), short, busy), "shown": rounded(median, d)}
+
+
+def spread(configurations: list[tuple[list[float], list[float]]]) -> float | None:
+    """The pooled variance of the runs' logs within a configuration's side, over every side with two runs or more
+    (``configurations``: (OLD runs, NEW runs) each): what a side with one run would spread by. None where no side
+    has two runs."""
+    ss, dof = 0.0, 0
+    for side in (s for pair in configurations for s in pair):
+        if len(side) > 1:
+            logs = [math.log(x) for x in side]
+            mean = math.fsum(logs) / len(logs)
+            ss += math.fsum((x - mean) ** 2 for x in logs)
+            dof += len(logs) - 1
+    return ss / dof if dof else None
 
 
 def failures_by_configuration(df) -> dict[tuple, dict]:
@@ -208,7 +249,8 @@ def load(folders):
 
 
 _USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", "samples_per_s", "protocol", "machine",
-         "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul"]  # what a comparison reads of the table
+         "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul", "host_busy", "steady_s",
+         "min_steady_s"]  # what a comparison reads of the table
 
 
 def _side(folders) -> tuple:
@@ -232,20 +274,22 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
                             "files_left_out": len(bad)}
         if words:
             cmp.conflicts[side] = words
+    var = spread([(old[k]["runs"], new[k]["runs"]) for k in set(old) & set(new)])
     for k in sorted(set(old) & set(new)):
         o, n = old[k], new[k]
         try:
             t = welch(o["runs"], n["runs"], confidence)
             conflicted = o["copies"] or n["copies"]
             verdict = CONFLICTED if conflicted else t["verdict"]
-            need = runs_needed(o["runs"], n["runs"], confidence) if verdict == NONE else None
-            cmp.rows.append({**dict(zip(KEY, k)), "old_samples_per_s": o["median"], "old_runs": len(o["runs"]),
-                             "new_samples_per_s": n["median"], "new_runs": len(n["runs"]), "ratio": t["ratio"],
-                             "ratio_low": t["low"], "ratio_high": t["high"], "confidence": confidence,
+            need = (runs_needed(o["runs"], n["runs"], confidence) if verdict == NONE else
+                    runs_needed_at(t["log_ratio"], var, confidence) if verdict == FEW and var is not None else None)
+            cmp.rows.append({**dict(zip(KEY, k)), **_shown_ratio(o, n), "old_runs": len(o["runs"]),
+                             "new_runs": len(n["runs"]), "confidence": confidence,
                              "p_value": float("nan") if conflicted else t["p"], "verdict": verdict,
                              "runs_needed_a_side": need, "old_machine": "; ".join(o["machines"]),
                              "new_machine": "; ".join(n["machines"]), "log_ratio": t["log_ratio"],
-                             "log_low": t["log_low"], "log_high": t["log_high"]})
+                             "log_low": t["log_low"], "log_high": t["log_high"], "old_marks": o["marks"],
+                             "new_marks": n["marks"], "old_shown": o["shown"], "new_shown": n["shown"]})
         except Exception as exc:  # noqa: BLE001 - one configuration's problem, never the whole comparison's
             cmp.dropped.append((name(dict(zip(KEY, k))), type(exc).__name__))
     failed_old, failed_new = failures_by_configuration(old_df), failures_by_configuration(new_df)
@@ -253,12 +297,70 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
         (cmp.failed_new if k in failed_new else cmp.only_old).append(
             {**dict(zip(KEY, k)), **({"failed_runs": failed_new[k]["runs"], "reason": failed_new[k]["reason"],
                                       "old_samples_per_s": old[k]["median"], "old_runs": len(old[k]["runs"]),
+                                      "old_shown": old[k]["shown"], "old_marks": old[k]["marks"],
                                       "old_machine": "; ".join(old[k]["machines"])} if k in failed_new else {})})
     for k in sorted(set(new) - set(old)):
         (cmp.failed_old if k in failed_old else cmp.only_new).append(
             {**dict(zip(KEY, k)), **({"failed_runs": failed_old[k]["runs"], "reason": failed_old[k]["reason"]}
                                      if k in failed_old else {})})
+    _near(cmp.only_old, new, "NEW")
+    _near(cmp.only_new, old, "OLD")
     return cmp
+
+
+_SAME = ["workload", "backend", "device", "batch_size", "precision"]  # what a near configuration shares
+
+
+def _near(only: list[dict], other: dict, side: str) -> None:
+    """Each configuration of one side only gets ``near``: where the other side measured the same workload, backend,
+    device, batch and precision with other knobs, the knobs that differ ('workers 1 here, 4 on NEW'): the reason the
+    two are not compared, said (a pair differs only in what the page says)."""
+    by_base: dict[tuple, list[tuple]] = {}
+    for k in other:
+        by_base.setdefault(k[:len(_SAME)], []).append(k)
+    for r in only:
+        k = _key(r)
+        twins = by_base.get(k[:len(_SAME)], [])[:3]
+        r["near"] = "; ".join(", ".join(f"{c} {k[i] or 'unset'} here, {t[i] or 'unset'} on {side}"
+                                        for i, c in enumerate(KEY) if k[i] != t[i]) for t in twins)
+
+
+def figure_shown(v, digits: int = 3) -> str:
+    """A figure for people (``fmt.rounded``: separators, never powers of ten), except past 1e15 or under a millionth
+    (1e+300, not 301 digits: such a figure is no measurement's)."""
+    from .fmt import isnull, rounded
+
+    return rounded(v, digits) if isnull(v) or 1e-6 <= abs(v) < 1e15 else f"{v:.{digits}g}"
+
+
+def ratio_shown(r) -> str:
+    """'0.82×': NEW ÷ OLD of the medians printed beside it, to the digits of its less precise side; '' where none."""
+    from .fmt import isnull
+
+    return "" if isnull(r.get("ratio")) else f"{figure_shown(r['ratio'], int(r.get('ratio_digits') or 3))}×"
+
+
+def interval_shown(r) -> str:
+    """'0.75–0.90': the ratio's between-run interval (its digits); '' where a side has one run."""
+    from .fmt import isnull
+
+    if isnull(r.get("ratio_low")):
+        return ""
+    d = int(r.get("ratio_digits") or 3)
+    return f"{figure_shown(r['ratio_low'], d)}–{figure_shown(r['ratio_high'], d)}"
+
+
+def _shown_ratio(o: dict, n: dict) -> dict:
+    """NEW ÷ OLD as the page prints it: the ratio of the two medians printed beside it (never of other means), its
+    between-run interval from both sides' runs (``aggregate.ratio_interval``: the report's, as for a speedup; none
+    where a side has one run) and the digits of its less precise side."""
+    from .aggregate import ratio_interval
+
+    log_r = math.log(n["median"]) - math.log(o["median"])  # in logs: figures far apart never overflow
+    lo, hi, kind = ratio_interval([x / n["median"] for x in n["runs"]], [x / o["median"] for x in o["runs"]])
+    lo, hi = ((ratio_of(log_r + math.log(v)) if v > 0 else 0.0) if not math.isnan(v) else v for v in (lo, hi))
+    return {"old_samples_per_s": o["median"], "new_samples_per_s": n["median"], "ratio": ratio_of(log_r),
+            "ratio_low": lo, "ratio_high": hi, "interval": kind, "ratio_digits": min(o["digits"], n["digits"])}
 
 
 def regressions(cmp: Comparison, threshold: float) -> list[dict]:
