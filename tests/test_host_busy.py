@@ -282,4 +282,18 @@ def test_a_figure_on_busy_host_runs_only_carries_its_mark_in_every_section_that_
     explained = [n for n, s in built.items() if fmt.esc(fmt.MARKS_NOTE) in s._repr_html_()]
     assert explained == ["verdict"]
     conf = csvs.configurations_frame(ctx.costed).set_index(["backend", "device"])
-    assert "host busy" in conf.loc[("jax", "cpu"), "marks"] and "host busy" not in conf.loc[("torch", "cpu"), "marks"]
+    assert fmt.BUSY in conf.loc[("jax", "cpu"), "marks"] and fmt.BUSY not in conf.loc[("torch", "cpu"), "marks"]
+    assert "host busy" not in " ".join(conf["marks"])  # the page's symbols
+    verdict_csv = csvs.verdict_frame(ctx.costed, ctx.records)
+    assert all(fmt.BUSY in m and "host busy" not in m for m in verdict_csv["marks"]), list(verdict_csv["marks"])
+    # every figure derived from the busy runs carries §: utilisation, first epoch, costs, durations in sentences
+    row = summ.loc[("jax", "cpu")].to_dict()
+    util = re.sub(r"<[^>]+>", " ", built["utilisation"]._repr_html_())
+    assert fmt.shown(row["s_per_step"], row) in util and fmt.shown(row["s_per_step"], row).endswith(fmt.BUSY)
+    assert fmt.shown(row["total_s"], row) in util
+    first = re.sub(r"<[^>]+>", " ", built["first_epoch"]._repr_html_())
+    compile_s = fmt.marked(fmt.rounded(max(0.0, row["first_epoch_s"] - row["s_per_epoch"]), 2), fmt.row_marks(row))
+    assert compile_s.endswith(fmt.BUSY) and compile_s in first, first[:2000]
+    cost = re.sub(r"<[^>]+>", " ", built["cost"]._repr_html_())
+    assert re.search(rf"[\d.,]+ [†‡]*{fmt.BUSY}", cost)
+    assert re.search(rf"take [\d.,]+ (s|min|h|days) [†‡]*{fmt.BUSY} on the CPU", verdict), verdict[:3000]

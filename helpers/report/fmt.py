@@ -105,9 +105,18 @@ def num(v, digits: int = 3) -> str:
         return ""
     if abs(v) >= 10 ** digits:
         return f"{v:,.0f}"
-    if v != 0 and abs(v) < 1e-3:
-        return f"{v:.{digits}g}"
-    return f"{v:.{digits}g}" if abs(v) >= 1 else f"{v:.{digits}f}".rstrip("0").rstrip(".")
+    if v != 0 and abs(v) < 1e-3:  # positional, never a power of ten: '0.000011'
+        return rounded(v, digits).rstrip("0").rstrip(".")
+    if abs(v) >= 1:
+        text = f"{v:.{digits}g}"
+        return f"{float(text):,.0f}" if "e" in text else text  # 999.6 at 3 digits: '1,000', never '1e+03'
+    return f"{v:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def mfu_shown(v) -> str:
+    """MFU (a fraction) as percent, without the sign, as every part of the report shows it: 2 significant digits,
+    positional ('0.000011', '45'); '' when unknown."""
+    return "" if isnull(v) else rounded(v * 100, 2)
 
 
 def spread_text(med, lo, hi, digits: int = 3) -> str:
@@ -181,7 +190,7 @@ def rests_on(n_runs, window_s=None, min_s=None, kind: str = "") -> str:
     if isnull(window_s):
         return runs
     lim = MIN_STEADY_S if isnull(min_s) else min_s
-    win = f"window {window_s:.2g} s < {lim:g} s" if window_s < lim else f"{window_s:.2g} s"
+    win = f"window {num(window_s, 2)} s < {num(lim)} s" if window_s < lim else f"{num(window_s, 2)} s"
     return f"{runs}{', ' if runs.endswith('run') else '; '}{win}" if runs else win
 
 
@@ -227,8 +236,19 @@ def shown(v, r, mark: bool = True, suffix: str = "", unit: str = "") -> str:
     """A figure derived from configuration ``r`` (seconds per epoch, a cost...): ``r``'s digits and marks."""
     if isnull(v):
         return ""
-    m = row_marks(r, suffix) if mark else ""
-    return rounded(v, digits(r, suffix)) + unit + (f" {m}" if m else "")
+    return marked(rounded(v, digits(r, suffix)) + unit, row_marks(r, suffix) if mark else "")
+
+
+def marked(text: str, m: str) -> str:
+    """``text`` with the marks ``m`` of the figures it derives from ('4.4 min †§'): the one place a derived figure's
+    text and its marks are joined (tables, sentences, chart labels)."""
+    return f"{text} {m}" if text and m else text
+
+
+def union_marks(*ms: str) -> str:
+    """The marks of a figure derived from several (a ratio to a base): every symbol any of them carries, in the
+    report's order."""
+    return "".join(sym for sym in (ONE_RUN, SHORT, BUSY) if any(sym in (m or "") for m in ms))
 
 
 def speedup_shown(p) -> str:
@@ -258,15 +278,15 @@ def speedup_text(p) -> str:
 def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS, fold_after: int | None = None) -> str:
     """An HTML table with every cell escaped (text from records is never trusted as markup).
 
-    Floats: ``floatfmt`` if given, else 4 significant digits with thousands separated. Rows past
-    ``max_rows`` are left out and counted in a line under the table. With ``fold_after`` (and more columns than
-    one over it), the columns past the first ``fold_after`` are one "more" cell per row, folded (name: value)."""
+    Floats: ``floatfmt`` if given, else 3 significant digits (the most one run supports) with thousands separated.
+    Rows past ``max_rows`` are left out and counted in a line under the table. With ``fold_after`` (and more columns
+    than one over it), the columns past the first ``fold_after`` are one "more" cell per row, folded (name: value)."""
 
     def fmt(v):
         if isnull(v):
             return ""
         if isinstance(v, float):
-            return html.escape(floatfmt.format(v) if floatfmt else num(v, 4))
+            return html.escape(floatfmt.format(v) if floatfmt else num(v))
         return esc(v)
 
     def cell(v) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from . import fmt
 from .fmt import isnull, rounded, speedup_shown
 from .labels import PRECISION_SHORT, hardware_name
 from .reference import is_reference
@@ -120,22 +121,25 @@ def per_workload(pairs):
             .sort_values("workload").reset_index(drop=True))
 
 
-def duration(s) -> str:
-    """Seconds for people: '0.42 s', '41 s', '12 min', '3.2 h', '2.1 days'."""
+def duration(s, marks: str = "") -> str:
+    """Seconds for people: '0.42 s', '41 s', '12 min', '3.2 h', '2.1 days'; with the ``marks`` of the figures it
+    derives from ('4.4 min †§')."""
     if isnull(s):
         return "?"
     s = float(s)
     if s < 60:
-        return f"{rounded(s, 2)} s"
-    if s < 3600:
-        return f"{rounded(s / 60, 2)} min"
-    if s < 48 * 3600:
-        return f"{rounded(s / 3600, 2)} h"
-    return f"{rounded(s / 86400, 2)} days"
+        text = f"{rounded(s, 2)} s"
+    elif s < 3600:
+        text = f"{rounded(s / 60, 2)} min"
+    elif s < 48 * 3600:
+        text = f"{rounded(s / 3600, 2)} h"
+    else:
+        text = f"{rounded(s / 86400, 2)} days"
+    return fmt.marked(text, marks)
 
 
-def money(v) -> str:
-    return "" if isnull(v) else (f"${rounded(v, 2)}" if v < 100 else f"${v:,.0f}")
+def money(v, marks: str = "") -> str:
+    return "" if isnull(v) else fmt.marked(f"${rounded(v, 2)}" if v < 100 else f"${v:,.0f}", marks)
 
 
 def _under(path, folder) -> bool:
@@ -240,14 +244,19 @@ def _cost(rows) -> str:
     if (priced["machine"] == priced["gpu_machine"]).all():
         r = priced.loc[priced["on_demand_per_source_epoch_cpu"].idxmax()]
         return (f"One machine, one hourly price: an epoch costs the speedup's factor less on its GPU ({r['workload']}: "
-                f"{money(r['on_demand_per_source_epoch_gpu'])} against {money(r['on_demand_per_source_epoch_cpu'])}, "
-                "on-demand).")
+                f"{_money_pair(r)}, on-demand).")
     cheaper = priced[priced["on_demand_per_source_epoch_gpu"] < priced["on_demand_per_source_epoch_cpu"]]
     eg = cheaper.iloc[0] if len(cheaper) else None
     return (f"At on-demand prices an epoch on the sides compared above is cheaper on the GPU machine for "
             f"{len(cheaper)} of the {len(priced)} workloads priced on both sides" +
-            (f" (e.g. {eg['workload']}: {money(eg['on_demand_per_source_epoch_gpu'])} against "
-             f"{money(eg['on_demand_per_source_epoch_cpu'])})" if eg is not None else "") + ".")
+            (f" (e.g. {eg['workload']}: {_money_pair(eg)})" if eg is not None else "") + ".")
+
+
+def _money_pair(r) -> str:
+    """'$0.0042 on the CPU against $0.0038 on the GPU': a verdict row's on-demand cost of a source epoch, CPU first
+    (as every pair reads), each with its marks."""
+    return (f"{money(r['on_demand_per_source_epoch_cpu'], fmt.row_marks(r, '_cpu'))} on the CPU against "
+            f"{money(r['on_demand_per_source_epoch_gpu'], fmt.row_marks(r, '_gpu'))} on the GPU")
 
 
 def one_side_sentence(alone: dict) -> str:
@@ -282,7 +291,7 @@ def sentences(rows, c: dict, pairs=None, alone: dict | None = None) -> list[str]
     if len(rows) > 1:
         why = ""
         if not isnull(lo.get("mfu_gpu")):
-            why = f": its GPU does {rounded(lo['mfu_gpu'] * 100, 2)}% of its peak arithmetic (too little work a step)"
+            why = f": its GPU does {fmt.mfu_shown(lo['mfu_gpu'])}% of its peak arithmetic (too little work a step)"
         elif not isnull(lo.get("gpu_pct_gpu")):
             why = f": the GPU is busy {lo['gpu_pct_gpu']:.0f}% of the time"
         out.append(f"The smallest gain is {lo['workload']}, {sides(lo)} ({speedup_shown(lo)}, batch "
@@ -290,9 +299,9 @@ def sentences(rows, c: dict, pairs=None, alone: dict | None = None) -> list[str]
     both = rows[rows["source_epoch_s_cpu"].notna() & rows["source_epoch_s_gpu"].notna()]
     if len(both):
         r = both.loc[(both["source_epoch_s_cpu"] - both["source_epoch_s_gpu"]).idxmax()]
+        cpu, gpu = (duration(r[f"source_epoch_s_{d}"], fmt.row_marks(r, f"_{d}")) for d in ("cpu", "gpu"))
         out.append(f"The most time saved is on {r['workload']}: one epoch of its source's dataset "
-                   f"({r['source_samples_cpu']:,.0f} samples) takes {duration(r['source_epoch_s_cpu'])} on the CPU "
-                   f"and {duration(r['source_epoch_s_gpu'])} on the GPU.")
+                   f"({r['source_samples_cpu']:,.0f} samples) takes {cpu} on the CPU and {gpu} on the GPU.")
     out.append(_cost(rows))
     if one_side_sentence(alone or {}):
         out.append(one_side_sentence(alone))

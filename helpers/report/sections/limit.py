@@ -9,7 +9,7 @@ from ...params import LATER_DEFAULTS
 from ...paths import PROJECT_ROOT
 from .. import bare as _bare
 from .. import findings as said
-from ..fmt import isnull, note, num, rounded, shown
+from ..fmt import isnull, mfu_shown, note, num, rounded, shown
 from ..labels import _knob_items, describe
 from .base import Section
 
@@ -34,7 +34,7 @@ NVML_VS_MFU = ("NVML's GPU utilisation (the utilisation section) is busy time: t
 
 def _pct(v) -> str:
     """A fraction as percent, its unit in the column's header ("MFU %")."""
-    return "" if isnull(v) else f"{v * 100:.3g}"
+    return mfu_shown(v)
 
 
 @functools.lru_cache(maxsize=2)

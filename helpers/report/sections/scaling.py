@@ -200,7 +200,7 @@ def _input_part(s: Section, ctx, fold: bool = False) -> None:
                "none).</li></ul>")
         return
     s.heading("Where the time goes: the copy from the host against the step")
-    shown = table.assign(**{c: [("" if isnull(v) else f"{v:.3g}") for v in table[c]]
+    shown = table.assign(**{c: [num(v) for v in table[c]]
                             for c in ("MB per step", "s per step", "copy of one batch, s")},
                          **{"copy / step": ["" if isnull(v) else f"{v:.0%}" for v in table["copy / step"]],
                             "gain of data on the device": ["" if isnull(v) else f"{v:.2f}x"

@@ -87,9 +87,9 @@ def chart(rows):
     return fig
 
 
-def _price(v) -> str:
-    """An amount without its currency sign (the column's header carries it), or 'no price'."""
-    return hl.money(v).lstrip("$") or "no price"
+def _price(v, marks: str = "") -> str:
+    """An amount without its currency sign (the column's header carries it), with its marks, or 'no price'."""
+    return hl.money(v, marks).lstrip("$") or "no price"
 
 
 def glance_table(rows):
@@ -113,10 +113,11 @@ def glance_table(rows):
             "GPU ÷ CPU": sp + (f" {m}" if m else "") + (f" · {busy_sides(r)}" if busy_sides(r) else "")
             + (f" {CONFLICT_MARK}" if r.get("copies") else ""),
             # a duration's unit changes from row to row (0.42 s, 12 min, 3.2 h): it stays in the cell
-            "CPU time / source epoch": hl.duration(r.get("source_epoch_s_cpu")),
-            "GPU time / source epoch": hl.duration(r.get("source_epoch_s_gpu")),
+            "CPU time / source epoch": hl.duration(r.get("source_epoch_s_cpu"), row_marks(r, "_cpu")),
+            "GPU time / source epoch": hl.duration(r.get("source_epoch_s_gpu"), row_marks(r, "_gpu")),
             "$ / source epoch, CPU · GPU": ("no price" if isnull(od_c) and isnull(od_g) else
-                                            f"{_price(od_c)} · {_price(od_g)}"),
+                                            f"{_price(od_c, row_marks(r, '_cpu'))} · "
+                                            f"{_price(od_g, row_marks(r, '_gpu'))}"),
             "runs CPU / GPU": f"{int(r['n_runs_cpu'])} / {int(r['n_runs_gpu'])}",
         })
     return pd.DataFrame(out)
