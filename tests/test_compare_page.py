@@ -16,6 +16,7 @@ from support.records import _rec
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
 from helpers.report import compare as C
+from helpers.report import compare_figures as F
 from helpers.report import compare_page as P
 from helpers.report import fmt
 
@@ -56,12 +57,12 @@ def _printed_ratios_agree(cmp) -> None:
     """Each row's printed ratio is the ratio of the two figures printed beside it, within their rounding."""
     assert cmp.rows
     for r in cmp.rows:
-        old, new, ratio = _number(r["old_shown"]), _number(r["new_shown"]), _number(C.ratio_shown(r))
+        old, new, ratio = _number(r["old_shown"]), _number(r["new_shown"]), _number(F.ratio_shown(r))
         d = r["ratio_digits"]
         # each printed figure is within half a unit of its last digit: the ratio of two such figures moves by at most
         # the sum of their relative roundings; the printed ratio adds its own
         slack = (0.5 * 10 ** (1 - d)) * 3
-        assert abs(ratio / (new / old) - 1) <= slack, (C.name(r), r["old_shown"], r["new_shown"], C.ratio_shown(r))
+        assert abs(ratio / (new / old) - 1) <= slack, (C.name(r), r["old_shown"], r["new_shown"], F.ratio_shown(r))
 
 
 def test_one_run_a_side_three_times_slower_leads_with_the_ratio_and_not_enough_runs(tmp_path):
@@ -76,7 +77,7 @@ def test_one_run_a_side_three_times_slower_leads_with_the_ratio_and_not_enough_r
     # the page says no significant change nowhere: it says what it measured
     assert "No significant change" not in page
     (r,) = cmp.rows
-    assert (r["old_shown"], r["new_shown"], C.ratio_shown(r)) == ("3,000", "1,000", "0.333×")
+    assert (r["old_shown"], r["new_shown"], F.ratio_shown(r)) == ("3,000", "1,000", "0.333×")
     _printed_ratios_agree(cmp)
     text = _text(page)
     assert "3,000 † (1)" in text and "1,000 † (1)" in text  # each side with its mark and its runs
@@ -93,7 +94,7 @@ def test_runs_a_side_are_said_from_the_spread_of_the_other_runs(tmp_path):
                   + _runs("new-t", [505, 495, 515], backend="torch", host="h2"))
     cmp = C.compare([old], [new])
     few = [r for r in cmp.rows if r["verdict"] == C.FEW]
-    need = C.runs_needed_at(math.log(1 / 3), C.spread([([500, 520, 480], [505, 495, 515])]))
+    need = C.runs_needed_at(math.log(1 / 3), F.spread([([500, 520, 480], [505, 495, 515])]))
     assert len(few) == 1 and few[0]["runs_needed_a_side"] == need and 2 <= need <= 3  # a 3× change at a 4% spread
     first = _first_sentence(P.page(cmp, [str(old)], [str(new)]))
     assert f"1 with one run a side: not enough runs to test ({need} runs a side would show a change of this size" \
@@ -152,3 +153,42 @@ def test_two_leases_print_each_ratio_as_the_ratio_of_the_figures_beside_it(two_l
         for side in ("old", "new"):
             m = r[f"{side}_marks"]
             assert f"{r[f'{side}_shown']}{' ' + m if m else ''} ({r[f'{side}_runs']})" in text
+
+
+def test_a_catsdogs_pair_on_one_against_four_workers_is_named_so_in_the_verdict(tmp_path):
+    """The verdict (best over best: workers may differ, as threads do) names the workers each side ran with, in its
+    sentences, table and verdict.csv; the like-for-like table against the bundled reference (whose catsdogs ran on 4
+    workers) names them too."""
+    from support.records import _ctx
+
+    from helpers import report
+    from helpers.report import csvs, sections
+    from helpers.report.reference import all_pairs
+
+    fp = {"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4, "gpu_names": ["NVIDIA H100 80GB HBM3"],
+          "versions": {"keras": "3.15.1"}}
+    cpu = [_rec(i, workload="catsdogs", batch_size=32, samples_per_s=sps, median_epoch_s=1000 / sps,
+                epoch_s=[1000 / sps] * 3, point_id=f"cpu-{i}", fingerprint=fp, steady_s=10.0,
+                params={"threads": 0, "workers": 1, "precision": "float32"}) for i, sps in enumerate((300.0, 310.0))]
+    gpu = [_rec(2 + i, workload="catsdogs", device="gpu", device_used="gpu", batch_size=32, samples_per_s=sps,
+                median_epoch_s=1000 / sps, epoch_s=[1000 / sps] * 3, point_id=f"gpu-{i}", fingerprint=fp,
+                steady_s=10.0, params={"threads": 0, "workers": 4, "precision": "float32"})
+           for i, sps in enumerate((3000.0, 3100.0))]
+    ctx = _ctx(tmp_path / "own", cpu + gpu)
+    said = "input workers: 1 on the CPU, 4 on the GPU"
+    verdict = re.sub(r"<[^>]+>", " ", sections.build(sections.get("verdict"), ctx)._repr_html_())
+    assert said in html.unescape(verdict)
+    assert list(csvs.verdict_frame(ctx.costed, ctx.records)["sides"]) == [f"JAX on 4 CPU cores → JAX on the H100 "
+                                                                          f"({said})"]
+    # your CPU on 1 worker against the reference's GPU on 4: the like-for-like pair says so
+    report.setup_plots()
+    laptop = {**fp, "host": "laptop", "gpu_names": []}
+    knobs = {"augment": True, "jit_compile": "auto", "data_dir": "", "image_size": 0, "max_queue_size": 10,
+             "use_multiprocessing": False, "variant": "original"}  # the reference's catsdogs knobs
+    ref = _ctx(tmp_path / "cpu", [{**r, "fingerprint": laptop, "params": {**r["params"], **knobs}} for r in cpu],
+               use_reference=True)
+    pairs = all_pairs(ref.costed)
+    cats = pairs[pairs["workload"] == "catsdogs"]
+    assert len(cats) and all(report.headline.differs(r) == said for r in cats.to_dict("records"))
+    text = html.unescape(re.sub(r"<[^>]+>", " ", sections.build(sections.get("verdict"), ref)._repr_html_()))
+    assert said in text

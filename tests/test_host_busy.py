@@ -22,7 +22,7 @@ from helpers.measure import host_load
 from helpers.measure.sampler import Sampler
 from helpers.point.record_figures import host_figures
 from helpers.record.ids import notebook_path
-from helpers.report import csvs, sections
+from helpers.report import csvs, fmt, sections
 from helpers.report.protocol import precision_marks
 from helpers.runner.progress import outcome
 
@@ -79,7 +79,7 @@ def test_a_busy_loop_on_the_cores_marks_the_run_and_the_report_says_so(one_core_
     alone = _ctx(tmp_path / "alone", [_busy_record(load, 0, 1744.0)])
     row = alone.summary.iloc[0]
     assert bool(row["host_busy"]) and "host busy: every run measured" in precision_marks(row)
-    assert "host busy" in csvs.configurations_frame(alone.costed)["marks"].iloc[0]
+    assert fmt.BUSY in csvs.configurations_frame(alone.costed)["marks"].iloc[0]  # the page's symbol
     assert "1 run(s) were measured on a busy host" in sections.build(sections.get("overview"), alone)._repr_html_()
     quiet = {**load, "others_cores": 0.0, "host_busy": False}
     both = _ctx(tmp_path / "both", [_busy_record(load, 0, 1744.0), _busy_record(quiet, 1, 3525.0)])
@@ -98,7 +98,7 @@ def test_the_verdict_marks_a_side_that_rests_on_host_busy_runs_only(tmp_path, ch
                             "gpu_names": ["NVIDIA H100 80GB HBM3"], "versions": {"keras": "3.15.1"}})
     ctx = _ctx(tmp_path, [cpu, gpu])
     v = csvs.verdict_frame(ctx.costed)
-    assert v["marks"].iloc[0].endswith("host busy (CPU side)"), v["marks"].tolist()
+    assert v["marks"].iloc[0].endswith(f"({fmt.BUSY} CPU side)"), v["marks"].tolist()
     page = sections.build(sections.get("verdict"), ctx)._repr_html_()
     assert "Host busy: cnn_cifar10 (host busy (CPU side))" in page and "· host busy (CPU side)" in page
 

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .compare_figures import differences, near, shown_ratio, side_figure, spread
 from .compare_stats import (  # noqa: F401 - its API
     CONFIDENCE,
     FASTER,
@@ -141,40 +142,8 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
         if idx:
             out[k] = {"runs": fig[idx].tolist(), "copies": any(copies[i] for i in idx),
                       "machines": sorted({machines[i] for i in idx}),
-                      **_figure(fig[idx].tolist(), window[idx], least[idx], bool(busy[idx].all()))}
+                      **side_figure(fig[idx].tolist(), window[idx], least[idx], bool(busy[idx].all()))}
     return out
-
-
-def _figure(runs: list[float], window, least, busy: bool) -> dict:
-    """A side's figure of one configuration as the report shows it (``aggregate.summarise``, ``fmt``): the median
-    over runs, its between-run interval, the digits those support and its marks (one run, a short window, every run
-    on a busy host)."""
-    import numpy as np
-
-    from .aggregate import between_runs
-    from .fmt import MIN_STEADY_S, marks, rounded, sig_digits
-
-    median = float(np.median(runs))
-    lo, hi, _ = between_runs(runs)
-    w = window[np.isfinite(window)]
-    lim = float(np.nanmax(least)) if np.isfinite(least).any() else MIN_STEADY_S
-    short = bool(w.size and float(np.median(w)) < lim)
-    d = sig_digits(median, lo, hi, len(runs), short)
-    return {"median": median, "digits": d, "marks": marks(len(runs), short, busy), "shown": rounded(median, d)}
-
-
-def spread(configurations: list[tuple[list[float], list[float]]]) -> float | None:
-    """The pooled variance of the runs' logs within a configuration's side, over every side with two runs or more
-    (``configurations``: (OLD runs, NEW runs) each): what a side with one run would spread by. None where no side
-    has two runs."""
-    ss, dof = 0.0, 0
-    for side in (s for pair in configurations for s in pair):
-        if len(side) > 1:
-            logs = [math.log(x) for x in side]
-            mean = math.fsum(logs) / len(logs)
-            ss += math.fsum((x - mean) ** 2 for x in logs)
-            dof += len(logs) - 1
-    return ss / dof if dof else None
 
 
 def failures_by_configuration(df) -> dict[tuple, dict]:
@@ -187,41 +156,6 @@ def failures_by_configuration(df) -> dict[tuple, dict]:
         f = out.setdefault(k, {"runs": 0, "reason": ""})
         f["runs"] += 1
         f["reason"] = f["reason"] or _text(why)
-    return out
-
-
-def _versions(df) -> str:
-    if not len(df):
-        return ""
-    ok = df[df["status"] == "ok"]
-    pairs = sorted({f"{b} {v}" for b, v in zip(ok["backend"], ok["backend_version"]) if isinstance(v, str) and v})
-    keras = sorted({str(v) for v in ok["keras"].dropna()})
-    return "; ".join([f"keras {', '.join(keras)}"] * bool(keras) + pairs)
-
-
-def _median_of(df, col: str) -> str:
-    from .fmt import num
-
-    v = df[col].dropna() if col in df else []
-    return f"{num(float(v.median()))} (median of {len(v)} runs)" if len(v) else ""
-
-
-def differences(old, new) -> list[tuple[str, str, str]]:
-    """What differs between the sides beside the figures: library versions, machines, the host calibration."""
-    out = []
-    for what, f in (("library versions", _versions),
-                    ("machines", lambda d: "; ".join(sorted({str(m) for m in d["machine"].dropna()})) if len(d)
-                     else ""),
-                    ("CPUs a run was allowed", lambda d: ", ".join(sorted({str(int(c)) for c in d["cpus"].dropna()}))
-                     if len(d) else ""),
-                    ("host calibration, M Python calls/s", lambda d: _median_of(d, "cal_dispatch")),
-                    ("host calibration, matmul GFLOP/s", lambda d: _median_of(d, "cal_matmul"))):
-        try:
-            a, b = f(old), f(new)
-        except Exception as exc:  # noqa: BLE001 - a record's odd value costs this line only
-            a, b = f"not read ({type(exc).__name__})", ""
-        if a != b:
-            out.append((what, a or "not recorded", b or "not recorded"))
     return out
 
 
@@ -283,7 +217,7 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
             verdict = CONFLICTED if conflicted else t["verdict"]
             need = (runs_needed(o["runs"], n["runs"], confidence) if verdict == NONE else
                     runs_needed_at(t["log_ratio"], var, confidence) if verdict == FEW and var is not None else None)
-            cmp.rows.append({**dict(zip(KEY, k)), **_shown_ratio(o, n), "old_runs": len(o["runs"]),
+            cmp.rows.append({**dict(zip(KEY, k)), **shown_ratio(o, n), "old_runs": len(o["runs"]),
                              "new_runs": len(n["runs"]), "confidence": confidence,
                              "p_value": float("nan") if conflicted else t["p"], "verdict": verdict,
                              "runs_needed_a_side": need, "old_machine": "; ".join(o["machines"]),
@@ -303,64 +237,9 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
         (cmp.failed_old if k in failed_old else cmp.only_new).append(
             {**dict(zip(KEY, k)), **({"failed_runs": failed_old[k]["runs"], "reason": failed_old[k]["reason"]}
                                      if k in failed_old else {})})
-    _near(cmp.only_old, new, "NEW")
-    _near(cmp.only_new, old, "OLD")
+    near(cmp.only_old, [_key(r) for r in cmp.only_old], new, "NEW", KEY)
+    near(cmp.only_new, [_key(r) for r in cmp.only_new], old, "OLD", KEY)
     return cmp
-
-
-_SAME = ["workload", "backend", "device", "batch_size", "precision"]  # what a near configuration shares
-
-
-def _near(only: list[dict], other: dict, side: str) -> None:
-    """Each configuration of one side only gets ``near``: where the other side measured the same workload, backend,
-    device, batch and precision with other knobs, the knobs that differ ('workers 1 here, 4 on NEW'): the reason the
-    two are not compared, said (a pair differs only in what the page says)."""
-    by_base: dict[tuple, list[tuple]] = {}
-    for k in other:
-        by_base.setdefault(k[:len(_SAME)], []).append(k)
-    for r in only:
-        k = _key(r)
-        twins = by_base.get(k[:len(_SAME)], [])[:3]
-        r["near"] = "; ".join(", ".join(f"{c} {k[i] or 'unset'} here, {t[i] or 'unset'} on {side}"
-                                        for i, c in enumerate(KEY) if k[i] != t[i]) for t in twins)
-
-
-def figure_shown(v, digits: int = 3) -> str:
-    """A figure for people (``fmt.rounded``: separators, never powers of ten), except past 1e15 or under a millionth
-    (1e+300, not 301 digits: such a figure is no measurement's)."""
-    from .fmt import isnull, rounded
-
-    return rounded(v, digits) if isnull(v) or 1e-6 <= abs(v) < 1e15 else f"{v:.{digits}g}"
-
-
-def ratio_shown(r) -> str:
-    """'0.82×': NEW ÷ OLD of the medians printed beside it, to the digits of its less precise side; '' where none."""
-    from .fmt import isnull
-
-    return "" if isnull(r.get("ratio")) else f"{figure_shown(r['ratio'], int(r.get('ratio_digits') or 3))}×"
-
-
-def interval_shown(r) -> str:
-    """'0.75–0.90': the ratio's between-run interval (its digits); '' where a side has one run."""
-    from .fmt import isnull
-
-    if isnull(r.get("ratio_low")):
-        return ""
-    d = int(r.get("ratio_digits") or 3)
-    return f"{figure_shown(r['ratio_low'], d)}–{figure_shown(r['ratio_high'], d)}"
-
-
-def _shown_ratio(o: dict, n: dict) -> dict:
-    """NEW ÷ OLD as the page prints it: the ratio of the two medians printed beside it (never of other means), its
-    between-run interval from both sides' runs (``aggregate.ratio_interval``: the report's, as for a speedup; none
-    where a side has one run) and the digits of its less precise side."""
-    from .aggregate import ratio_interval
-
-    log_r = math.log(n["median"]) - math.log(o["median"])  # in logs: figures far apart never overflow
-    lo, hi, kind = ratio_interval([x / n["median"] for x in n["runs"]], [x / o["median"] for x in o["runs"]])
-    lo, hi = ((ratio_of(log_r + math.log(v)) if v > 0 else 0.0) if not math.isnan(v) else v for v in (lo, hi))
-    return {"old_samples_per_s": o["median"], "new_samples_per_s": n["median"], "ratio": ratio_of(log_r),
-            "ratio_low": lo, "ratio_high": hi, "interval": kind, "ratio_digits": min(o["digits"], n["digits"])}
 
 
 def regressions(cmp: Comparison, threshold: float) -> list[dict]:

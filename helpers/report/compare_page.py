@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 
 from .compare import CHANGES, CONFLICTED, FASTER, FEW, MAX_RUNS, NONE, SLOWER, Comparison, shown
-from .compare import figure_shown as _num
-from .compare import interval_shown as _interval
-from .compare import ratio_shown as _ratio
-from .fmt import BUSY, ONE_RUN, REPORT_CSS, SHORT, esc, html_table, isnull, note, shown_path
+from .compare_figures import interval_shown as _interval
+from .compare_figures import ratio_shown as _ratio
+from .compare_words import first_sentence
+from .fmt import MARKS_SHORT, REPORT_CSS, esc, html_table, isnull, note, shown_path
 from .inert import CSP
 
 CHART_ROWS = 25  # changes drawn, largest first; the rest are in the table and changes.csv
@@ -28,8 +28,6 @@ CHART_LABEL = 90  # characters of a configuration's name on the chart: a longer 
 LISTED = 10  # a list of configurations longer than this is folded (click to open)
 TABLE_ROWS = 1000  # configurations in the page's table (the most notable first past it); changes.csv has every one
 LABELLED = 300  # a list of configurations named by ``labels.labels`` (what varies) up to this many; past it, plainly
-MARKS_SHORT = f"{ONE_RUN} one run, {SHORT} a steady window under min_steady_s, {BUSY} host busy: every run measured " \
-              "while another process used the cores"
 _ORDER = {SLOWER: 0, FASTER: 0, CONFLICTED: 1, FEW: 2, NONE: 3}  # the most notable first, where the table is cut
 
 
@@ -138,56 +136,6 @@ def _chart_html(changed: list[dict], total: int) -> str:
     return html
 
 
-def _factors(rows: list[dict]) -> str:
-    """'1.4×–31×': how many times slower (or faster) the rows read, the fewest to the most."""
-    f = sorted(max(r["ratio"], 1 / r["ratio"]) if r["ratio"] > 0 else math.inf for r in rows)
-    lo, hi = (f"{_num(v, 2)}×" for v in (f[0], f[-1]))
-    return lo if lo == hi else f"{lo}–{hi}"
-
-
-def _sentence(cmp: Comparison, confidence: float) -> str:
-    """The comparison's first words: what it measured (NEW slower or faster on how many configurations, by how
-    much), then what the test can say with the runs at hand, then what differs between the sides."""
-    n = len(cmp.rows)
-    if not n:
-        return "No configuration was measured on both sides: nothing is compared."
-    slower = [r for r in cmp.rows if not isnull(r["ratio"]) and r["ratio"] < 1]
-    faster = [r for r in cmp.rows if not isnull(r["ratio"]) and r["ratio"] > 1]
-    said = []
-    for rows, word in ((slower, "slower"), (faster, "faster")):
-        if rows:
-            on = ("the one configuration measured on both sides" if n == 1 else f"all {n} configurations"
-                  if len(rows) == n else f"{len(rows)} of {n} configurations" if not said else str(len(rows)))
-            said.append(f"{word} on {on}, {_factors(rows)}" if n == len(rows) else
-                        f"{word} on {on} ({_factors(rows)})")
-    same = n - len(slower) - len(faster)
-    parts = ["NEW " + ", ".join(said) + (f"; the same on {same}" if same else "") if said else
-             f"NEW reads the same as OLD on all {n} configurations"]
-    tested = [r for r in cmp.rows if r["verdict"] in (SLOWER, FASTER, NONE)]
-    few = [r for r in cmp.rows if r["verdict"] == FEW]
-    if tested:
-        counts = [f"{sum(r['verdict'] == v for r in tested)} {v}" for v in (SLOWER, FASTER, NONE)
-                  if any(r["verdict"] == v for r in tested)]
-        parts.append(f"the test over runs ({confidence:.0%} confidence) says: {', '.join(counts)}")
-    if few:
-        need = sorted({int(r["runs_needed_a_side"]) for r in few if not isnull(r.get("runs_needed_a_side"))})
-        words = ("one run a side" if all(min(r["old_runs"], r["new_runs"]) == 1 and max(r["old_runs"], r["new_runs"])
-                                          == 1 for r in few) else "one run on a side")
-        head = (f"{words}: not enough runs to test" if len(few) == n else
-                f"{len(few)} with {words}: not enough runs to test")
-        if need:
-            runs = f"{need[0]}" if len(need) == 1 else f"{need[0]}–{need[-1]}"
-            head += (f" ({runs} runs a side would show a change of {'this size' if len(few) == 1 else 'these sizes'},"
-                     " at the spread of this comparison's other runs)")
-        else:
-            head += " (at least 2 runs a side, 3 or more to see a change of a few percent)"
-        parts.append(head)
-    if cmp.differences:
-        whats = list(dict.fromkeys(what.split(",")[0] for what, _, _ in cmp.differences))
-        parts.append("the sides differ in more than the code: " + ", ".join(whats) + " (listed below)")
-    return "; ".join(parts) + "."
-
-
 def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
     """The page's HTML (every value escaped)."""
     conf = cmp.rows[0]["confidence"] if cmp.rows else 0.99
@@ -200,7 +148,7 @@ def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
     new_names, old_names = [shown(shown_path(n)) for n in new_names], [shown(shown_path(n)) for n in old_names]
     body = ["<h1>What changed between two runs</h1>",
             note("OLD: {}; NEW: {}.", ", ".join(old_names), ", ".join(new_names)),
-            f'<p class="cgb-finding">{esc(_sentence(cmp, conf))}</p>']
+            f'<p class="cgb-finding">{esc(first_sentence(cmp, conf))}</p>']
     body.extend(_problems(cmp))
     if changed:
         body.append(_chart_html(names(changed[:CHART_ROWS]), len(changed)))

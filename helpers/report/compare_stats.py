@@ -89,7 +89,7 @@ def runs_needed(old: list[float], new: list[float], confidence: float = CONFIDEN
 
 def runs_needed_at(log_ratio: float, var: float, confidence: float = CONFIDENCE) -> int | None:
     """Runs a side that would show a change of ``log_ratio`` (at least ``SMALL``) at ``confidence`` where the runs'
-    logs spread by ``var`` (a side with one run: the spread of the comparison's other runs, ``compare.spread``);
+    logs spread by ``var`` (a side with one run: the spread of the comparison's other runs, ``compare_figures.spread``);
     None where no count up to ``MAX_RUNS`` would."""
     d = max(abs(log_ratio), math.log(1 + SMALL))
     if var <= 0:

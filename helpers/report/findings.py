@@ -64,6 +64,9 @@ def cost(costed) -> tuple:
                 gpu, len(rows), more)
     best = c.loc[c.groupby("workload")["on_demand_per_source_epoch"].idxmin()]
     gpu = int((best["device"] == "gpu").sum())
+    if not (c["device"] == "cpu").any():  # nothing to be cheaper than
+        return ("Only GPU configurations are priced here (no CPU run), so no device is compared on cost: {} "
+                "workload(s) priced per epoch of the source's dataset{}.", len(best), more)
     return ("Per epoch of the source's dataset, at on-demand prices, the cheapest configuration is on the GPU for {} "
             "of {} priced workload(s){}.", gpu, len(best), more)
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from ..params import COMMON_DEFAULTS
-from ..paths import PROJECT_ROOT
+from .visible import shown_path, visible  # noqa: F401 - fmt's API: text made safe, paths as shown
 
 MAX_ROWS = 80  # rows per HTML table; the rest is said in a line
 _NUMBER = re.compile(r"[-−+$]?\d[\d,.]*(\s?(×|%|s|ms|min|h|days|J|W|kWh|GB)(?!\w)|\s?[\[(†‡]|\s[·/]\s\d|$)")  # right
@@ -27,6 +27,9 @@ FOLD_HEAD = 90
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
 SHORT = "‡"  # its steady-state window (median run) is under the run's min_steady_s (MIN_STEADY_S when unrecorded)
 BUSY = "§"  # every run it rests on was measured while another process used the host's cores (protocol.HOST_BUSY)
+MARKS_SHORT = (f"{ONE_RUN} one run (no between-run spread), {SHORT} a steady window under min_steady_s (the seconds of "
+               f"steady training a figure must rest on), {BUSY} host busy (every run measured while another process "
+               "used the cores)")  # where a mark is first met
 MIN_STEADY_S = COMMON_DEFAULTS["min_steady_s"]  # seconds: the window records without ``params.min_steady_s`` hold
 INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
 MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
@@ -34,30 +37,11 @@ MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to
               f"2 digits for one run, 3 for several. {BUSY} host busy: every run of the figure measured while another "
               "process used the cores (a quiet run of it would replace them). Brackets: the between-run interval of "
               "the median (range of 2–4 runs, bootstrap 95% from 5); n = runs, then the median run's steady window in "
-              "seconds. The within-run epoch spread (IQR of the steady epochs) is shown apart and is not the figure's "
-              "uncertainty.")
+              "seconds. The within-run epoch spread (IQR, the interquartile range: the middle half of the steady "
+              "epochs) is shown apart and is not the figure's uncertainty.")
 
 # the report's style sheet (helpers/report/templates/report.css), inline: the page needs no file beside it
 REPORT_CSS = f"<style>\n{(Path(__file__).parent / 'templates' / 'report.css').read_text(encoding='utf-8')}</style>"
-
-# Safe for no sink: a lone surrogate (a JSON escape "\\ud800", a file name not UTF-8: no UTF-8 holds it); controls
-# but tab, LF and CR (C0, DEL, C1: ESC and U+009B begin a terminal's sequences); bidi controls (U+202A-E, U+2066-9,
-# U+200E-F, U+061C: "mlp_mnist" + U+202E turns a verdict's figures around); default-ignorable code points (zero-width
-# characters, soft hyphen, U+034F, variation selectors, tags, Hangul fillers): they draw nothing, two names look one.
-_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5"
-                     "\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
-                     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
-_UNSAFE_LINE = re.compile(_UNSAFE.pattern[:-1] + "\t\n\r]")  # a terminal's line: a carriage return writes over it
-
-
-def _shown(m) -> str:  # '\ufffd' for a surrogate, else the escape: '\u202e', '\x1b', '\U000e0020'
-    return "\ufffd" if 0xD800 <= ord(m.group()) <= 0xDFFF else m.group().encode("unicode_escape").decode("ascii")
-
-
-def visible(text: str, line: bool = False) -> str:
-    """``text`` safe for any sink (page, CSV, file name; ``line``: a terminal line): U+FFFD, ``\\u202e``, ``\\x1b``."""
-    return (_UNSAFE_LINE if line else _UNSAFE).sub(_shown, text)
-
 
 def esc(value) -> str:
     """HTML-escape anything shown in the report that came from a record (made ``visible`` first)."""
@@ -72,16 +56,6 @@ def isnull(v) -> bool:
         return v is None or (not isinstance(v, (list, dict, str)) and bool(pd.isna(v)))
     except (TypeError, ValueError):
         return False
-
-
-def shown_path(path) -> str:
-    """A folder as a report shows it: relative to the project (a published report names no machine's
-    paths), else under ``~``, else as given."""
-    p = Path(path).resolve()
-    for base, prefix in ((PROJECT_ROOT.resolve(), ""), (Path.home().resolve(), "~/")):
-        if p.is_relative_to(base):
-            return prefix + (p.relative_to(base).as_posix() or ".")
-    return str(path)
 
 
 def short_path(p) -> str:

@@ -15,10 +15,11 @@ import re
 from pathlib import Path
 
 from . import fmt
-from .fmt import isnull, rounded, speedup_shown
+from .fmt import isnull, speedup_shown
 from .labels import PRECISION_SHORT, hardware_name
 from .reference import is_reference
 from .style import BACKEND_SHORT
+from .words import differs, duration, money  # noqa: F401 - the verdict's words use them from here
 
 # the files beside report.html, linked from the top of its first section
 LINKS = ('<span class="cgb-links"><a href="verdict.csv">verdict.csv</a> · <a href="results.csv">results.csv</a> · '
@@ -99,8 +100,10 @@ def side(r, suffix: str) -> str:
 
 
 def sides(r) -> str:
-    """'TF on 2 CPU cores → JAX on the H100'."""
-    return f"{side(r, '_cpu')} → {side(r, '_gpu')}"
+    """'TF on 2 CPU cores → JAX on the H100', then every knob the two sides differ in besides the backend and threads
+    (``differs``): 'TF on 2 CPU cores → JAX on the H100 (input workers: 1 on the CPU, 4 on the GPU)'."""
+    d = differs(r)
+    return f"{side(r, '_cpu')} → {side(r, '_gpu')}" + (f" ({d})" if d else "")
 
 
 def best_pairs(pairs):
@@ -119,27 +122,6 @@ def per_workload(pairs):
         return b
     return (b.sort_values("samples_per_s_gpu", ascending=False).groupby("workload", sort=False).head(1)
             .sort_values("workload").reset_index(drop=True))
-
-
-def duration(s, marks: str = "") -> str:
-    """Seconds for people: '0.42 s', '41 s', '12 min', '3.2 h', '2.1 days'; with the ``marks`` of the figures it
-    derives from ('4.4 min †§')."""
-    if isnull(s):
-        return "?"
-    s = float(s)
-    if s < 60:
-        text = f"{rounded(s, 2)} s"
-    elif s < 3600:
-        text = f"{rounded(s / 60, 2)} min"
-    elif s < 48 * 3600:
-        text = f"{rounded(s / 3600, 2)} h"
-    else:
-        text = f"{rounded(s / 86400, 2)} days"
-    return fmt.marked(text, marks)
-
-
-def money(v, marks: str = "") -> str:
-    return "" if isnull(v) else fmt.marked(f"${rounded(v, 2)}" if v < 100 else f"${v:,.0f}", marks)
 
 
 def _under(path, folder) -> bool:
@@ -191,9 +173,9 @@ def compared_text(c: dict) -> str:
     if not gpus:
         return f"Measured: {cpu}; no GPU run, and no bundled reference matches these configurations."
     same = [len(cpus) == 1 and cpus[0]["machine"] == g["machine"] for g in gpus]  # equal machines only
-    named = [f"the {g['name']} of the bundled reference run (measured {g['date']} on another machine)"
-             if g["reference"] else f"the {g['name']}" + (" of the same machine" if s else "")
-             for g, s in zip(gpus[:3], same)]
+    named = [f"the {g['name']} of the bundled reference run (measured {g['date']} on another machine; "
+             f"“{short_gpu(g['name'])} ref” on the charts)" if g["reference"] else
+             f"the {g['name']}" + (" of the same machine" if s else "") for g, s in zip(gpus[:3], same)]
     more = f" and {len(gpus) - 3} more GPUs" if len(gpus) > 3 else ""
     return f"Compared: {cpu} against {' and '.join(named)}{more}."
 

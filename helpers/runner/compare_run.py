@@ -48,8 +48,8 @@ def _bounded(lines: list[str], more: str = "in changes.csv") -> list[str]:
 
 
 def _ratio(r) -> str:
-    """NEW ÷ OLD as the page prints it (``compare.ratio_shown``), its interval where the runs give one."""
-    from helpers.report.compare import interval_shown, ratio_shown
+    """NEW ÷ OLD as the page prints it (``compare_figures.ratio_shown``), its interval where the runs give one."""
+    from helpers.report.compare_figures import interval_shown, ratio_shown
 
     iv = interval_shown(r)
     return ratio_shown(r).replace("×", "x") + (f" [{iv}]" if iv else "")

@@ -235,7 +235,8 @@ def table(conf):
 def build(ctx) -> Section:
     sub, without = rows(ctx)
     if not len(sub):
-        why = "no record has a step breakdown: run points with profile: true (docs/report.md)"
+        why = ("no record read here has a step breakdown (the bundled ones: reference/h100/profile/): run points "
+               "with profile: true (docs/profiling.md)")
         if without:
             why += f"; {len(without)} profiled point(s) have none: " + "; ".join(
                 f"{w} {b}/{d}: {r}" for w, b, d, r in without[:3])

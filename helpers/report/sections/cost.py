@@ -164,9 +164,12 @@ def build(ctx) -> Section:
         if src is not None:
             rel = with_labels(rel, src).assign(marks=[row_marks(r) for r in src])
         same = ranks_as_time(rel)
-        if same:
+        if same and c["on_demand_per_source_epoch"].notna().any():
             s.note("Cost per sample ranks every workload's configurations as time per sample does (one price per "
                    "machine here): its chart is folded below, the table holds the prices.")
+        elif same:
+            s.note("No configuration has a price, so cost per sample can only repeat time per sample: its chart is "
+                   "folded below.")
         s.figure(mark_bars(plot_relative(rel)), fold="Cost per sample against the base, per workload (click to "
                  "open)" if same else "")
         s.table(shown_relative(rel.drop(columns=["marks"]), src) if src is not None else rel)

@@ -16,7 +16,7 @@ from .. import headline as hl
 from ..best import best_over_best, one_side
 from ..charts import plain_log
 from ..devices import leads
-from ..fmt import esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
+from ..fmt import MARKS_SHORT, esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
 from ..labels import PRECISION_SHORT
 from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
@@ -27,7 +27,8 @@ TITLE = "The verdict: how much faster the GPU trains, per workload"
 NAV = "Verdict"  # its name in the one-line contents
 CONFLICT_MARK = "≠"  # a side of the row is one of a run's conflicting copies (best.without_copy)
 LEAD = ("Each workload's fastest GPU configuration against its fastest CPU configuration (any backend, thread and "
-        "compilation setting; both at the same batch size, precision and model knobs), compared per sample: GPU "
+        "compilation setting; both at the same batch size, precision and model knobs: the model's and its input's "
+        "settings, docs/knobs.md), compared per sample: GPU "
         "samples/s ÷ CPU samples/s, each the median over its runs; both sides are named. Below it, like for like: "
         "the same backend on both sides. A source epoch is one pass over the dataset the workload's source trained "
         "on (its size is in the throughput section), derived from samples/s, so runs on fewer samples compare. "
@@ -133,7 +134,8 @@ def like_for_like(pairs):
         return sps_shown(r, suffix) + (f" {m}" if m else "")
 
     return pd.DataFrame([{
-        "workload": r["workload"], "backend (both sides)": r["backend"], "GPU": hl.config_key(r),
+        "workload": r["workload"], "backend (both sides)": r["backend"],
+        "GPU": hl.config_key(r) + (f" ({hl.differs(r)})" if hl.differs(r) else ""),
         "CPU samples/s": fig(r, "_cpu"), "GPU samples/s": fig(r, "_gpu"),
         "GPU ÷ CPU": speedup_shown(r) + (f" {row_marks(r)}"
                                          if row_marks(r) else ""),
@@ -204,6 +206,8 @@ def build(ctx) -> Section:
     pairs = hl.best_pairs(all_pairs(c))
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
+    if any(row_marks(r, d) for r in rows.to_dict("records") for d in ("", "_cpu", "_gpu")):  # met on this screen
+        s.html(f'<p class="cgb-key">Marks: {esc(MARKS_SHORT)}.</p>')
     left_out = predicted.unpaired(c, rows)
     if left_out:  # every workload of the inputs accounted for
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
