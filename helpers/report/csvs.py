@@ -195,8 +195,9 @@ def predicted_rows(records, costed):
         "marks": "predicted", "figure": "predicted"}).reindex(columns=VERDICT_COLUMNS)
 
 
-WHOLE = re.compile(r"(batch_size|runs|threads|leases|workers|epochs|from_epoch|gpu_count|cpus|cpus_used|_left_out|"
-                   r"samples_per_epoch|source_epoch_samples|repeat|n_steady|steps_per_epoch)$")  # counts: integers
+# counts, written as integers
+WHOLE = re.compile(r"(batch_size|runs|threads|leases|workers|epochs|epochs_planned|from_epoch|gpu_count|cpus|"
+                   r"cpus_used|_left_out|samples_per_epoch|source_epoch_samples|repeat|n_steady|steps_per_epoch)$")
 
 
 def whole(frame):
@@ -206,7 +207,7 @@ def whole(frame):
 
     out = frame.copy()
     for c in out.columns:
-        if isinstance(c, str) and WHOLE.search(c) and str(out[c].dtype).startswith("float"):
+        if isinstance(c, str) and WHOLE.search(c) and pd.api.types.is_float_dtype(out[c].dtype):
             v = out[c].dropna()
             if len(v) and (v == v.round()).all() and v.abs().max() < 2 ** 53:
                 out[c] = out[c].astype(pd.Int64Dtype())

@@ -18,7 +18,7 @@ import math
 import re
 
 from ..params import LATER_DEFAULTS
-from .fmt import digits, isnull, num, rounded, row_marks
+from .fmt import digits, isnull, marked, num, rounded, row_marks, union_marks
 from .labels import _knob_items
 from .published import published_devices as published_devices  # the anchors, kept there
 from .table import CONFIG_KEYS
@@ -151,10 +151,13 @@ def answer(table) -> list[str]:
             h = g[(g["input"] == inp) & (g["data on"] == on) & (g["devices"] > 1) & g["efficiency"].notna()]
             ways = sorted(set(map(_kind, h["way"])), key=lambda k: (k != PER_GPU, k))
             parts = []
+            one = g[(g["input"] == inp) & (g["data on"] == on) & (g["devices"] == 1)]
+            base = one["marks"].iloc[0] if len(one) else ""
             for k in ways:
                 r = h[[_kind(w) == k for w in h["way"]]].sort_values("devices")
-                figs = [f"{eff_shown(e)} on {int(n)}" + (" GPUs" if i == 0 else "")
-                        for i, (e, n) in enumerate(zip(r["efficiency"], r["devices"]))]
+                # an efficiency derives from the N-GPU figure and the one-GPU figure: the marks of both
+                figs = [marked(eff_shown(e), union_marks(m, base)) + f" on {int(n)}" + (" GPUs" if i == 0 else "")
+                        for i, (e, n, m) in enumerate(zip(r["efficiency"], r["devices"], r["marks"]))]
                 named = "one process driving them" if k == ONE_PROCESS else k
                 parts.append(("" if len(ways) == 1 else f"with {named} ") + ", ".join(figs))
             if parts:
@@ -175,8 +178,10 @@ def _no_faster(g) -> str:
         ratio = r["samples/s"] / base["samples/s"]
         if ratio < 1.05:
             words = "slower than" if ratio < 0.95 else "no faster than"
-            said.append(f"{int(r['devices'])} GPUs {words} one ({rounded(base['samples/s'], int(base['digits']))} → "
-                        f"{rounded(r['samples/s'], int(r['digits']))} samples/s)")
+            how = f" ({_way_words(r['way'], int(r['devices']))})" if g["way"].nunique() > 1 else ""
+            said.append(f"{int(r['devices'])} GPUs{how} {words} one "
+                        f"({marked(rounded(base['samples/s'], int(base['digits'])), base['marks'])} → "
+                        f"{marked(rounded(r['samples/s'], int(r['digits'])), r['marks'])} samples/s)")
     return "".join(f"; {t}" for t in dict.fromkeys(said))
 
 

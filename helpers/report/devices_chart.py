@@ -48,8 +48,8 @@ def plot_devices(table, anchors=None, across: bool = False):
             label = " · ".join([*(str(v) for c, v in (("backend", be), ("precision", prec)) if c in named),
                                 _path(inp, on)] + ([] if w is None else
                                                    ["one process driving them" if w == ONE_PROCESS else w]))
-            paths = seen.setdefault(be, {})  # one backend's lines: its hue; a precision and input path each its
-            n = paths.setdefault((prec, inp, on), len(paths))  # shade and dashes; the other way: dashed
+            paths = seen.setdefault(be, {})  # one backend's lines: its hue; each line (precision, input path, way)
+            n = paths.setdefault((prec, inp, on, w), len(paths))  # its own shade and dashes; the other way: dashed
             ls = "--" if w not in (None, ONE_PROCESS) else ["-", "-", "-.", "-."][n % 4]
             look = point_look(be, "gpu", _shade(backend_colour(be), n))  # the GPU's filled square
             line = top.plot(h["devices"], h["samples/s"], label=label, linestyle=ls, **look)[0]
