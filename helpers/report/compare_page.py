@@ -160,15 +160,16 @@ def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
         body.append(note("Beside a change, what could explain it: the libraries, the machine, the host's state."))
         body.append(html_table(_frame([tuple(map(shown, d)) for d in cmp.differences], ["what", "OLD", "NEW"]),
                                max_rows=None))
-    body.append("<h2>Every configuration on both sides</h2>")
-    body.append(note("samples/s: the median over a side's runs of each run's figure, to the digits its runs support, "
-                     "with its marks ({}) and its runs in brackets; NEW ÷ OLD: the ratio of those two medians. How a "
-                     "change is called, in plain words: the runs of each side scatter, and a change is said "
-                     "(<i>faster</i>, <i>slower</i>) only where the two sides' runs lie further apart than that "
-                     "scatter would put them by chance once in {} comparisons (Welch's t test on the logs of the "
-                     "runs' figures); a side with one run shows no scatter, so its configuration is <i>not enough "
-                     "runs</i>. The method: docs/running.md, <i>What changed between two runs</i>. Every figure is "
-                     "also in {}.", MARKS_SHORT, f"{round(1 / (1 - conf)):,}", CHANGES))
+    if cmp.rows:
+        body.append("<h2>Every configuration on both sides</h2>")
+        body.append(note(
+            "samples/s: the median over a side's runs of each run's figure, to the digits its runs support, with its "
+            "marks ({}) and its runs in brackets; NEW ÷ OLD: the ratio of those two medians. How a change is called, "
+            "in plain words: the runs of each side scatter, and a change is said (<i>faster</i>, <i>slower</i>) only "
+            "where the two sides' runs lie further apart than that scatter would put them by chance once in {} "
+            "comparisons (Welch's t test on the logs of the runs' figures); a side with one run shows no scatter, so "
+            "its configuration is <i>not enough runs</i>. The method: docs/running.md, <i>What changed between two "
+            "runs</i>. Every figure is also in {}.", MARKS_SHORT, f"{round(1 / (1 - conf)):,}", CHANGES))
     if len(rows) < len(cmp.rows):
         body.append(note("{} configurations: the {} most notable shown (the significant changes largest first, then "
                          "conflicting copies, single runs, the rest); every one is in {}.", len(cmp.rows), len(rows),
