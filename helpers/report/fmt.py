@@ -19,6 +19,8 @@ _NUMBER = re.compile(r"[-−+$]?\d[\d,.]*(\s?(×|%|s|ms|min|h|days|J|W|kWh|GB)(?
 # table cells: up to WRAP_AT characters stay on one line; longer text wraps in a column of 40-48 em (about 75
 # characters a line at 12 px); text past FOLD_AT (under three such lines) is folded behind its first words
 WRAP_AT = 60
+WRAP_NARROW = 28  # text cells longer than this (a machine's name, a path) wrap in a column of 8-16 em
+FOLD_WIDE = 9  # a table of more columns than this keeps 7 in view, the rest in its "more" cell (1,400 px)
 WRAP_HEAD = 24  # column headers up to this many characters stay on one line; longer ones wrap in 12-20 em
 FOLD_AT = 200
 FOLD_HEAD = 90
@@ -266,7 +268,8 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS,
     def cell(v) -> str:
         text = fmt(v)
         if len(text) <= WRAP_AT:
-            return f'<td class="cgb-num">{text}</td>' if _NUMBER.match(text) else f"<td>{text}</td>"
+            kind = " ".join(["cgb-num"] * bool(_NUMBER.match(text)) + ["cgb-wrap"] * (len(text) > WRAP_NARROW))
+            return f'<td class="{kind}">{text}</td>' if kind else f"<td>{text}</td>"
         if len(str(v)) <= FOLD_AT:  # a sentence: wrapped in a bounded column, at most three lines
             return f'<td class="cgb-text">{text}</td>'
         head = esc(str(v)[:FOLD_HEAD].rsplit(" ", 1)[0]) + " …"
@@ -279,6 +282,7 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS,
         extra = note("… {} more rows not shown here; results.csv and configurations.csv beside this report hold "
                      "every run and every configuration.", len(df) - max_rows)
         df = df.head(max_rows)
+    fold_after = fold_after or (7 if len(df.columns) > FOLD_WIDE else None)
     k = fold_after if fold_after and len(df.columns) > fold_after + 1 else len(df.columns)
     head = "".join(f"<th>{esc(c)}</th>" if len(str(c)) <= WRAP_HEAD else
                    f'<th class="cgb-text">{esc(c)}</th>' for c in df.columns[:k])
