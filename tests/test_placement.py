@@ -383,11 +383,11 @@ def test_a_gpu_count_grid_leads_the_report_with_its_efficiency_per_count_way_and
     report.setup_plots()
     ctx = report.build_context([tmp_path], use_reference=False)
     table = devices.scaling_table(ctx)
-    assert devices.answer(table) == [
-        "resnet50 (jax, mixed_bfloat16), uint8 inputs staged on the GPUs: efficiency with one process per GPU 0.95 on "
-        "2 GPUs, 0.92 on 4; with one process driving them 0.90 on 2 GPUs, 0.80 on 4.",
-        "resnet50 (jax, mixed_bfloat16), float32 inputs from the host: efficiency with one process per GPU 0.90 on "
-        "2 GPUs, 0.80 on 4; with one process driving them 0.75 on 2 GPUs, 0.50 on 4."]
+    assert devices.answer(table) == [  # each N-GPU point is one run: its efficiency carries †
+        "resnet50 (jax, mixed_bfloat16), uint8 inputs staged on the GPUs: efficiency with one process per GPU 0.95 † "
+        "on 2 GPUs, 0.92 † on 4; with one process driving them 0.90 † on 2 GPUs, 0.80 † on 4.",
+        "resnet50 (jax, mixed_bfloat16), float32 inputs from the host: efficiency with one process per GPU 0.90 † on "
+        "2 GPUs, 0.80 † on 4; with one process driving them 0.75 † on 2 GPUs, 0.50 † on 4."]
     assert devices.findings(table) == [
         "resnet50 (jax, mixed_bfloat16) on 4 GPUs: efficiency with uint8 inputs staged on the GPUs 0.80 one process "
         "driving 4 GPUs against 0.92 one process per GPU; with float32 inputs from the host 0.50 one process driving "
