@@ -29,9 +29,8 @@ FOLD_HEAD = 90
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
 SHORT = "‡"  # its steady-state window (median run) is under the run's min_steady_s (MIN_STEADY_S when unrecorded)
 BUSY = "§"  # every run it rests on was measured while another process used the host's cores (protocol.HOST_BUSY)
-MARKS_SHORT = (f"{ONE_RUN} one run (no between-run spread), {SHORT} a steady window under min_steady_s (the seconds of "
-               f"steady training a figure must rest on), {BUSY} host busy (every run measured while another process "
-               "used the cores)")  # where a mark is first met
+MARKS_SHORT = (f"{ONE_RUN} one run, {SHORT} steady window under min_steady_s (the seconds a figure needs), {BUSY} host "
+               "busy (measured beside another process's load)")  # where a mark is first met: one line
 MIN_STEADY_S = COMMON_DEFAULTS["min_steady_s"]  # seconds: the window records without ``params.min_steady_s`` hold
 INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
 MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
