@@ -211,8 +211,8 @@ def test_one_run_a_side_ten_times_slower_is_said_and_fails_the_gate_on_its_own_s
     code, said, err = _run([old, new, "--out", out, "--fail-if-slower", "10%"], capsys)
     assert code == Exit.SLOWER_UNTESTED == 10, (said, err)
     assert "1 configuration(s) slower by more than 10% on one run a side, not enough runs to test" in err
-    assert "to test: vgg_cifar10 jax cpu b100" in err and "0.1x (1 and 1 runs)" in err
-    assert "WARNING: not enough runs: vgg_cifar10 jax cpu b100" in said and ": 0.1x (1 and 1 runs): untested" in said
+    assert "to test: vgg_cifar10 jax cpu b100" in err and "0.100x (1 and 1 runs)" in err
+    assert "WARNING: not enough runs: vgg_cifar10 jax cpu b100" in said and ": 0.100x (1 and 1 runs): untested" in said
     assert _rows(out)["vgg_cifar10", "jax"]["verdict"] == C.FEW
     assert "read more than 10% slower on a single run" in (out / "compare.html").read_text(encoding="utf-8")
     _good_reported(out)

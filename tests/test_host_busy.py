@@ -22,7 +22,7 @@ from helpers.measure import host_load
 from helpers.measure.sampler import Sampler
 from helpers.point.record_figures import host_figures
 from helpers.record.ids import notebook_path
-from helpers.report import csvs, sections
+from helpers.report import csvs, fmt, sections
 from helpers.report.protocol import precision_marks
 from helpers.runner.progress import outcome
 
@@ -79,7 +79,7 @@ def test_a_busy_loop_on_the_cores_marks_the_run_and_the_report_says_so(one_core_
     alone = _ctx(tmp_path / "alone", [_busy_record(load, 0, 1744.0)])
     row = alone.summary.iloc[0]
     assert bool(row["host_busy"]) and "host busy: every run measured" in precision_marks(row)
-    assert "host busy" in csvs.configurations_frame(alone.costed)["marks"].iloc[0]
+    assert fmt.BUSY in csvs.configurations_frame(alone.costed)["marks"].iloc[0]  # the page's symbol
     assert "1 run(s) were measured on a busy host" in sections.build(sections.get("overview"), alone)._repr_html_()
     quiet = {**load, "others_cores": 0.0, "host_busy": False}
     both = _ctx(tmp_path / "both", [_busy_record(load, 0, 1744.0), _busy_record(quiet, 1, 3525.0)])
@@ -98,7 +98,7 @@ def test_the_verdict_marks_a_side_that_rests_on_host_busy_runs_only(tmp_path, ch
                             "gpu_names": ["NVIDIA H100 80GB HBM3"], "versions": {"keras": "3.15.1"}})
     ctx = _ctx(tmp_path, [cpu, gpu])
     v = csvs.verdict_frame(ctx.costed)
-    assert v["marks"].iloc[0].endswith("host busy (CPU side)"), v["marks"].tolist()
+    assert v["marks"].iloc[0].endswith(f"({fmt.BUSY} CPU side)"), v["marks"].tolist()
     page = sections.build(sections.get("verdict"), ctx)._repr_html_()
     assert "Host busy: cnn_cifar10 (host busy (CPU side))" in page and "· host busy (CPU side)" in page
 
@@ -282,4 +282,18 @@ def test_a_figure_on_busy_host_runs_only_carries_its_mark_in_every_section_that_
     explained = [n for n, s in built.items() if fmt.esc(fmt.MARKS_NOTE) in s._repr_html_()]
     assert explained == ["verdict"]
     conf = csvs.configurations_frame(ctx.costed).set_index(["backend", "device"])
-    assert "host busy" in conf.loc[("jax", "cpu"), "marks"] and "host busy" not in conf.loc[("torch", "cpu"), "marks"]
+    assert fmt.BUSY in conf.loc[("jax", "cpu"), "marks"] and fmt.BUSY not in conf.loc[("torch", "cpu"), "marks"]
+    assert "host busy" not in " ".join(conf["marks"])  # the page's symbols
+    verdict_csv = csvs.verdict_frame(ctx.costed, ctx.records)
+    assert all(fmt.BUSY in m and "host busy" not in m for m in verdict_csv["marks"]), list(verdict_csv["marks"])
+    # every figure derived from the busy runs carries §: utilisation, first epoch, costs, durations in sentences
+    row = summ.loc[("jax", "cpu")].to_dict()
+    util = re.sub(r"<[^>]+>", " ", built["utilisation"]._repr_html_())
+    assert fmt.shown(row["s_per_step"], row) in util and fmt.shown(row["s_per_step"], row).endswith(fmt.BUSY)
+    assert fmt.shown(row["total_s"], row) in util
+    first = re.sub(r"<[^>]+>", " ", built["first_epoch"]._repr_html_())
+    compile_s = fmt.marked(fmt.rounded(max(0.0, row["first_epoch_s"] - row["s_per_epoch"]), 2), fmt.row_marks(row))
+    assert compile_s.endswith(fmt.BUSY) and compile_s in first, first[:2000]
+    cost = re.sub(r"<[^>]+>", " ", built["cost"]._repr_html_())
+    assert re.search(rf"[\d.,]+ [†‡]*{fmt.BUSY}", cost)
+    assert re.search(rf"take [\d.,]+ (s|min|h|days) [†‡]*{fmt.BUSY} on the CPU", verdict), verdict[:3000]

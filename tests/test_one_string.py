@@ -4,7 +4,10 @@ speedup, the renderings of its value other than the one the report shows (three 
 whole number) must appear nowhere: '3,637' beside '3,640', '118,526' or '118,500' beside '120,000'.
 
 Reports: a default-like one (2-core CPU runs beside the bundled H100 reference), the H100 reference, and the
-multi-GPU references reference/h100x2/multi_gpu and reference/h200x2; READMEs: theirs and the project's."""
+multi-GPU references reference/h100x2/multi_gpu, reference/h100x4 and reference/h200x2; READMEs: theirs and the
+project's. On each page and in its verdict.csv: no figure in powers of ten ('1e+02 s', '1.1e-05%'), the CSV's
+``*_shown`` columns are the page's strings and its marks the page's symbols. The comparison page of two leases of the
+H100 reference: each side's figure and ratio one string."""
 
 from __future__ import annotations
 
@@ -127,7 +130,9 @@ REPORTS = {
     "h100x2/multi_gpu": (lambda _: report.build_context([REF / "h100x2" / "multi_gpu" / "records"]),
                          [REF / "h100x2" / "multi_gpu" / "README.md"]),
     "h200x2": (lambda _: report.build_context([REF / "h200x2" / "records"]), [REF / "h200x2" / "README.md"]),
+    "h100x4": (lambda _: report.build_context([REF / "h100x4" / "records"]), [REF / "h100x4" / "README.md"]),
 }
+SCIENTIFIC = re.compile(r"(?<![\w.])\d+(\.\d+)?e[+-]?\d+(?!\w)", re.I)  # '1e+02', '1.1e-05': a figure in powers of ten
 
 
 @pytest.mark.parametrize("name", list(REPORTS))
@@ -140,6 +145,8 @@ def test_one_string_per_figure_over_the_whole_page_and_its_readmes(name, tmp_pat
     text = _text(ctx)
     ambiguous = other_quantities(ctx)
     assert _mismatches(text, figures, ambiguous) == []
+    assert not SCIENTIFIC.search(text), text[max(0, SCIENTIFIC.search(text).start() - 80):][:160]
+    _verdict_csv_reads_as_the_page(ctx, text)
     for p in readmes:
         assert _mismatches(p.read_text(encoding="utf-8"), figures, ambiguous) == [], p.name
     # the verdict's figures are there, each as the report writes it
@@ -148,3 +155,44 @@ def test_one_string_per_figure_over_the_whole_page_and_its_readmes(name, tmp_pat
         for r in rows.to_dict("records"):
             assert fmt.speedup_shown(r) in text, r["workload"]
             assert headline.sides(r).split(" → ")[0].split(" on ")[0] in text
+
+
+def _verdict_csv_reads_as_the_page(ctx, text: str) -> None:
+    """verdict.csv's columns meant to be read are the page's strings: every ``*_shown`` figure is on the page, none in
+    powers of ten; its marks are the page's symbols; its counts are integers."""
+    from helpers.report import csvs
+
+    frame = csvs.whole(csvs.verdict_frame(ctx.costed, ctx.records))
+    measured = frame[frame["figure"] == "measured"]
+    for col in [c for c in frame.columns if c.endswith("_shown")]:
+        for v in measured[col].dropna():
+            assert not SCIENTIFIC.search(str(v)) and str(v) in text, (col, v)
+    for v in frame["marks"].dropna():
+        assert "host busy" not in v and not re.search(r"\bone run\b", v), v
+    written = frame.to_csv(index=False)
+    for col in ("cpu_batch_size", "gpu_batch_size", "cpu_runs", "gpu_runs", "cpu_threads"):
+        assert not any(re.fullmatch(r"\d+\.0", str(v)) for v in frame[col].dropna().astype(str)), (col, written[:300])
+
+
+def test_the_comparison_of_two_leases_prints_each_figure_one_way(tmp_path):
+    """Two leases of the H100 reference compared: each side's figure as the report rounds it, the ratio of the
+    printed figures, nothing in powers of ten, and no other rendering of a side's median on the page."""
+    import json
+
+    from helpers.report import compare, compare_page
+
+    leases = {"8e28086d8d20": tmp_path / "old", "8ee8feab14e7": tmp_path / "new"}
+    for p in sorted((REF / "h100" / "records").glob("*.json")):
+        lease = (json.loads(p.read_text(encoding="utf-8")).get("fingerprint") or {}).get("boot_id")
+        if lease in leases:
+            leases[lease].mkdir(exist_ok=True)
+            (leases[lease] / p.name).write_bytes(p.read_bytes())
+    report.setup_plots()
+    cmp = compare.compare([tmp_path / "old"], [tmp_path / "new"])
+    page = compare_page.page(cmp, ["old"], ["new"])
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", re.sub(r"<style.*?</style>", " ", page, flags=re.S)))
+    assert not SCIENTIFIC.search(text), SCIENTIFIC.search(text)
+    figures = {f"{compare.name(r)} {side}": (r[f"{side}_samples_per_s"], r[f"{side}_shown"], "")
+               for r in cmp.rows for side in ("old", "new")}
+    assert len(figures) >= 40
+    assert _mismatches(text, figures) == []

@@ -229,7 +229,7 @@ def test_scaling_sets_one_process_per_gpu_beside_one_process_driving_both(tmp_pa
     """2 GPUs reached two ways, each against the same one-GPU run: gpus: 2 (one process) and gpus: 1 x
     processes: 2 (one process per GPU); the table's way, the finding's two efficiencies, the section's note."""
     from helpers import report
-    from helpers.report import devices, sections
+    from helpers.report import devices, devices_chart, sections
 
     # 1 GPU 2,500 samples/s; one process driving 2 GPUs 3,000 (0.60); one process per GPU 4,500 (0.90)
     _records(tmp_path, [(1, "host", 2500.0, 0.04), (2, "host", 3000.0, 0.07), (1, "host", 4500.0, 0.04, 2)])
@@ -244,7 +244,7 @@ def test_scaling_sets_one_process_per_gpu_beside_one_process_driving_both(tmp_pa
     assert devices.findings(table) == [
         "resnet50 (jax, mixed_bfloat16) on 2 GPUs: efficiency with float32 inputs from the host 0.60 one process "
         "driving 2 GPUs against 0.90 one process per GPU."]
-    fig = devices.plot_devices(table)
+    fig = devices_chart.plot_devices(table)
     labels = [ln.get_label() for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")]
     assert len(labels) == 2 and labels[1].endswith("one process per GPU")  # a line each, from the same 1-GPU run
     page = sections.build(sections.get("scaling"), ctx)._repr_html_()
@@ -371,7 +371,7 @@ def test_a_gpu_count_grid_leads_the_report_with_its_efficiency_per_count_way_and
     import re
 
     from helpers import report
-    from helpers.report import devices, devices_readme, sections
+    from helpers.report import devices, devices_chart, devices_readme, sections
 
     # one GPU: staged 4,900 and 5,100 (median 5,000), host 3,900 and 4,100 (4,000); then one run each
     _staged_grid(tmp_path, [(1, "staged", 4900.0, 0.0), (1, "staged", 5100.0, 0.0), (1, "host", 3900.0, 0.04),
@@ -383,16 +383,16 @@ def test_a_gpu_count_grid_leads_the_report_with_its_efficiency_per_count_way_and
     report.setup_plots()
     ctx = report.build_context([tmp_path], use_reference=False)
     table = devices.scaling_table(ctx)
-    assert devices.answer(table) == [
-        "resnet50 (jax, mixed_bfloat16), uint8 inputs staged on the GPUs: efficiency with one process per GPU 0.95 on "
-        "2 GPUs, 0.92 on 4; with one process driving them 0.90 on 2 GPUs, 0.80 on 4.",
-        "resnet50 (jax, mixed_bfloat16), float32 inputs from the host: efficiency with one process per GPU 0.90 on "
-        "2 GPUs, 0.80 on 4; with one process driving them 0.75 on 2 GPUs, 0.50 on 4."]
+    assert devices.answer(table) == [  # each N-GPU point is one run: its efficiency carries †
+        "resnet50 (jax, mixed_bfloat16), uint8 inputs staged on the GPUs: efficiency with one process per GPU 0.95 † "
+        "on 2 GPUs, 0.92 † on 4; with one process driving them 0.90 † on 2 GPUs, 0.80 † on 4.",
+        "resnet50 (jax, mixed_bfloat16), float32 inputs from the host: efficiency with one process per GPU 0.90 † on "
+        "2 GPUs, 0.80 † on 4; with one process driving them 0.75 † on 2 GPUs, 0.50 † on 4."]
     assert devices.findings(table) == [
         "resnet50 (jax, mixed_bfloat16) on 4 GPUs: efficiency with uint8 inputs staged on the GPUs 0.80 one process "
         "driving 4 GPUs against 0.92 one process per GPU; with float32 inputs from the host 0.50 one process driving "
         "4 GPUs against 0.80 one process per GPU."]
-    labels = [ln.get_label() for ln in devices.plot_devices(table).axes[0].get_lines()
+    labels = [ln.get_label() for ln in devices_chart.plot_devices(table).axes[0].get_lines()
               if not ln.get_label().startswith("_")]
     assert len(labels) == 4 and "uint8 inputs staged on the GPUs · one process per GPU" in labels  # a line a way
     # the report: the scaling answer first (sentences, then the chart), the verdict one line

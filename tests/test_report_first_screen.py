@@ -44,7 +44,7 @@ def test_the_verdict_says_what_the_known_records_say(known):
     # a source epoch: 50,000 CIFAR-10 and 60,000 MNIST samples (data/source_epochs.csv); mlp_mnist saves the most:
     # 60,000 / 10 = 6,000 s = 1.7 h on the CPU, 60,000 / 3,300 = 18 s on the GPU
     assert said[2] == ("The most time saved is on mlp_mnist: one epoch of its source's dataset (60,000 samples) takes "
-                       "1.7 h on the CPU and 18 s on the GPU.")
+                       "1.7 h † on the CPU and 18 s † on the GPU.")  # derived from one-run figures: their mark
     assert said[-1] == ("The GPU figures rest on 1 run each, the CPU figures on 1 (2 of 2 rest on a single run on one "
                         "side, marked †: no between-run interval).")
 
@@ -78,7 +78,7 @@ def test_the_verdict_section_shows_chart_sentences_and_a_short_table(known):
     assert list(tab["GPU ÷ CPU"]) == ["330× †", "5.60× †"]  # one run: 3 significant digits (fmt.sig_digits)
     assert list(tab["sides compared: CPU → GPU"]) == ["JAX on 2 CPU cores → JAX on the H100 · b128",
                                                       "JAX on 2 CPU cores → JAX on the H100 · b100"]
-    assert list(tab["CPU time / source epoch"]) == ["1.7 h", "8.3 min"]
+    assert list(tab["CPU time / source epoch"]) == ["1.7 h †", "8.3 min †"]
 
 
 def test_every_present_section_opens_with_what_it_found(known, charts_not_drawn):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from .fmt import isnull
+from .fmt import isnull, row_marks
 from .headline import duration
 
 HORIZON = 100  # epochs looked at for the break-even
@@ -151,8 +151,9 @@ def when_text(r) -> str:
         return f"the GPU is ahead for the first {_plural(int(b) - 1)} only, the CPU from epoch {int(b)} on"
     if int(a) == 1:
         return "the GPU is ahead from the first epoch"
-    return (f"the GPU is ahead after {_plural(int(a))} (its first epoch spends {duration(r['compile_s_gpu'])} "
-            f"compiling, the CPU's {duration(r['compile_s_cpu'])})")
+    return (f"the GPU is ahead after {_plural(int(a))} (its first epoch spends "
+            f"{duration(r['compile_s_gpu'], row_marks(r, '_gpu'))} compiling, the CPU's "
+            f"{duration(r['compile_s_cpu'], row_marks(r, '_cpu'))})")
 
 
 def sentence(r) -> str:
@@ -164,8 +165,8 @@ def sentence(r) -> str:
         return ""
     n = int(r["epochs_planned"])
     return (f"{r['workload']}: {_plural(n)} ({FROM.get(r.get('planned_from'), '')}), the first (compiling) one "
-            f"included, take {duration(r['planned_s_cpu'])} on the CPU and {duration(r['planned_s_gpu'])} on the "
-            f"GPU; {when}.")
+            f"included, take {duration(r['planned_s_cpu'], row_marks(r, '_cpu'))} on the CPU and "
+            f"{duration(r['planned_s_gpu'], row_marks(r, '_gpu'))} on the GPU; {when}.")
 
 
 def sentences(rows) -> list[str]:

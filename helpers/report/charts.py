@@ -109,11 +109,33 @@ def figure_html(fig, alt: str = "") -> str:
     closes the figure."""
     import matplotlib.pyplot as plt
 
-    readable(fig)
+    readable(separated(fig))
     svg = svg_text(fig)
     plt.close(fig)
     head = (f'<svg class="cgb-fig" role="img" aria-label="{esc(alt)}" style="font-family: {esc(_SVG_FONT)}" ')
     return svg.replace("<svg ", head, 1)
+
+
+def tick_text(v, _pos=None) -> str:
+    """A linear axis' tick as the report writes a number: thousands separated ('22,500'), never a power of ten."""
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000 and float(v).is_integer():
+        return f"{v:,.0f}"
+    text = f"{v:.6g}"
+    return text if "e" not in text else num(v, 6)
+
+
+def separated(fig):
+    """Every linear axis of ``fig`` still on matplotlib's default number formatter labelled by ``tick_text``
+    ('22,500', not '22500'; no offset or power of ten above the axis); category and log axes left as drawn."""
+    from matplotlib import ticker
+
+    for ax in fig.get_axes():
+        for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+            if scale == "linear" and type(axis.get_major_formatter()) is ticker.ScalarFormatter:
+                axis.set_major_formatter(ticker.FuncFormatter(tick_text))
+    return fig
 
 
 def plain_log(ax, axis: str = "x", base: int = 10, ticks=None):

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .compare_figures import differences, near, shown_ratio, side_figure, spread
 from .compare_stats import (  # noqa: F401 - its API
     CONFIDENCE,
     FASTER,
@@ -31,8 +32,10 @@ from .compare_stats import (  # noqa: F401 - its API
     SMALL,
     ratio_of,
     runs_needed,
+    runs_needed_at,
     welch,
 )
+from .protocol import marked
 
 KEY = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
        "knobs"]  # a configuration across machines: the same model, backend, device, batch, precision and knobs
@@ -119,6 +122,9 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
     fig = (ok["n_train"] / ok["median_epoch_s"])
     fig = fig.where(fig.notna(), ok["samples_per_s"]).to_numpy(dtype=float)
     earlier = (ok["protocol"] == EARLIER).to_numpy() if "protocol" in ok else np.zeros(len(ok), bool)
+    busy = np.array([marked(v) for v in ok["host_busy"].tolist()] if "host_busy" in ok else [False] * len(ok))
+    window = ok["steady_s"].to_numpy(dtype=float) if "steady_s" in ok else np.full(len(ok), np.nan)
+    least = ok["min_steady_s"].to_numpy(dtype=float) if "min_steady_s" in ok else np.full(len(ok), np.nan)
     copies = ["copy=" in str(v) for v in ok["knobs"].tolist()]
     machines = [str(m) for m in ok["machine"].tolist()]
     groups: dict[tuple, list[int]] = {}
@@ -129,10 +135,14 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
         e = earlier[idx]
         if e.any() and not e.all():  # the current protocol's runs only, where it has any
             idx = [i for i, x in zip(idx, e) if not x]
-        runs = [f for f in fig[idx].tolist() if math.isfinite(f) and f > 0]
-        if runs:
-            out[k] = {"runs": runs, "median": float(np.median(runs)), "copies": any(copies[i] for i in idx),
-                      "machines": sorted({machines[i] for i in idx})}
+        b = busy[idx]
+        if b.any() and not b.all():  # host-busy runs left out while a quiet one exists (protocol.quiet_host)
+            idx = [i for i, x in zip(idx, b) if not x]
+        idx = [i for i in idx if math.isfinite(fig[i]) and fig[i] > 0]
+        if idx:
+            out[k] = {"runs": fig[idx].tolist(), "copies": any(copies[i] for i in idx),
+                      "machines": sorted({machines[i] for i in idx}),
+                      **side_figure(fig[idx].tolist(), window[idx], least[idx], bool(busy[idx].all()))}
     return out
 
 
@@ -146,41 +156,6 @@ def failures_by_configuration(df) -> dict[tuple, dict]:
         f = out.setdefault(k, {"runs": 0, "reason": ""})
         f["runs"] += 1
         f["reason"] = f["reason"] or _text(why)
-    return out
-
-
-def _versions(df) -> str:
-    if not len(df):
-        return ""
-    ok = df[df["status"] == "ok"]
-    pairs = sorted({f"{b} {v}" for b, v in zip(ok["backend"], ok["backend_version"]) if isinstance(v, str) and v})
-    keras = sorted({str(v) for v in ok["keras"].dropna()})
-    return "; ".join([f"keras {', '.join(keras)}"] * bool(keras) + pairs)
-
-
-def _median_of(df, col: str) -> str:
-    from .fmt import num
-
-    v = df[col].dropna() if col in df else []
-    return f"{num(float(v.median()))} (median of {len(v)} runs)" if len(v) else ""
-
-
-def differences(old, new) -> list[tuple[str, str, str]]:
-    """What differs between the sides beside the figures: library versions, machines, the host calibration."""
-    out = []
-    for what, f in (("library versions", _versions),
-                    ("machines", lambda d: "; ".join(sorted({str(m) for m in d["machine"].dropna()})) if len(d)
-                     else ""),
-                    ("CPUs a run was allowed", lambda d: ", ".join(sorted({str(int(c)) for c in d["cpus"].dropna()}))
-                     if len(d) else ""),
-                    ("host calibration, M Python calls/s", lambda d: _median_of(d, "cal_dispatch")),
-                    ("host calibration, matmul GFLOP/s", lambda d: _median_of(d, "cal_matmul"))):
-        try:
-            a, b = f(old), f(new)
-        except Exception as exc:  # noqa: BLE001 - a record's odd value costs this line only
-            a, b = f"not read ({type(exc).__name__})", ""
-        if a != b:
-            out.append((what, a or "not recorded", b or "not recorded"))
     return out
 
 
@@ -208,7 +183,8 @@ def load(folders):
 
 
 _USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", "samples_per_s", "protocol", "machine",
-         "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul"]  # what a comparison reads of the table
+         "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul", "host_busy", "steady_s",
+         "min_steady_s"]  # what a comparison reads of the table
 
 
 def _side(folders) -> tuple:
@@ -232,20 +208,22 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
                             "files_left_out": len(bad)}
         if words:
             cmp.conflicts[side] = words
+    var = spread([(old[k]["runs"], new[k]["runs"]) for k in set(old) & set(new)])
     for k in sorted(set(old) & set(new)):
         o, n = old[k], new[k]
         try:
             t = welch(o["runs"], n["runs"], confidence)
             conflicted = o["copies"] or n["copies"]
             verdict = CONFLICTED if conflicted else t["verdict"]
-            need = runs_needed(o["runs"], n["runs"], confidence) if verdict == NONE else None
-            cmp.rows.append({**dict(zip(KEY, k)), "old_samples_per_s": o["median"], "old_runs": len(o["runs"]),
-                             "new_samples_per_s": n["median"], "new_runs": len(n["runs"]), "ratio": t["ratio"],
-                             "ratio_low": t["low"], "ratio_high": t["high"], "confidence": confidence,
+            need = (runs_needed(o["runs"], n["runs"], confidence) if verdict == NONE else
+                    runs_needed_at(t["log_ratio"], var, confidence) if verdict == FEW and var is not None else None)
+            cmp.rows.append({**dict(zip(KEY, k)), **shown_ratio(o, n), "old_runs": len(o["runs"]),
+                             "new_runs": len(n["runs"]), "confidence": confidence,
                              "p_value": float("nan") if conflicted else t["p"], "verdict": verdict,
                              "runs_needed_a_side": need, "old_machine": "; ".join(o["machines"]),
                              "new_machine": "; ".join(n["machines"]), "log_ratio": t["log_ratio"],
-                             "log_low": t["log_low"], "log_high": t["log_high"]})
+                             "log_low": t["log_low"], "log_high": t["log_high"], "old_marks": o["marks"],
+                             "new_marks": n["marks"], "old_shown": o["shown"], "new_shown": n["shown"]})
         except Exception as exc:  # noqa: BLE001 - one configuration's problem, never the whole comparison's
             cmp.dropped.append((name(dict(zip(KEY, k))), type(exc).__name__))
     failed_old, failed_new = failures_by_configuration(old_df), failures_by_configuration(new_df)
@@ -253,11 +231,14 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
         (cmp.failed_new if k in failed_new else cmp.only_old).append(
             {**dict(zip(KEY, k)), **({"failed_runs": failed_new[k]["runs"], "reason": failed_new[k]["reason"],
                                       "old_samples_per_s": old[k]["median"], "old_runs": len(old[k]["runs"]),
+                                      "old_shown": old[k]["shown"], "old_marks": old[k]["marks"],
                                       "old_machine": "; ".join(old[k]["machines"])} if k in failed_new else {})})
     for k in sorted(set(new) - set(old)):
         (cmp.failed_old if k in failed_old else cmp.only_new).append(
             {**dict(zip(KEY, k)), **({"failed_runs": failed_old[k]["runs"], "reason": failed_old[k]["reason"]}
                                      if k in failed_old else {})})
+    near(cmp.only_old, [_key(r) for r in cmp.only_old], new, "NEW", KEY)
+    near(cmp.only_new, [_key(r) for r in cmp.only_new], old, "OLD", KEY)
     return cmp
 
 

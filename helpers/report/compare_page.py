@@ -16,7 +16,10 @@ from __future__ import annotations
 import math
 
 from .compare import CHANGES, CONFLICTED, FASTER, FEW, MAX_RUNS, NONE, SLOWER, Comparison, shown
-from .fmt import REPORT_CSS, esc, html_table, isnull, note, num, shown_path
+from .compare_figures import interval_shown as _interval
+from .compare_figures import ratio_shown as _ratio
+from .compare_words import first_sentence
+from .fmt import MARKS_SHORT, REPORT_CSS, esc, html_table, isnull, note, shown_path
 from .inert import CSP
 
 CHART_ROWS = 25  # changes drawn, largest first; the rest are in the table and changes.csv
@@ -26,20 +29,6 @@ LISTED = 10  # a list of configurations longer than this is folded (click to ope
 TABLE_ROWS = 1000  # configurations in the page's table (the most notable first past it); changes.csv has every one
 LABELLED = 300  # a list of configurations named by ``labels.labels`` (what varies) up to this many; past it, plainly
 _ORDER = {SLOWER: 0, FASTER: 0, CONFLICTED: 1, FEW: 2, NONE: 3}  # the most notable first, where the table is cut
-
-
-def _num(v) -> str:
-    """A figure for people (``fmt.num``), in powers of ten past 1e15 or under a millionth: 1e+300, not 301
-    digits."""
-    return num(v) if isnull(v) or 1e-6 <= abs(v) < 1e15 else f"{v:.3g}"
-
-
-def _ratio(r) -> str:
-    """'0.82× [0.75–0.90]' (NEW ÷ OLD, its interval)."""
-    if isnull(r.get("ratio")):
-        return ""
-    text = f"{_num(r['ratio'])}×"
-    return text if isnull(r.get("ratio_low")) else f"{text} [{_num(r['ratio_low'])}–{_num(r['ratio_high'])}]"
 
 
 def _name(r) -> str:
@@ -108,7 +97,7 @@ def chart(changed: list[dict]):
         low, high = _clip(r["ratio_low"]), _clip(r["ratio_high"])
         ax.plot([low, high], [y, y], color=colour, lw=1.2)
         ax.scatter([_clip(r["ratio"])], [y], color=colour, zorder=3, s=24)
-        ax.annotate(f"{_num(r['ratio'])}×", (high, y), xytext=(5, 0), textcoords="offset points",
+        ax.annotate(_ratio(r), (high, y), xytext=(5, 0), textcoords="offset points",
                     fontsize=8, va="center")
     ax.axvline(1, ls=":", color="k", lw=0.8)
     ax.set_yticks(range(len(changed)), [_cut(_name(r)) for r in changed], fontsize=8)
@@ -147,21 +136,6 @@ def _chart_html(changed: list[dict], total: int) -> str:
     return html
 
 
-def _sentence(cmp: Comparison, changed: list[dict], confidence: float) -> str:
-    n = len(cmp.rows)
-    few = sum(r["verdict"] == FEW for r in cmp.rows)
-    slower = [r for r in changed if r["verdict"] == SLOWER]
-    faster = [r for r in changed if r["verdict"] == FASTER]
-    parts = [f"Of the {n} configuration(s) measured on both sides, {len(slower)} slower and {len(faster)} faster at "
-             f"{confidence:.0%} confidence (Welch's t over runs)"]
-    if slower:
-        worst = min(slower, key=lambda r: r["log_ratio"])
-        parts.append(f"the largest slow-down: {_name(worst)}, {_ratio(worst)}")
-    if few:
-        parts.append(f"{few} have a single run on a side: not enough runs for a verdict")
-    return "; ".join(parts) + "."
-
-
 def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
     """The page's HTML (every value escaped)."""
     conf = cmp.rows[0]["confidence"] if cmp.rows else 0.99
@@ -174,33 +148,34 @@ def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
     new_names, old_names = [shown(shown_path(n)) for n in new_names], [shown(shown_path(n)) for n in old_names]
     body = ["<h1>What changed between two runs</h1>",
             note("OLD: {}; NEW: {}.", ", ".join(old_names), ", ".join(new_names)),
-            f'<p class="cgb-finding">{esc(_sentence(cmp, changed, conf))}</p>']
+            f'<p class="cgb-finding">{esc(first_sentence(cmp, conf))}</p>']
     body.extend(_problems(cmp))
     if changed:
         body.append(_chart_html(names(changed[:CHART_ROWS]), len(changed)))
-    else:
-        body.append(note("No significant change: every configuration reads <i>no difference shown</i> or <i>not "
-                         "enough runs</i> (the table says how many runs a side would show the change seen)."))
+    elif cmp.rows:
+        body.append(note("No change passes the test, so there is no chart of changes: the table below gives every "
+                         "configuration's ratio."))
     if cmp.differences:
         body.append("<h2>What differs between the sides</h2>")
         body.append(note("Beside a change, what could explain it: the libraries, the machine, the host's state."))
         body.append(html_table(_frame([tuple(map(shown, d)) for d in cmp.differences], ["what", "OLD", "NEW"]),
                                max_rows=None))
-    body.append("<h2>Every configuration on both sides</h2>")
-    body.append(note("samples/s: the median over runs of each run's figure; ratio: NEW ÷ OLD of the runs' geometric "
-                     "means, [its {} interval]; verdict: Welch's t on the runs' logs at p &lt; {}; where none is "
-                     "shown, the runs a side that would show the change seen (5% where none is seen). Also in {}.",
-                     f"{conf:.0%}", f"{1 - conf:.2g}", CHANGES))
+    if cmp.rows:
+        body.append("<h2>Every configuration on both sides</h2>")
+        body.append(note(
+            "samples/s: the median over a side's runs of each run's figure, to the digits its runs support, with its "
+            "marks ({}) and its runs in brackets; NEW ÷ OLD: the ratio of those two medians. How a change is called, "
+            "in plain words: the runs of each side scatter, and a change is said (<i>faster</i>, <i>slower</i>) only "
+            "where the two sides' runs lie further apart than that scatter would put them by chance once in {} "
+            "comparisons (Welch's t test on the logs of the runs' figures); a side with one run shows no scatter, so "
+            "its configuration is <i>not enough runs</i>. The method: docs/running.md, <i>What changed between two "
+            "runs</i>. Every figure is also in {}.", MARKS_SHORT, f"{round(1 / (1 - conf)):,}", CHANGES))
     if len(rows) < len(cmp.rows):
         body.append(note("{} configurations: the {} most notable shown (the significant changes largest first, then "
                          "conflicting copies, single runs, the rest); every one is in {}.", len(cmp.rows), len(rows),
                          CHANGES, kind="warn"))
-    body.append(html_table(_frame([(_name(r), f"{_num(r['old_samples_per_s'])} ({r['old_runs']})",
-                                    f"{_num(r['new_samples_per_s'])} ({r['new_runs']})", _ratio(r), r["verdict"],
-                                    "" if r["verdict"] != NONE else f"over {MAX_RUNS}"
-                                    if isnull(r.get("runs_needed_a_side")) else r["runs_needed_a_side"]) for r in rows],
-                                  ["configuration", "OLD samples/s (runs)", "NEW samples/s (runs)",
-                                   "NEW ÷ OLD [interval]", "verdict", "runs a side to show it"]), max_rows=None))
+    if rows:
+        body.append(html_table(_table(rows), max_rows=None))
     if cmp.failed_old:
         body.append(f"<h2>Failed on OLD, measured on NEW ({len(cmp.failed_old)})</h2>")
         body.append(note("Every OLD run of these failed; NEW measured them: nothing to compare them with.")
@@ -209,8 +184,14 @@ def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
     for side, only in (("OLD", cmp.only_old), ("NEW", cmp.only_new)):
         if only:
             body.append(f"<h2>On the {side} side only ({len(only)})</h2>")
-            body.append(note("Measured on one side only: nothing to compare them with.")
-                        + _listed([(_name(r),) for r in names(only)], ["configuration"]))
+            body.append(note("Measured on one side only: nothing to compare them with. Where the other side measured "
+                             "the model with other knobs, the knobs that differ are named: a pair is made only of "
+                             "configurations that differ in nothing but the side." if any(r.get("near") for r in only)
+                             else "Measured on one side only: nothing to compare them with.")
+                        + (_listed([(_name(r), shown(r.get("near") or "")) for r in names(only)],
+                                   ["configuration", "measured on the other side with other knobs"])
+                           if any(r.get("near") for r in only) else
+                           _listed([(_name(r),) for r in names(only)], ["configuration"])))
     if cmp.skipped:
         body.append(note("{} file(s) that are not records were left out: {}.", len(cmp.skipped),
                          "; ".join(f"{shown(f)} ({shown(w)})" for f, w in cmp.skipped[:5]), kind="warn"))
@@ -218,6 +199,31 @@ def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">" + REPORT_CSS
             + "</head><body><main style='max-width:1300px;margin:auto'>"
             + "".join(body) + "</main></body></html>")
+
+
+def _side(r, side: str) -> str:
+    """One side's figure of a configuration as the report shows it: '2,160 †§ (1)' (its runs in brackets)."""
+    m = r.get(f"{side}_marks") or ""
+    return f"{r[f'{side}_shown']}{' ' + m if m else ''} ({r[f'{side}_runs']})"
+
+
+def _table(rows: list[dict]):
+    """Every configuration on both sides: OLD, NEW, NEW ÷ OLD, the verdict; the interval and the runs a side that
+    would show the change only where some row has one (a column is filled, or not drawn)."""
+    cols = {"configuration": [_name(r) for r in rows], "OLD samples/s (runs)": [_side(r, "old") for r in rows],
+            "NEW samples/s (runs)": [_side(r, "new") for r in rows], "NEW ÷ OLD": [_ratio(r) for r in rows]}
+    if any(not isnull(r.get("ratio_low")) for r in rows):
+        cols["between-run interval"] = [_interval(r) or "none (one run on a side)" for r in rows]
+    cols["verdict"] = [r["verdict"] for r in rows]
+    if any(r["verdict"] in (NONE, FEW) for r in rows):
+        cols["runs a side to show it"] = [
+            "" if r["verdict"] not in (NONE, FEW) else
+            f"over {MAX_RUNS}" if isnull(r.get("runs_needed_a_side")) and r["verdict"] == NONE else
+            "unknown: no side has 2 runs" if isnull(r.get("runs_needed_a_side")) else
+            f"{int(r['runs_needed_a_side'])}" for r in rows]
+    import pandas as pd
+
+    return pd.DataFrame(cols)
 
 
 def _listed(rows: list[tuple], columns: list[str]) -> str:
@@ -240,7 +246,7 @@ def _problems(cmp: Comparison) -> list[str]:
         out.append(f"<h2>Every NEW run failed ({len(cmp.failed_new)})</h2>")
         out.append(note("Measured on OLD; every run of them failed on NEW (out of memory, a crash): a regression no "
                         "ratio shows. --fail-if-slower fails on them.", kind="warn")
-                   + _listed([(_name(r), f"{_num(r['old_samples_per_s'])} ({r['old_runs']})", r["failed_runs"],
+                   + _listed([(_name(r), _side(r, "old"), r["failed_runs"],
                                shown(r["reason"])) for r in names(cmp.failed_new)],
                              ["configuration", "OLD samples/s (runs)", "failed NEW runs", "the first reason"]))
     for side, words in cmp.conflicts.items():
@@ -252,8 +258,8 @@ def _problems(cmp: Comparison) -> list[str]:
                  key=lambda r: r["log_ratio"])
     if few:
         out.append(note("{} configuration(s) read more than 10% slower on a single run on a side, which no test can "
-                        "settle (the slowest: {}, {}×): run more repeats. --fail-if-slower fails on them with its "
-                        "own status.", len(few), _name(few[0]), _num(few[0]["ratio"]), kind="warn"))
+                        "settle (the slowest: {}, {}): run more repeats. --fail-if-slower fails on them with its "
+                        "own status.", len(few), _name(few[0]), _ratio(few[0]), kind="warn"))
     if cmp.dropped:
         out.append(note("{} configuration(s) could not be compared and are left out: {}.", len(cmp.dropped),
                         "; ".join(f"{n} ({why})" for n, why in cmp.dropped[:6])

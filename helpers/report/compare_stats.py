@@ -84,8 +84,14 @@ def runs_needed(old: list[float], new: list[float], confidence: float = CONFIDEN
     (ma, va, na), (mb, vb, nb) = _log_stats(old), _log_stats(new)
     if na < 2 or nb < 2:
         return None
-    var = ((na - 1) * va + (nb - 1) * vb) / (na + nb - 2)  # pooled
-    d = max(abs(mb - ma), math.log(1 + SMALL))
+    return runs_needed_at(mb - ma, ((na - 1) * va + (nb - 1) * vb) / (na + nb - 2), confidence)  # pooled
+
+
+def runs_needed_at(log_ratio: float, var: float, confidence: float = CONFIDENCE) -> int | None:
+    """Runs a side that would show a change of ``log_ratio`` (at least ``SMALL``) at ``confidence`` where the runs'
+    logs spread by ``var`` (a side with one run: the spread of the comparison's other runs, ``compare_figures.spread``);
+    None where no count up to ``MAX_RUNS`` would."""
+    d = max(abs(log_ratio), math.log(1 + SMALL))
     if var <= 0:
         return 2
     for n in range(2, MAX_RUNS + 1):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import breakeven, predicted
 from .best import best_over_best
-from .fmt import marks, shown_path, speedup_shown, sps_shown, visible
+from .fmt import BUSY, marks, row_marks, shown_path, speedup_shown, sps_shown, visible
 from .headline import sides
 from .protocol import HOST_BUSY, busy_sides, marked
 from .render import write_text_atomic
@@ -106,8 +106,7 @@ def configurations_frame(costed, currency: str = "USD"):
     cols = {k: v.format(cur=currency.lower()) for k, v in CONFIG_COLUMNS.items() if k in costed.columns}
     out = costed[list(cols)].rename(columns=cols).copy()
     busy = costed["host_busy"] if "host_busy" in costed else [False] * len(costed)
-    out["marks"] = [" ".join(filter(None, (marks(n, bool(s)), HOST_BUSY if marked(b) else "")))
-                    for n, s, b in zip(costed["n_runs"], costed["short_window"], busy)]
+    out["marks"] = [marks(n, bool(s), marked(b)) for n, s, b in zip(costed["n_runs"], costed["short_window"], busy)]
     return out
 
 
@@ -156,9 +155,10 @@ def verdict_frame(costed, records=()):
     out["speedup"], out["speedup_low"], out["speedup_high"] = rows["speedup"], rows["speedup_lo"], rows["speedup_hi"]
     out["interval_kind"] = rows["interval"]
     out["speedup_shown"] = [speedup_shown(r) for r in recs]
-    out["marks"] = [" ".join(filter(None, (marks(r["n_runs"], bool(r["short_window"])), busy_sides(r),
+    out["marks"] = [" ".join(filter(None, (row_marks(r), _busy_side(r),
                                            r.get("copies") and f"conflicting copies: {r['copies']}")))
-                    for r in recs]
+                    for r in recs]  # the page's symbols: '†§ (§ GPU side)'
+
     for d in ("cpu", "gpu"):
         for k, v in BREAKEVEN_SIDE.items():
             out[f"{d}_{v}"] = rows[f"{k}_{d}"]
@@ -166,6 +166,12 @@ def verdict_frame(costed, records=()):
     out["gpu_ahead_after_epochs"], out["gpu_behind_again_from_epoch"] = rows["gpu_ahead_after"], rows["gpu_behind_from"]
     out["figure"] = "measured"
     return pd.concat([out[VERDICT_COLUMNS], predicted_rows(records, costed)], ignore_index=True)[VERDICT_COLUMNS]
+
+
+def _busy_side(r) -> str:
+    """'(§ GPU side)', '(§ both sides)': the side whose figure rests on host-busy runs only, in the page's symbol."""
+    said = busy_sides(r)  # 'host busy (GPU side)'
+    return f"({BUSY} {said[len(HOST_BUSY) + 2:-1]})" if said else ""
 
 
 def predicted_rows(records, costed):
@@ -189,12 +195,37 @@ def predicted_rows(records, costed):
         "marks": "predicted", "figure": "predicted"}).reindex(columns=VERDICT_COLUMNS)
 
 
+# counts, written as integers
+WHOLE = re.compile(r"(batch_size|runs|threads|leases|workers|epochs|epochs_planned|from_epoch|gpu_count|cpus|"
+                   r"cpus_used|_left_out|samples_per_epoch|source_epoch_samples|repeat|n_steady|steps_per_epoch)$")
+
+
+def whole(frame):
+    """``frame`` with every count column (``WHOLE``: batch sizes, runs, threads...) written as integers where each
+    value is one ('32', never '32.0' where a missing value made the column float)."""
+    import pandas as pd
+
+    out = frame.copy()
+    for c in out.columns:
+        if isinstance(c, str) and WHOLE.search(c) and pd.api.types.is_float_dtype(out[c].dtype):
+            v = out[c].dropna()
+            if len(v) and (v == v.round()).all() and v.abs().max() < 2 ** 53:
+                out[c] = out[c].astype(pd.Int64Dtype())
+        elif isinstance(c, str) and WHOLE.search(c) and out[c].dtype == object:
+            v = pd.to_numeric(out[c], errors="coerce")
+            if v.notna().sum() == out[c].notna().sum() and v.notna().any() and (v.dropna() == v.dropna().round()).all():
+                out[c] = v.astype(pd.Int64Dtype())
+    return out
+
+
 def write_csvs(ctx, folder: Path) -> tuple[Path, Path, Path]:
     """``results.csv``, ``configurations.csv`` and ``verdict.csv`` of ``ctx`` in ``folder`` (each written
-    atomically)."""
+    atomically; counts as integers, ``whole``)."""
     folder = Path(folder)
-    res = write_text_atomic(folder / RESULTS, inert(results_frame(ctx.df)).to_csv(index=False))
+    res = write_text_atomic(folder / RESULTS, inert(whole(results_frame(ctx.df))).to_csv(index=False))
     cur = (ctx.prices or {}).get("currency", "USD")
-    conf = write_text_atomic(folder / CONFIGURATIONS, inert(configurations_frame(ctx.costed, cur)).to_csv(index=False))
-    verdict = write_text_atomic(folder / VERDICT, inert(verdict_frame(ctx.costed, ctx.records)).to_csv(index=False))
+    conf = write_text_atomic(folder / CONFIGURATIONS,
+                             inert(whole(configurations_frame(ctx.costed, cur))).to_csv(index=False))
+    verdict = write_text_atomic(folder / VERDICT,
+                                inert(whole(verdict_frame(ctx.costed, ctx.records))).to_csv(index=False))
     return res, conf, verdict

@@ -2,7 +2,7 @@
 
     table = device_scaling(summ)              # per configuration on 1..N devices: samples/s, efficiency vs one
     anchors = published_devices(pub, wls)     # published figures with a GPU count (e.g. Lambda's 1x..8x H100)
-    fig = plot_devices(table, anchors)        # samples/s and efficiency against N; published anchors in grey
+    fig = devices_chart.plot_devices(table, anchors)  # samples/s and efficiency against N; published in grey
     lines = findings(table)                   # per model, its efficiency at the most GPUs, per input path
 
 Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); its range comes
@@ -18,7 +18,7 @@ import math
 import re
 
 from ..params import LATER_DEFAULTS
-from .fmt import digits, isnull, num, row_marks
+from .fmt import digits, isnull, marked, num, rounded, row_marks, union_marks
 from .labels import _knob_items
 from .published import published_devices as published_devices  # the anchors, kept there
 from .table import CONFIG_KEYS
@@ -151,15 +151,38 @@ def answer(table) -> list[str]:
             h = g[(g["input"] == inp) & (g["data on"] == on) & (g["devices"] > 1) & g["efficiency"].notna()]
             ways = sorted(set(map(_kind, h["way"])), key=lambda k: (k != PER_GPU, k))
             parts = []
+            one = g[(g["input"] == inp) & (g["data on"] == on) & (g["devices"] == 1)]
+            base = one["marks"].iloc[0] if len(one) else ""
             for k in ways:
                 r = h[[_kind(w) == k for w in h["way"]]].sort_values("devices")
-                figs = [f"{eff_shown(e)} on {int(n)}" + (" GPUs" if i == 0 else "")
-                        for i, (e, n) in enumerate(zip(r["efficiency"], r["devices"]))]
+                # an efficiency derives from the N-GPU figure and the one-GPU figure: the marks of both
+                figs = [marked(eff_shown(e), union_marks(m, base)) + f" on {int(n)}" + (" GPUs" if i == 0 else "")
+                        for i, (e, n, m) in enumerate(zip(r["efficiency"], r["devices"], r["marks"]))]
                 named = "one process driving them" if k == ONE_PROCESS else k
                 parts.append(("" if len(ways) == 1 else f"with {named} ") + ", ".join(figs))
             if parts:
-                out.append(f"{wl} ({be}, {prec}), {_path(inp, on)}: efficiency " + "; ".join(parts) + ".")
+                out.append(f"{wl} ({be}, {prec}), {_path(inp, on)}: efficiency " + "; ".join(parts)
+                           + _no_faster(g[(g["input"] == inp) & (g["data on"] == on)]) + ".")
     return out
+
+
+def _no_faster(g) -> str:
+    """'; 2 GPUs slower than one (383 → 320 samples/s)', '; 2 GPUs no faster than one (...)': said in words where more
+    GPUs did not beat one (within 5%), each figure as the table shows it; '' where they all did."""
+    one = g[g["devices"] == 1]
+    if not len(one):
+        return ""
+    base = one.iloc[0]
+    said = []
+    for r in g[g["devices"] > 1].sort_values("devices").to_dict("records"):
+        ratio = r["samples/s"] / base["samples/s"]
+        if ratio < 1.05:
+            words = "slower than" if ratio < 0.95 else "no faster than"
+            how = f" ({_way_words(r['way'], int(r['devices']))})" if g["way"].nunique() > 1 else ""
+            said.append(f"{int(r['devices'])} GPUs{how} {words} one "
+                        f"({marked(rounded(base['samples/s'], int(base['digits'])), base['marks'])} → "
+                        f"{marked(rounded(r['samples/s'], int(r['digits'])), r['marks'])} samples/s)")
+    return "".join(f"; {t}" for t in dict.fromkeys(said))
 
 
 def _way_words(w: str, n: int) -> str:
@@ -221,80 +244,3 @@ def _lines(g):
             continue
         for w in ways:
             yield (be, prec, inp, on, w), h[[n == 1 or k == w for n, k in zip(h["devices"], kinds)]]
-
-
-def plot_devices(table, anchors=None, across: bool = False):
-    """Per workload: samples/s against devices (top row; dotted: linear from one device) and the efficiency
-    (bottom row; 1.0: linear), one line per input path (and backend, precision where they differ) and way; a
-    published family in grey beside. ``across``: a workload's two panels side by side, two workloads a row, one
-    key under them all (short enough for the report's first screen)."""
-    from .charts import grid
-    from .style import backend_colour, dark, point_look
-
-    wls = sorted(set(table["workload"]))
-    nw = len(wls)
-    named = [c for c in ("backend", "precision") if table[c].nunique() > 1]  # a label names only what differs
-    if across:
-        fig, axes = grid(2 * nw, [3.2] * (2 * nw), ncols=min(4, 2 * nw))
-        pairs = [(axes[2 * i], axes[2 * i + 1]) for i in range(nw)]
-    else:
-        n_lines = max(len(list(_lines(table[table["workload"] == wl]))) for wl in wls) + 2  # + published families
-        fig, axes = grid(2 * nw, [3.0] * nw + [3.0 + 0.18 * n_lines] * nw, ncols=nw)  # the key under the bottom
-        pairs = [(axes[i], axes[nw + i]) for i in range(nw)]
-    key: dict = {}
-    for wl, (top, bot) in zip(wls, pairs):
-        g = table[table["workload"] == wl]
-        xs_all = set(g["devices"])
-        seen: dict = {}
-        for (be, prec, inp, on, w), h in _lines(g):
-            h = h.sort_values("devices")
-            label = " · ".join([*(str(v) for c, v in (("backend", be), ("precision", prec)) if c in named),
-                                _path(inp, on)] + ([] if w is None else
-                                                   ["one process driving them" if w == ONE_PROCESS else w]))
-            paths = seen.setdefault(be, {})  # one backend's lines: its hue; a precision and input path each its
-            n = paths.setdefault((prec, inp, on), len(paths))  # shade and dashes; the other way: dashed
-            ls = "--" if w not in (None, ONE_PROCESS) else ["-", "-", "-.", "-."][n % 4]
-            look = point_look(be, "gpu", dark(backend_colour(be)) if n % 2 else None)  # the GPU's filled square
-            line = top.plot(h["devices"], h["samples/s"], label=label, linestyle=ls, **look)[0]
-            one = h[h["devices"] == 1]["samples/s"]
-            if len(one):
-                xs = sorted(set(h["devices"]))
-                top.plot(xs, [float(one.iloc[0]) * x for x in xs], linestyle=":", color=line.get_color())
-            rng = [r if r else (e, e) for r, e in zip(h["efficiency over the runs"], h["efficiency"])]
-            bot.errorbar(h["devices"], h["efficiency"], linestyle=ls, capsize=2, **look,
-                         yerr=[[max(0.0, e - r[0]) for r, e in zip(rng, h["efficiency"])],
-                               [max(0.0, r[1] - e) for r, e in zip(rng, h["efficiency"])]])
-        a = anchors[anchors["workload"] == wl] if anchors is not None else None
-        if a is not None and len(a):
-            for k, (var, h) in enumerate(a.groupby("variant", sort=True)):
-                h = h.sort_values("GPUs")
-                style = dict(color="0.45" if k % 2 else "0.65", linestyle="--", marker="x")
-                hw = re.sub(r"^\d+\s*[x\u00d7]\s*", "", str(h["hardware"].iloc[-1]))
-                span = f"{int(h['GPUs'].min())}-{int(h['GPUs'].max())} GPUs"
-                top.plot(h["GPUs"], h["samples/s"], label=f"published: {hw} ({span}) · {var}", **style)
-                bot.plot(h["GPUs"], h["efficiency"], **style)
-                xs_all |= set(h["GPUs"])
-        for ax in (top, bot):
-            ax.set_xticks(sorted(xs_all))
-            ax.set_xlabel("GPUs (devices in the mesh)", fontsize=8)
-        bot.axhline(1.0, color="0.8", linewidth=0.8)
-        bot.set_ylim(0, 1.1)
-        top.set_ylabel("samples/s (global; dotted: linear)", fontsize=8)
-        bot.set_ylabel("scaling efficiency (bars: over the runs)", fontsize=8)
-        top.set_title(f"{wl}: samples/s" if across else wl)
-        if across:
-            bot.set_title(f"{wl}: efficiency")
-            key.update({lab: hd for hd, lab in zip(*top.get_legend_handles_labels()) if lab not in key})
-        else:
-            bot.legend(*top.get_legend_handles_labels(), fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.22),
-                       frameon=False, borderaxespad=0)  # under the panels: never over a line
-    if across:  # one key under every panel, two columns
-        w, h = fig.get_size_inches()
-        extra = 0.2 * -(-len(key) // 2) + 0.15
-        fig.set_size_inches(w, h + extra)
-        fig.legend(list(key.values()), list(key), ncols=2, fontsize=8, frameon=False, loc="lower left",
-                   bbox_to_anchor=(0.0, 0.0))
-        fig.tight_layout(rect=(0, extra / (h + extra), 1, 1))
-    else:
-        fig.tight_layout()
-    return fig

@@ -9,7 +9,7 @@ fixtures whose numbers are known. Each returns a ``(template, *values)`` tuple (
 from __future__ import annotations
 
 from .best import best_over_best
-from .fmt import isnull, rounded, speedup_shown, sps_shown
+from .fmt import isnull, mfu_shown, rounded, speedup_shown, sps_shown
 from .headline import duration
 
 
@@ -64,6 +64,9 @@ def cost(costed) -> tuple:
                 gpu, len(rows), more)
     best = c.loc[c.groupby("workload")["on_demand_per_source_epoch"].idxmin()]
     gpu = int((best["device"] == "gpu").sum())
+    if not (c["device"] == "cpu").any():  # nothing to be cheaper than
+        return ("Only GPU configurations are priced here (no CPU run), so no device is compared on cost: {} "
+                "workload(s) priced per epoch of the source's dataset{}.", len(best), more)
     return ("Per epoch of the source's dataset, at on-demand prices, the cheapest configuration is on the GPU for {} "
             "of {} priced workload(s){}.", gpu, len(best), more)
 
@@ -103,8 +106,8 @@ def limit(summ) -> tuple:
     pick = g if len(g) else m
     hi = pick.loc[pick["mfu"].idxmax()]
     return ("{} configurations run at {}% to {}% of their device's peak arithmetic (MFU); the highest is {} "
-            "({}%).", "GPU" if len(g) else "CPU", rounded(pick["mfu"].min() * 100, 2),
-            rounded(pick["mfu"].max() * 100, 2), _cfg(hi), rounded(hi["mfu"] * 100, 2))
+            "({}%).", "GPU" if len(g) else "CPU", mfu_shown(pick["mfu"].min()),
+            mfu_shown(pick["mfu"].max()), _cfg(hi), mfu_shown(hi["mfu"]))
 
 
 def energy(e) -> tuple:

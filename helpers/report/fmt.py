@@ -12,13 +12,15 @@ import re
 from pathlib import Path
 
 from ..params import COMMON_DEFAULTS
-from ..paths import PROJECT_ROOT
+from .visible import shown_path, visible  # noqa: F401 - fmt's API: text made safe, paths as shown
 
 MAX_ROWS = 80  # rows per HTML table; the rest is said in a line
 _NUMBER = re.compile(r"[-−+$]?\d[\d,.]*(\s?(×|%|s|ms|min|h|days|J|W|kWh|GB)(?!\w)|\s?[\[(†‡]|\s[·/]\s\d|$)")  # right
 # table cells: up to WRAP_AT characters stay on one line; longer text wraps in a column of 40-48 em (about 75
 # characters a line at 12 px); text past FOLD_AT (under three such lines) is folded behind its first words
 WRAP_AT = 60
+WRAP_NARROW = 28  # text cells longer than this (a machine's name, a path) wrap in a column of 8-16 em
+FOLD_WIDE = 9  # a table of more columns than this keeps 7 in view, the rest in its "more" cell (1,400 px)
 WRAP_HEAD = 24  # column headers up to this many characters stay on one line; longer ones wrap in 12-20 em
 FOLD_AT = 200
 FOLD_HEAD = 90
@@ -27,6 +29,8 @@ FOLD_HEAD = 90
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
 SHORT = "‡"  # its steady-state window (median run) is under the run's min_steady_s (MIN_STEADY_S when unrecorded)
 BUSY = "§"  # every run it rests on was measured while another process used the host's cores (protocol.HOST_BUSY)
+MARKS_SHORT = (f"{ONE_RUN} one run, {SHORT} steady window under min_steady_s (the seconds a figure needs), {BUSY} host "
+               "busy (measured beside another process's load)")  # where a mark is first met: one line
 MIN_STEADY_S = COMMON_DEFAULTS["min_steady_s"]  # seconds: the window records without ``params.min_steady_s`` hold
 INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
 MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
@@ -34,30 +38,11 @@ MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to
               f"2 digits for one run, 3 for several. {BUSY} host busy: every run of the figure measured while another "
               "process used the cores (a quiet run of it would replace them). Brackets: the between-run interval of "
               "the median (range of 2–4 runs, bootstrap 95% from 5); n = runs, then the median run's steady window in "
-              "seconds. The within-run epoch spread (IQR of the steady epochs) is shown apart and is not the figure's "
-              "uncertainty.")
+              "seconds. The within-run epoch spread (IQR, the interquartile range: the middle half of the steady "
+              "epochs) is shown apart and is not the figure's uncertainty.")
 
 # the report's style sheet (helpers/report/templates/report.css), inline: the page needs no file beside it
 REPORT_CSS = f"<style>\n{(Path(__file__).parent / 'templates' / 'report.css').read_text(encoding='utf-8')}</style>"
-
-# Safe for no sink: a lone surrogate (a JSON escape "\\ud800", a file name not UTF-8: no UTF-8 holds it); controls
-# but tab, LF and CR (C0, DEL, C1: ESC and U+009B begin a terminal's sequences); bidi controls (U+202A-E, U+2066-9,
-# U+200E-F, U+061C: "mlp_mnist" + U+202E turns a verdict's figures around); default-ignorable code points (zero-width
-# characters, soft hyphen, U+034F, variation selectors, tags, Hangul fillers): they draw nothing, two names look one.
-_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5"
-                     "\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
-                     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
-_UNSAFE_LINE = re.compile(_UNSAFE.pattern[:-1] + "\t\n\r]")  # a terminal's line: a carriage return writes over it
-
-
-def _shown(m) -> str:  # '\ufffd' for a surrogate, else the escape: '\u202e', '\x1b', '\U000e0020'
-    return "\ufffd" if 0xD800 <= ord(m.group()) <= 0xDFFF else m.group().encode("unicode_escape").decode("ascii")
-
-
-def visible(text: str, line: bool = False) -> str:
-    """``text`` safe for any sink (page, CSV, file name; ``line``: a terminal line): U+FFFD, ``\\u202e``, ``\\x1b``."""
-    return (_UNSAFE_LINE if line else _UNSAFE).sub(_shown, text)
-
 
 def esc(value) -> str:
     """HTML-escape anything shown in the report that came from a record (made ``visible`` first)."""
@@ -72,16 +57,6 @@ def isnull(v) -> bool:
         return v is None or (not isinstance(v, (list, dict, str)) and bool(pd.isna(v)))
     except (TypeError, ValueError):
         return False
-
-
-def shown_path(path) -> str:
-    """A folder as a report shows it: relative to the project (a published report names no machine's
-    paths), else under ``~``, else as given."""
-    p = Path(path).resolve()
-    for base, prefix in ((PROJECT_ROOT.resolve(), ""), (Path.home().resolve(), "~/")):
-        if p.is_relative_to(base):
-            return prefix + (p.relative_to(base).as_posix() or ".")
-    return str(path)
 
 
 def short_path(p) -> str:
@@ -105,9 +80,18 @@ def num(v, digits: int = 3) -> str:
         return ""
     if abs(v) >= 10 ** digits:
         return f"{v:,.0f}"
-    if v != 0 and abs(v) < 1e-3:
-        return f"{v:.{digits}g}"
-    return f"{v:.{digits}g}" if abs(v) >= 1 else f"{v:.{digits}f}".rstrip("0").rstrip(".")
+    if v != 0 and abs(v) < 1e-3:  # positional, never a power of ten: '0.000011'
+        return rounded(v, digits).rstrip("0").rstrip(".")
+    if abs(v) >= 1:
+        text = f"{v:.{digits}g}"
+        return f"{float(text):,.0f}" if "e" in text else text  # 999.6 at 3 digits: '1,000', never '1e+03'
+    return f"{v:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def mfu_shown(v) -> str:
+    """MFU (a fraction) as percent, without the sign, as every part of the report shows it: 2 significant digits,
+    positional ('0.000011', '45'); '' when unknown."""
+    return "" if isnull(v) else rounded(v * 100, 2)
 
 
 def spread_text(med, lo, hi, digits: int = 3) -> str:
@@ -181,7 +165,7 @@ def rests_on(n_runs, window_s=None, min_s=None, kind: str = "") -> str:
     if isnull(window_s):
         return runs
     lim = MIN_STEADY_S if isnull(min_s) else min_s
-    win = f"window {window_s:.2g} s < {lim:g} s" if window_s < lim else f"{window_s:.2g} s"
+    win = f"window {num(window_s, 2)} s < {num(lim)} s" if window_s < lim else f"{num(window_s, 2)} s"
     return f"{runs}{', ' if runs.endswith('run') else '; '}{win}" if runs else win
 
 
@@ -227,8 +211,19 @@ def shown(v, r, mark: bool = True, suffix: str = "", unit: str = "") -> str:
     """A figure derived from configuration ``r`` (seconds per epoch, a cost...): ``r``'s digits and marks."""
     if isnull(v):
         return ""
-    m = row_marks(r, suffix) if mark else ""
-    return rounded(v, digits(r, suffix)) + unit + (f" {m}" if m else "")
+    return marked(rounded(v, digits(r, suffix)) + unit, row_marks(r, suffix) if mark else "")
+
+
+def marked(text: str, m: str) -> str:
+    """``text`` with the marks ``m`` of the figures it derives from ('4.4 min †§'): the one place a derived figure's
+    text and its marks are joined (tables, sentences, chart labels)."""
+    return f"{text} {m}" if text and m else text
+
+
+def union_marks(*ms: str) -> str:
+    """The marks of a figure derived from several (a ratio to a base): every symbol any of them carries, in the
+    report's order."""
+    return "".join(sym for sym in (ONE_RUN, SHORT, BUSY) if any(sym in (m or "") for m in ms))
 
 
 def speedup_shown(p) -> str:
@@ -258,21 +253,22 @@ def speedup_text(p) -> str:
 def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS, fold_after: int | None = None) -> str:
     """An HTML table with every cell escaped (text from records is never trusted as markup).
 
-    Floats: ``floatfmt`` if given, else 4 significant digits with thousands separated. Rows past
-    ``max_rows`` are left out and counted in a line under the table. With ``fold_after`` (and more columns than
-    one over it), the columns past the first ``fold_after`` are one "more" cell per row, folded (name: value)."""
+    Floats: ``floatfmt`` if given, else 3 significant digits (the most one run supports) with thousands separated.
+    Rows past ``max_rows`` are left out and counted in a line under the table. With ``fold_after`` (and more columns
+    than one over it), the columns past the first ``fold_after`` are one "more" cell per row, folded (name: value)."""
 
     def fmt(v):
         if isnull(v):
             return ""
         if isinstance(v, float):
-            return html.escape(floatfmt.format(v) if floatfmt else num(v, 4))
+            return html.escape(floatfmt.format(v) if floatfmt else num(v))
         return esc(v)
 
     def cell(v) -> str:
         text = fmt(v)
         if len(text) <= WRAP_AT:
-            return f'<td class="cgb-num">{text}</td>' if _NUMBER.match(text) else f"<td>{text}</td>"
+            kind = " ".join(["cgb-num"] * bool(_NUMBER.match(text)) + ["cgb-wrap"] * (len(text) > WRAP_NARROW))
+            return f'<td class="{kind}">{text}</td>' if kind else f"<td>{text}</td>"
         if len(str(v)) <= FOLD_AT:  # a sentence: wrapped in a bounded column, at most three lines
             return f'<td class="cgb-text">{text}</td>'
         head = esc(str(v)[:FOLD_HEAD].rsplit(" ", 1)[0]) + " …"
@@ -285,6 +281,7 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS,
         extra = note("… {} more rows not shown here; results.csv and configurations.csv beside this report hold "
                      "every run and every configuration.", len(df) - max_rows)
         df = df.head(max_rows)
+    fold_after = fold_after or (7 if len(df.columns) > FOLD_WIDE else None)
     k = fold_after if fold_after and len(df.columns) > fold_after + 1 else len(df.columns)
     head = "".join(f"<th>{esc(c)}</th>" if len(str(c)) <= WRAP_HEAD else
                    f'<th class="cgb-text">{esc(c)}</th>' for c in df.columns[:k])

@@ -14,10 +14,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .fmt import isnull, rounded, speedup_shown
+from . import fmt
+from .fmt import isnull, speedup_shown
 from .labels import PRECISION_SHORT, hardware_name
 from .reference import is_reference
 from .style import BACKEND_SHORT
+from .words import differs, duration, money  # noqa: F401 - the verdict's words use them from here
 
 # the files beside report.html, linked from the top of its first section
 LINKS = ('<span class="cgb-links"><a href="verdict.csv">verdict.csv</a> · <a href="results.csv">results.csv</a> · '
@@ -98,8 +100,10 @@ def side(r, suffix: str) -> str:
 
 
 def sides(r) -> str:
-    """'TF on 2 CPU cores → JAX on the H100'."""
-    return f"{side(r, '_cpu')} → {side(r, '_gpu')}"
+    """'TF on 2 CPU cores → JAX on the H100', then every knob the two sides differ in besides the backend and threads
+    (``differs``): 'TF on 2 CPU cores → JAX on the H100 (input workers: 1 on the CPU, 4 on the GPU)'."""
+    d = differs(r)
+    return f"{side(r, '_cpu')} → {side(r, '_gpu')}" + (f" ({d})" if d else "")
 
 
 def best_pairs(pairs):
@@ -118,24 +122,6 @@ def per_workload(pairs):
         return b
     return (b.sort_values("samples_per_s_gpu", ascending=False).groupby("workload", sort=False).head(1)
             .sort_values("workload").reset_index(drop=True))
-
-
-def duration(s) -> str:
-    """Seconds for people: '0.42 s', '41 s', '12 min', '3.2 h', '2.1 days'."""
-    if isnull(s):
-        return "?"
-    s = float(s)
-    if s < 60:
-        return f"{rounded(s, 2)} s"
-    if s < 3600:
-        return f"{rounded(s / 60, 2)} min"
-    if s < 48 * 3600:
-        return f"{rounded(s / 3600, 2)} h"
-    return f"{rounded(s / 86400, 2)} days"
-
-
-def money(v) -> str:
-    return "" if isnull(v) else (f"${rounded(v, 2)}" if v < 100 else f"${v:,.0f}")
 
 
 def _under(path, folder) -> bool:
@@ -187,9 +173,9 @@ def compared_text(c: dict) -> str:
     if not gpus:
         return f"Measured: {cpu}; no GPU run, and no bundled reference matches these configurations."
     same = [len(cpus) == 1 and cpus[0]["machine"] == g["machine"] for g in gpus]  # equal machines only
-    named = [f"the {g['name']} of the bundled reference run (measured {g['date']} on another machine)"
-             if g["reference"] else f"the {g['name']}" + (" of the same machine" if s else "")
-             for g, s in zip(gpus[:3], same)]
+    named = [f"the {g['name']} of the bundled reference run (measured {g['date']} on another machine; "
+             f"“{short_gpu(g['name'])} ref” on the charts)" if g["reference"] else
+             f"the {g['name']}" + (" of the same machine" if s else "") for g, s in zip(gpus[:3], same)]
     more = f" and {len(gpus) - 3} more GPUs" if len(gpus) > 3 else ""
     return f"Compared: {cpu} against {' and '.join(named)}{more}."
 
@@ -240,14 +226,19 @@ def _cost(rows) -> str:
     if (priced["machine"] == priced["gpu_machine"]).all():
         r = priced.loc[priced["on_demand_per_source_epoch_cpu"].idxmax()]
         return (f"One machine, one hourly price: an epoch costs the speedup's factor less on its GPU ({r['workload']}: "
-                f"{money(r['on_demand_per_source_epoch_gpu'])} against {money(r['on_demand_per_source_epoch_cpu'])}, "
-                "on-demand).")
+                f"{_money_pair(r)}, on-demand).")
     cheaper = priced[priced["on_demand_per_source_epoch_gpu"] < priced["on_demand_per_source_epoch_cpu"]]
     eg = cheaper.iloc[0] if len(cheaper) else None
     return (f"At on-demand prices an epoch on the sides compared above is cheaper on the GPU machine for "
             f"{len(cheaper)} of the {len(priced)} workloads priced on both sides" +
-            (f" (e.g. {eg['workload']}: {money(eg['on_demand_per_source_epoch_gpu'])} against "
-             f"{money(eg['on_demand_per_source_epoch_cpu'])})" if eg is not None else "") + ".")
+            (f" (e.g. {eg['workload']}: {_money_pair(eg)})" if eg is not None else "") + ".")
+
+
+def _money_pair(r) -> str:
+    """'$0.0042 on the CPU against $0.0038 on the GPU': a verdict row's on-demand cost of a source epoch, CPU first
+    (as every pair reads), each with its marks."""
+    return (f"{money(r['on_demand_per_source_epoch_cpu'], fmt.row_marks(r, '_cpu'))} on the CPU against "
+            f"{money(r['on_demand_per_source_epoch_gpu'], fmt.row_marks(r, '_gpu'))} on the GPU")
 
 
 def one_side_sentence(alone: dict) -> str:
@@ -282,7 +273,7 @@ def sentences(rows, c: dict, pairs=None, alone: dict | None = None) -> list[str]
     if len(rows) > 1:
         why = ""
         if not isnull(lo.get("mfu_gpu")):
-            why = f": its GPU does {rounded(lo['mfu_gpu'] * 100, 2)}% of its peak arithmetic (too little work a step)"
+            why = f": its GPU does {fmt.mfu_shown(lo['mfu_gpu'])}% of its peak arithmetic (too little work a step)"
         elif not isnull(lo.get("gpu_pct_gpu")):
             why = f": the GPU is busy {lo['gpu_pct_gpu']:.0f}% of the time"
         out.append(f"The smallest gain is {lo['workload']}, {sides(lo)} ({speedup_shown(lo)}, batch "
@@ -290,9 +281,9 @@ def sentences(rows, c: dict, pairs=None, alone: dict | None = None) -> list[str]
     both = rows[rows["source_epoch_s_cpu"].notna() & rows["source_epoch_s_gpu"].notna()]
     if len(both):
         r = both.loc[(both["source_epoch_s_cpu"] - both["source_epoch_s_gpu"]).idxmax()]
+        cpu, gpu = (duration(r[f"source_epoch_s_{d}"], fmt.row_marks(r, f"_{d}")) for d in ("cpu", "gpu"))
         out.append(f"The most time saved is on {r['workload']}: one epoch of its source's dataset "
-                   f"({r['source_samples_cpu']:,.0f} samples) takes {duration(r['source_epoch_s_cpu'])} on the CPU "
-                   f"and {duration(r['source_epoch_s_gpu'])} on the GPU.")
+                   f"({r['source_samples_cpu']:,.0f} samples) takes {cpu} on the CPU and {gpu} on the GPU.")
     out.append(_cost(rows))
     if one_side_sentence(alone or {}):
         out.append(one_side_sentence(alone))

@@ -104,7 +104,8 @@ def labels(sub, keep=("device", "backend")) -> list[str]:
         if varies("augment"):
             parts.append("aug" if str(r["augment"]) == "true" else "no aug")
         if varies("workers") and not isnull(r["workers"]):
-            parts.append(f"w{r['workers']:g}")
+            parts.append(f"{r['workers']:g} input worker{'s' * (r['workers'] != 1)}")  # said, not 'w4'
+
         items = _knob_items(r.get("knobs"))
         if any(k in knob_keys for k in DEVICE_KEYS):  # one set-up, one name
             parts.append(devices_words(*(items.get(k, 1) for k in DEVICE_KEYS)))

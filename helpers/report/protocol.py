@@ -57,7 +57,7 @@ def precision_marks(r) -> str:
     n, lease = int(r["n_runs"]), f", {int(r['n_leases'])} lease(s)" if r.get("n_leases") else ""
     marks = [f"{n} run{'s' if n != 1 else ''}{lease}, {int(r['n_epochs'])} epochs"]
     if not isnull(r.get("steady_s")):
-        marks[0] += f", {r['steady_s']:.2g} s timed per run (median)"
+        marks[0] += f", {fmt.num(r['steady_s'], 2)} s timed per run (median)"
     if r.get("short_window"):
         marks.append(f"{fmt.SHORT} window under {r['min_steady_s']:g} s")
     if n == 1:

@@ -11,6 +11,7 @@ augmentation; an epoch that includes validation meets your epoch with its valida
 
 from __future__ import annotations
 
+from . import fmt
 from .published import EPOCH, OTHER, gpu_count, published_throughput
 
 
@@ -204,7 +205,7 @@ def _yours_other(summ, p):
         mfu = s.get("mfu")
         return (s["gpu_pct_max"] if m == "gpu_pct_max" else s["gpu_pct"],
                 f"peak {_pct(s['gpu_pct_max'])} beside mean {_pct(s['gpu_pct'])} (NVML busy time); MFU "
-                + (f"{mfu * 100:.2g}% (the arithmetic done over the card's peak)" if mfu is not None and mfu == mfu
+                + (f"{fmt.mfu_shown(mfu)}% (the arithmetic done over the card's peak)" if mfu is not None and mfu == mfu
                    else "not known (no peak for this device or no FLOPs count)"))
     if m in ("cpu_pct", "cpu_pct_max"):
         what = "mean (the summary keeps no CPU peak)" if m == "cpu_pct_max" else "mean"

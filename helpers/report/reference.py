@@ -150,7 +150,7 @@ def all_pairs(summ):
             g = g.assign(machine=machine)
             both = pd.concat([c, g], ignore_index=True)
             data = both["data_source"]
-            both = both.assign(workers="", data_source="")
+            both = both.assign(input_workers=both["workers"], workers="", data_source="")  # workers: said
             p = aggregate.matched_pairs(both)
             if len(p):
                 p = p.assign(gpu_machine=label, data_source=data.iloc[0] if len(data) else None)

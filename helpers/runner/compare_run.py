@@ -48,7 +48,11 @@ def _bounded(lines: list[str], more: str = "in changes.csv") -> list[str]:
 
 
 def _ratio(r) -> str:
-    return f"{r['ratio']:.3g}x"
+    """NEW ÷ OLD as the page prints it (``compare_figures.ratio_shown``), its interval where the runs give one."""
+    from helpers.report.compare_figures import interval_shown, ratio_shown
+
+    iv = interval_shown(r)
+    return ratio_shown(r).replace("×", "x") + (f" [{iv}]" if iv else "")
 
 
 def gate(cmp, limit: float) -> list[tuple[Exit, str]]:
@@ -100,7 +104,7 @@ def _summary(cmp, limit: float | None) -> list[str]:
              f"slower, {sum(r['verdict'] == FASTER for r in rows)} faster, {sum(r['verdict'] == FEW for r in rows)} "
              f"with too few runs; {len(cmp.only_old)} on OLD only, {len(cmp.only_new)} on NEW only"
              + (f"; {len(cmp.failed_new)} failed every run on NEW" if cmp.failed_new else "")]
-    lines += _bounded([f"  {r['verdict']}: {name(r)}: {_ratio(r)} [{r['ratio_low']:.3g}-{r['ratio_high']:.3g}] "
+    lines += _bounded([f"  {r['verdict']}: {name(r)}: {_ratio(r)} "
                        f"(p = {r['p_value']:.2g}, {r['old_runs']} and {r['new_runs']} runs)"
                        for r in sorted((r for r in rows if r["verdict"] in (SLOWER, FASTER)),
                                        key=lambda r: r["log_ratio"])])

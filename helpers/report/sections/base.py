@@ -137,7 +137,7 @@ def with_marks(labeller, runs: str = "n_runs", short: str = "short_window", brie
         out = []
         for text, r in zip(labeller(sub), sub.to_dict("records")):
             n, w = r.get(runs), r.get("steady_s")
-            rest = ("n=?" if isnull(n) else f"n={int(n)}") + ("" if isnull(w) else f", {w:.2g} s")
+            rest = ("n=?" if isnull(n) else f"n={int(n)}") + ("" if isnull(w) else f", {num(w, 2)} s")
             m = marks(n, r.get(short), r.get("host_busy"))
             out.append(f"{text}{' ' + m if m else ''}" if brief else f"{text} ({rest}){' ' + m if m else ''}")
         return out

@@ -7,7 +7,7 @@ from helpers.measure import peaks
 from helpers.measure.trace_breakdown import collective_per_device
 
 from ..charts import grid
-from ..fmt import isnull, rounded
+from ..fmt import isnull, mfu_shown, rounded
 from ..labels import labels
 from ..style import PALETTE
 from ..table import CONFIG_KEYS
@@ -196,7 +196,7 @@ def chart(conf):
         ax.set_yticks(y, labels(p), fontsize=8)
         ax.invert_yaxis()
         for yi, total, m in zip(y, left, p["mfu"]):
-            mfu = "" if isnull(m) else f" · MFU {m * 100:.2g}%"
+            mfu = "" if isnull(m) else f" · MFU {mfu_shown(m)}%"
             ax.text(total, yi, f" {rounded(total, 2)} ms{mfu}", va="center", fontsize=8)
         ax.set_title(w)
         ax.set_xlabel("ms per step, as traced", fontsize=8)
@@ -221,7 +221,7 @@ def table(conf):
         **{f"{PART_LABEL[p]} ms (share)": ms_share(p) for p in PARTS},
         "unprofiled ms/step": [rounded(v, 3) for v in conf["unprofiled_ms"]],
         "profiler ×": [rounded(v, 2) for v in conf["overhead"]],
-        "MFU %": ["" if isnull(v) else f"{v * 100:.2g}" for v in conf["mfu"]],
+        "MFU %": [mfu_shown(v) for v in conf["mfu"]],
         "GPUs": [int(v) for v in conf["devices"]],
         "collectives ms per GPU (calls)": [
             "" if isnull(c) else f"{rounded(c, 2)}" + ("" if isnull(n) else f" ({n:.0f})")
@@ -235,7 +235,8 @@ def table(conf):
 def build(ctx) -> Section:
     sub, without = rows(ctx)
     if not len(sub):
-        why = "no record has a step breakdown: run points with profile: true (docs/report.md)"
+        why = ("no record read here has a step breakdown (the bundled ones: reference/h100/profile/): run points "
+               "with profile: true (docs/profiling.md)")
         if without:
             why += f"; {len(without)} profiled point(s) have none: " + "; ".join(
                 f"{w} {b}/{d}: {r}" for w, b, d, r in without[:3])

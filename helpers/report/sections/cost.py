@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import findings as said
 from ..charts import grid, plain_log
 from ..costs import price_sources, relative_table
-from ..fmt import digits, figure, html_table, isnull, rounded, row_marks
+from ..fmt import digits, figure, html_table, isnull, marked, rounded, row_marks, union_marks
 from ..labels import labels
 from ..style import PALETTE, bars_look, key_above, style_key
 from .base import Section, mark_bars
@@ -121,9 +121,10 @@ def shown_relative(rel, src):
     """``rel`` with each figure written to the digits its runs support (fmt.sig_digits) and marked; a ratio to
     the base keeps the digits of the less precise of the two."""
     rel = rel.copy()
-    base = {r["workload"]: digits(s) for r, s in zip(rel.to_dict("records"), src) if r["base"]}
-    d = [digits(s) for s in src]
-    db = [min(x, base.get(w, x)) for x, w in zip(d, rel["workload"])]
+    base = {r["workload"]: (digits(s), row_marks(s)) for r, s in zip(rel.to_dict("records"), src) if r["base"]}
+    d = [(digits(s), row_marks(s)) for s in src]
+    db = [(min(x, base.get(w, (x, ""))[0]), union_marks(m, base.get(w, (x, ""))[1])) for (x, m), w in
+          zip(d, rel["workload"])]
     rel.insert(list(rel.columns).index("samples/s [IQR]"), "samples/s: median of runs [between runs]",
                [figure(s) for s in src])
     rel = rel.drop(columns=["samples/s [IQR]"])
@@ -132,7 +133,7 @@ def shown_relative(rel, src):
                     ("$/source epoch preemptible", d), ("cost × base (on-demand)", db),
                     ("cost × base (preemptible)", db)):
         if col in rel:
-            rel[col] = [rounded(v, k) for v, k in zip(rel[col], dd)]
+            rel[col] = [marked(rounded(v, k), m) for v, (k, m) in zip(rel[col], dd)]
     if "label" not in rel:
         return rel
     # in view: what tells the rows apart and the figures read first; the rest one click away (the CSVs hold all)
@@ -163,9 +164,12 @@ def build(ctx) -> Section:
         if src is not None:
             rel = with_labels(rel, src).assign(marks=[row_marks(r) for r in src])
         same = ranks_as_time(rel)
-        if same:
+        if same and c["on_demand_per_source_epoch"].notna().any():
             s.note("Cost per sample ranks every workload's configurations as time per sample does (one price per "
                    "machine here): its chart is folded below, the table holds the prices.")
+        elif same:
+            s.note("No configuration has a price, so cost per sample can only repeat time per sample: its chart is "
+                   "folded below.")
         s.figure(mark_bars(plot_relative(rel)), fold="Cost per sample against the base, per workload (click to "
                  "open)" if same else "")
         s.table(shown_relative(rel.drop(columns=["marks"]), src) if src is not None else rel)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import findings as said
 from ..charts import bar_facets
-from ..fmt import rounded, shown, spread_text
+from ..fmt import marked, rounded, row_marks, shown, spread_text
 from ..labels import labels
 from .base import Section, config_labels, mark_bars, with_marks
 
@@ -34,11 +34,11 @@ def build(ctx) -> Section:
     s.table(pd.DataFrame({
         "workload": t["workload"], "machine": t["machine"], "configuration": config_labels(t), "batch": t["batch_size"],
         "samples/epoch": t["n_train"],
-        "first epoch s (median [min–max])": [spread_text(*v) for v in zip(t["first_epoch_s"], t["first_min"],
-                                                                           t["first_max"])],
+        "first epoch s (median [min–max])": [marked(spread_text(r["first_epoch_s"], r["first_min"], r["first_max"]),
+                                                    row_marks(r)) for r in rows],
         "steady s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],
-        "compile overhead s": [rounded(v, 2) for v in t["compile_s"]],
-        "first ÷ steady ×": [rounded(v, 2) for v in t["first_epoch_s"] / t["s_per_epoch"]],
+        "compile overhead s": [marked(rounded(r["compile_s"], 2), row_marks(r)) for r in rows],
+        "first ÷ steady ×": [marked(rounded(r["first_epoch_s"] / r["s_per_epoch"], 2), row_marks(r)) for r in rows],
         "runs": t["n_runs"],
     }))
     return s.note("First epoch: median over runs [min–max]; the overhead and the ratio to 2 significant digits (a "

@@ -9,7 +9,7 @@ from ...params import LATER_DEFAULTS
 from ...paths import PROJECT_ROOT
 from .. import bare as _bare
 from .. import findings as said
-from ..fmt import isnull, note, num, rounded, shown
+from ..fmt import isnull, mfu_shown, note, num, rounded, shown
 from ..labels import _knob_items, describe
 from .base import Section
 
@@ -30,11 +30,6 @@ LOSS = 0.8  # a rung under 0.8 × the rung before it is named as a loss
 NVML_VS_MFU = ("NVML's GPU utilisation (the utilisation section) is busy time: the share of time any kernel runs, "
                "however little of the chip it keeps busy; MFU is work done: the share of the peak arithmetic "
                "the model's FLOPs needed. A GPU can read 100% busy at 10% MFU.")
-
-
-def _pct(v) -> str:
-    """A fraction as percent, its unit in the column's header ("MFU %")."""
-    return "" if isnull(v) else f"{v * 100:.3g}"
 
 
 @functools.lru_cache(maxsize=2)
@@ -121,7 +116,7 @@ def limit_table(summ):
             if not isnull(r.get("optimizer_flops_per_step")) else "",
             "achieved TFLOP/s": num(r["achieved_tflops"]) if not isnull(r["achieved_tflops"]) else "",
             "peak TFLOP/s": num(r["peak_flops"] / 1e12) if not isnull(r["peak_flops"]) else "",
-            "MFU %": _pct(r["mfu"]), "why no MFU / peak source": reason or r.get("peak_source") or "",
+            "MFU %": mfu_shown(r["mfu"]), "why no MFU / peak source": reason or r.get("peak_source") or "",
             "FLOPs from": (r.get("flops_source") or "") if not isnull(r["flops_per_sample"]) else ""})
     return pd.DataFrame(rows)
 
@@ -139,10 +134,15 @@ def roofline(summ):
     for (dev, be), g in s.groupby(["device", "backend"]):  # colour: backend; mark: device (as every chart)
         ax.scatter(g["flops_per_sample"], g["achieved_tflops"], s=18, alpha=0.85, label=f"{dev.upper()} · "
                    f"{backend_name(be)}", **scatter_look(be, dev))
-    peaks = s[s["peak_flops"].notna()].groupby(["machine", "device", "precision"])["peak_flops"].median()
-    for ls, ((_machine, dev, prec), pk) in zip(["--", ":", "-.", (0, (5, 1))] * 4, peaks.items()):
+    # one line per peak: a machine's device at a precision and a GPU count (1, 2 and 4 GPUs: three peaks, never
+    # their median)
+    p = s[s["peak_flops"].notna()]
+    peaks = p.assign(gpus=p["gpus"].fillna(1)).groupby(["machine", "device", "precision", "gpus"])[
+        "peak_flops"].median()
+    for ls, ((_machine, dev, prec, n), pk) in zip(["--", ":", "-.", (0, (5, 1))] * 4, peaks.items()):
         ax.axhline(pk / 1e12, ls=ls, lw=0.9, color="#222222" if dev == "gpu" else "#888888",  # no backend's colour
-                   label=f"{dev.upper()} peak · {prec}")  # named in the key
+                   label=f"{dev.upper()}{f' ×{int(n)}' if dev == 'gpu' and n > 1 else ''} peak · {prec} "
+                         f"({num(pk / 1e12)})")  # named in the key
     plain_log(ax, "x")
     plain_log(ax, "y")
     ax.set_xlabel("FLOPs per training sample (log)")
@@ -275,7 +275,7 @@ def build(ctx) -> Section:
         best.append({"workload": wl, "backend": be, "machine": machine,
                      "rungs run": f"{len(g)} of {len(chain)}", "best rung": top["rung_label"],
                      "largest step (× the rung before)": up, "rungs that lost": down,
-                     "samples/s": shown(top["samples_per_s"], top), "MFU %": _pct(top["mfu"]),
+                     "samples/s": shown(top["samples_per_s"], top), "MFU %": mfu_shown(top["mfu"]),
                      "gain over the source's rung ×": gain,
                      "bare loop (same host, precision)": _loop_text(loop, against, top),
                      "suite / bare ×": f"{against['samples_per_s'] / loop['samples_per_s']:.2f}" if loop else ""})

@@ -24,7 +24,8 @@ def build(ctx) -> Section:
                 "lease(s) (boots){}.", len(ok), len(summ), ok["machine"].nunique(),
                 ok["boot_id"].dropna().nunique() or "unknown",
                 "" if runs is None or not len(runs) else
-                f"; a configuration's figure is the median of its {int(runs.min())}–{int(runs.max())} runs")
+                f"; a configuration's figure is the median of its {int(runs.min())}"
+                + (f"–{int(runs.max())}" if runs.max() > runs.min() else "") + " runs")
     else:
         s.found("No record was read, so no figure is shown; the method below is what a run would follow.")
     s.note("<b>What is compared.</b> Every record under the folders read (any number of runs and machines) goes into "

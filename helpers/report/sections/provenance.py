@@ -139,13 +139,16 @@ def build(ctx) -> Section:
         s.heading("Machines").table(machines_table(df))
         leases = leases_table(df)
         s.heading("Machines by lease").note(
-            "A lease is one boot of a machine (its <code>boot_id</code>); the calibration (Python dispatch, numpy "
-            "matmul) is measured at the start of each run and shown as the median over the lease's runs, with "
+            "A lease is one boot of a machine (its <code>boot_id</code>); the calibration (Python dispatch in "
+            "million calls a second, <i>dispatch M calls/s</i>: the host's single-thread speed; numpy matmul in "
+            "GFLOP/s) is measured at the start of each run and shown as the median over the lease's runs, with "
             "its range inside the lease: it is the host's state when a run started (it moved up to 2× between "
             "runner starts of one H100 lease and tracked none of its figures), not a trait of the machine. "
             "Records from before this was recorded say so.")
-        s.details(f"The {len(leases)} lease(s): records, runs and calibration medians with their range (click to "
-                  "open)", html_table(leases))
+        known = df["boot_id"].dropna().nunique()  # as the section's first sentence counts them
+        unknown = " and the records with none recorded" if df["boot_id"].isna().any() else ""
+        s.details(f"The {known} lease(s){unknown}: records, runs and calibration medians with their range (click "
+                  "to open)", html_table(leases))
         for machine, n, figures, worst in lease_differences(leases):
             s.note("{}: {} leases: {}.", machine, n, figures, kind="warn" if worst > DIFFER else "note")
         s.heading("Library versions").table(versions_table(df))

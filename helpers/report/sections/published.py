@@ -117,7 +117,7 @@ def plot_vs_published(vs):
             # device and backend (the machines are named in the key above the chart)
             tail = f" · {_short(var, 14)}" if var else ""
             lab = (f"[{_short(s.split('_')[0], 8)}] {_short(h.split(' · ')[0], 30)}{tail}"
-                   if w == "published" else f"you · {d} · {_backend(f)}")
+                   if w == "published" else f"{_whose(h, f)} · {d} · {_backend(f)}")
             labs.append(lab + (f" · b{b:g}" if not isnull(b) else "") + (f" {k}" if k else ""))
         ax.set_yticks(y, labs, fontsize=8)
         ax.invert_yaxis()
@@ -129,8 +129,8 @@ def plot_vs_published(vs):
         ax.set_xlim(right=ax.get_xlim()[1] * 6)  # room for the value labels
         ax.xaxis.set_major_locator(LogLocator(numticks=3))  # a narrow panel: every other decade labelled
         ax.set_title(wl + (f" (+{left} published not drawn)" if left else ""), fontsize=9, fontweight="bold")
-    fig.supxlabel("samples per second (log scale; grey: published, [seed]; coloured: your runs; whiskers: yours "
-                  "between runs, or the stated range)", fontsize=8)
+    fig.supxlabel("samples per second (log scale; grey: published, [seed]; coloured: the runs read here, 'you' or "
+                  "the bundled reference's, 'ref'; whiskers: between runs, or the stated range)", fontsize=8)
     with warnings.catch_warnings():  # long labels: matplotlib warns when it cannot fit them, the chart still reads
         warnings.simplefilter("ignore", UserWarning)
         fig.tight_layout()
@@ -151,6 +151,15 @@ def _backend(framework) -> str:
     return str(framework).rsplit(" / ", 1)[-1]
 
 
+def _whose(hardware, framework) -> str:
+    """A drawn run's owner on its label: 'you', or the bundled reference's short name ('H100 ref') for its rows."""
+    from ..headline import gpu_side
+    from ..reference import is_reference
+
+    machine = str(hardware).split(f" · {_backend(framework)}")[0]
+    return gpu_side(machine) if is_reference(machine) else "you"
+
+
 def build(ctx) -> Section:
     pub = ctx.published
     if pub.empty:
@@ -162,8 +171,9 @@ def build(ctx) -> Section:
         s.note("Published figures exist for workloads you have not run: {}.", ", ".join(missing))
     cov = coverage(pub)
     cant = cov[cov["reason"] != ""]
-    s.note("{} published figures: {} reach the throughput comparison, {} the other figures; {} cannot be compared "
-           "(listed below with the reason).", len(cov), int(cov["shown"].str.startswith("throughput").sum()),
+    s.note("{} published figures: {} reach the throughput comparison, {} the scaling section (multi-GPU), {} the "
+           "other figures; {} cannot be compared (listed below with the reason).", len(cov),
+           int(cov["shown"].str.startswith("throughput").sum()), int(cov["shown"].str.startswith("the scaling").sum()),
            int((cov["shown"] == "other figures").sum()), len(cant))
     vs = versus_published(summ, pub)
     s.found(*said.published(len(cov), vs[vs["who"] == "published"]["comparison"].isin(

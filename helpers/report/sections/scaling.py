@@ -19,8 +19,9 @@ import math
 from ...params import LATER_DEFAULTS
 from .. import findings as said
 from ..charts import MAX_LINES, grid, plain_log
-from ..devices import ONE_PROCESS, answer, eff_shown, findings, leads, plot_devices, published_devices, scaling_table
+from ..devices import ONE_PROCESS, answer, eff_shown, findings, leads, published_devices, scaling_table
 from ..devices import device_scaling as device_scaling  # the section's table, re-exported
+from ..devices_chart import plot_devices
 from ..devices_readme import shown
 from ..fmt import digits, esc, html_table, isnull, note, num, rounded, row_marks
 from ..headline import LINKS
@@ -50,8 +51,8 @@ WAYS_NOTE = ("Two ways to drive N GPUs, side by side (column <i>way</i>; dashed 
 LEAD_TITLE = "Scaling: samples/s and efficiency against the number of GPUs"
 LEAD_DEVICES = ("These records have no CPU run and one configuration on several GPU counts: the question they answer "
                 "is how samples/s grow with the GPUs, per input path and way of driving them (one process driving all "
-                "N GPUs, or one process per GPU). Top: samples/s against N, dotted the linear line from one GPU; "
-                "bottom: the efficiency, 1.00 being linear, bars the range over the runs.")
+                "N GPUs, or one process per GPU). Per model, two charts side by side: samples/s against N, dotted the "
+                "linear line from one GPU; then the efficiency, 1.00 being linear, bars the range over the runs.")
 
 AXES = (("batch_size", "batch size", "batch sizes"),
         ("threads", "CPU threads (0 = all the machine allows)", "CPU thread counts"),
@@ -129,6 +130,10 @@ def _devices_part(s: Section, ctx, table=None, lead: bool = False) -> None:
     s.figure(plot_devices(table, published_devices(getattr(ctx, "published", None), wls), across=lead),
              "samples/s and scaling efficiency against the number of GPUs")
     s.table(shown(table), caption="the scaling table")
+    s.note("Terms: <i>data on</i> is where a step's inputs come from: <i>host</i>, copied from the host's memory every "
+           "step; <i>staged</i>, copied to the GPUs ahead of the step; <i>device</i>, on the GPU from the start. "
+           "<i>input</i>: the inputs' type (uint8 copies a byte a pixel, float32 four). Efficiency: samples/s on N "
+           "GPUs ÷ (N × samples/s on one). More: docs/report.md, Terms.")
     s.note("Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); "
            "empty where the one-device run is missing; its range: the slowest N-device run over N x the fastest "
            "one-device run, and the other way round. The global batch is the per-device batch x N. Cost: the "
@@ -200,7 +205,7 @@ def _input_part(s: Section, ctx, fold: bool = False) -> None:
                "none).</li></ul>")
         return
     s.heading("Where the time goes: the copy from the host against the step")
-    shown = table.assign(**{c: [("" if isnull(v) else f"{v:.3g}") for v in table[c]]
+    shown = table.assign(**{c: [num(v) for v in table[c]]
                             for c in ("MB per step", "s per step", "copy of one batch, s")},
                          **{"copy / step": ["" if isnull(v) else f"{v:.0%}" for v in table["copy / step"]],
                             "gain of data on the device": ["" if isnull(v) else f"{v:.2f}x"

@@ -40,9 +40,11 @@ def build(ctx) -> Section:
 
     m = all_pairs(ctx.summary)
     if m.empty:
+        skipped = int((ctx.df["status"] == "skipped").sum()) if len(ctx.df) else 0
         return Section.absent(__name__, "no GPU/CPU pair to compare: no successful GPU run on a machine that also "
-                                        "ran the same configuration on its CPU (see the skipped points under "
-                                        "Provenance).")
+                                        "ran the same configuration on its CPU" + (
+                                            f" (see the {skipped} skipped point(s) under Provenance)." if skipped
+                                            else "."))
     s = Section.of(__name__).found(*said.speedup(m))
     fig = bar_facets(m.assign(device="gpu"), "speedup", with_marks(_label, brief=True), lo="speedup_lo",
                      hi="speedup_hi", log=True,

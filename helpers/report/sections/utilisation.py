@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import findings as said
 from .. import mfu as mfu_of
-from ..fmt import digits, figure, isnull, rounded, short_path, shown
+from ..fmt import BUSY, digits, figure, isnull, marked, mfu_shown, num, rounded, row_marks, short_path, shown
 from ..style import PALETTE
 from .base import Section, config_labels
 
@@ -24,7 +24,7 @@ WHY_THEY_DIFFER = ("Two answers to \"how much of the GPU did it use\": NVML's GP
 
 
 def _mfu_text(v) -> str:
-    return "" if v is None or v != v else (f"{v * 100:.2g}%" if v < 0.1 else f"{v * 100:.0f}%")
+    return "" if v is None or v != v else f"{mfu_shown(v)}%"
 
 
 def comparison_summary(summ):
@@ -34,14 +34,15 @@ def comparison_summary(summ):
     rows = s.to_dict("records")
     return pd.DataFrame({
         "workload": s["workload"], "machine": s["machine"], "configuration": config_labels(s), "batch": s["batch_size"],
-        "epochs": s["epochs"], "samples/epoch": s["n_train"], "total time s (median run)": s["total_s"],
+        "epochs": s["epochs"], "samples/epoch": s["n_train"],
+        "total time s (median run)": [shown(r["total_s"], r) for r in rows],
         "s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],
         "within-run s/epoch IQR": [f"{rounded(r['q1'], digits(r))}–{rounded(r['q3'], digits(r))}" for r in rows],
-        "s/step": [shown(r["s_per_step"], r, mark=False) for r in rows],
+        "s/step": [shown(r["s_per_step"], r) for r in rows],
         "samples/s: median of runs": [figure(r) for r in rows],
         "CPU % (system, 0–100)": s["cpu_pct"], "CPU % (process, 100 per core)": s["proc_cpu_pct"],
         "GPU % (mean)": s["gpu_pct"], "GPU % (peak)": s["gpu_pct_max"],
-        "MFU": [_mfu_text(v) for v in (s["mfu"] if "mfu" in s else [None] * len(s))],
+        "MFU": [marked(_mfu_text(r.get("mfu")), row_marks(r)) for r in rows],
         "GPU memory MiB (peak)": s["gpu_mem_mb"], "data": s["data_source"],
     })
 
@@ -87,8 +88,9 @@ def plot_timeline(rec: dict):
                 a.axvspan(b[0], b[1], color=PALETTE["first"] if i == 0 else "#cccccc", alpha=0.25 if i == 0 else 0.2,
                           lw=0)
     ax.legend(fontsize=7, loc="upper right")
-    ax.set_title(f"{rec.get('workload')} · {rec.get('backend')} · {rec.get('device_used')} on "
-                 f"{(rec.get('fingerprint') or {}).get('host')}  (pink: first epoch; grey: later epochs)")
+    ax.set_title(marked(f"{rec.get('workload')} · {rec.get('backend')} · {rec.get('device_used')} on "
+                        f"{(rec.get('fingerprint') or {}).get('host')}", BUSY if rec.get("host_busy") is True else "")
+                 + "  (pink: first epoch; grey: later epochs)")
     if n > 1:
         a2 = axes[1, 0]
         if has_mem:
@@ -158,8 +160,8 @@ def both_answers(rec: dict, tidy: dict | None = None) -> str | None:
         parts.append(f"busy {busy:.0f}% of the time (NVML, mean over {util.get('window') or 'the run'}"
                      + (f", peak {util['gpu_pct_max']:.0f}%" if util.get("gpu_pct_max") is not None else "") + ")")
     if mfu is not None:
-        parts.append(f"did {_mfu_text(mfu)} of its peak arithmetic (MFU" + (f", {tflops:.3g} TFLOP/s" if tflops else "")
-                     + ")")
+        parts.append(f"did {_mfu_text(mfu)} of its peak arithmetic (MFU"
+                     + (f", {num(tflops)} TFLOP/s" if tflops else "") + ")")
     elif why:
         parts.append(f"MFU not known: {why}")
-    return "This run's device: " + "; ".join(parts) + "."
+    return marked("This run's device: " + "; ".join(parts) + ".", BUSY if rec.get("host_busy") is True else "")

@@ -16,7 +16,7 @@ from .. import headline as hl
 from ..best import best_over_best, one_side
 from ..charts import plain_log
 from ..devices import leads
-from ..fmt import esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
+from ..fmt import MARKS_SHORT, esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
 from ..labels import PRECISION_SHORT
 from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
@@ -27,7 +27,8 @@ TITLE = "The verdict: how much faster the GPU trains, per workload"
 NAV = "Verdict"  # its name in the one-line contents
 CONFLICT_MARK = "≠"  # a side of the row is one of a run's conflicting copies (best.without_copy)
 LEAD = ("Each workload's fastest GPU configuration against its fastest CPU configuration (any backend, thread and "
-        "compilation setting; both at the same batch size, precision and model knobs), compared per sample: GPU "
+        "compilation setting; both at the same batch size, precision and model knobs: the model's and its input's "
+        "settings, docs/knobs.md), compared per sample: GPU "
         "samples/s ÷ CPU samples/s, each the median over its runs; both sides are named. Below it, like for like: "
         "the same backend on both sides. A source epoch is one pass over the dataset the workload's source trained "
         "on (its size is in the throughput section), derived from samples/s, so runs on fewer samples compare. "
@@ -87,9 +88,9 @@ def chart(rows):
     return fig
 
 
-def _price(v) -> str:
-    """An amount without its currency sign (the column's header carries it), or 'no price'."""
-    return hl.money(v).lstrip("$") or "no price"
+def _price(v, marks: str = "") -> str:
+    """An amount without its currency sign (the column's header carries it), with its marks, or 'no price'."""
+    return hl.money(v, marks).lstrip("$") or "no price"
 
 
 def glance_table(rows):
@@ -113,10 +114,11 @@ def glance_table(rows):
             "GPU ÷ CPU": sp + (f" {m}" if m else "") + (f" · {busy_sides(r)}" if busy_sides(r) else "")
             + (f" {CONFLICT_MARK}" if r.get("copies") else ""),
             # a duration's unit changes from row to row (0.42 s, 12 min, 3.2 h): it stays in the cell
-            "CPU time / source epoch": hl.duration(r.get("source_epoch_s_cpu")),
-            "GPU time / source epoch": hl.duration(r.get("source_epoch_s_gpu")),
+            "CPU time / source epoch": hl.duration(r.get("source_epoch_s_cpu"), row_marks(r, "_cpu")),
+            "GPU time / source epoch": hl.duration(r.get("source_epoch_s_gpu"), row_marks(r, "_gpu")),
             "$ / source epoch, CPU · GPU": ("no price" if isnull(od_c) and isnull(od_g) else
-                                            f"{_price(od_c)} · {_price(od_g)}"),
+                                            f"{_price(od_c, row_marks(r, '_cpu'))} · "
+                                            f"{_price(od_g, row_marks(r, '_gpu'))}"),
             "runs CPU / GPU": f"{int(r['n_runs_cpu'])} / {int(r['n_runs_gpu'])}",
         })
     return pd.DataFrame(out)
@@ -132,7 +134,8 @@ def like_for_like(pairs):
         return sps_shown(r, suffix) + (f" {m}" if m else "")
 
     return pd.DataFrame([{
-        "workload": r["workload"], "backend (both sides)": r["backend"], "GPU": hl.config_key(r),
+        "workload": r["workload"], "backend (both sides)": r["backend"],
+        "GPU": hl.config_key(r) + (f" ({hl.differs(r)})" if hl.differs(r) else ""),
         "CPU samples/s": fig(r, "_cpu"), "GPU samples/s": fig(r, "_gpu"),
         "GPU ÷ CPU": speedup_shown(r) + (f" {row_marks(r)}"
                                          if row_marks(r) else ""),
@@ -203,6 +206,8 @@ def build(ctx) -> Section:
     pairs = hl.best_pairs(all_pairs(c))
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
+    if any(row_marks(r, d) for r in rows.to_dict("records") for d in ("", "_cpu", "_gpu")):  # met on this screen
+        s.html(f'<p class="cgb-key">Marks: {esc(MARKS_SHORT)}.</p>')
     left_out = predicted.unpaired(c, rows)
     if left_out:  # every workload of the inputs accounted for
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
