@@ -6,8 +6,9 @@ A configuration's figure is the median over its runs of each run's figure (sampl
 steady epoch), as everywhere in the report. What the runs cannot settle is said, never passed over: a configuration
 whose NEW runs all failed (``failed_new``), conflicting copies of one run on a side (the reader keeps each apart as
 ``copy=``; here the copies are one configuration again, its verdict *conflicting copies*), a configuration that could
-not be compared (``dropped``, with the error's name: one configuration, never the whole comparison), and a side that
-holds no record (``counts``). Every record's text shown goes through ``shown`` (no control character).
+not be compared (``dropped``, with the error's name: one configuration, never the whole comparison), a side whose
+runs did not learn (``helpers.report.learning``; its verdict *did not learn*, each side's check in changes.csv), and a
+side that holds no record (``counts``). Every record's text shown goes through ``shown`` (no control character).
 
     cmp = compare(old_folders, new_folders)   # rows (one per configuration on both sides), one-side-only, differences
     write_changes(cmp, folder)                 # changes.csv, stable for diffing
@@ -20,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import learning
 from .compare_stats import (  # noqa: F401 - its API
     CONFIDENCE,
     FASTER,
@@ -37,11 +39,14 @@ from .compare_stats import (  # noqa: F401 - its API
 KEY = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
        "knobs"]  # a configuration across machines: the same model, backend, device, batch, precision and knobs
 CONFLICTED = "conflicting copies"  # a side holds copies of one run that say different things: no verdict
+# a side's runs did not learn (helpers.report.learning): its speed is no figure, no verdict
+NOT_LEARNED = "did not learn"
 FAILED_NEW = "every NEW run failed"  # changes.csv's verdict for a configuration of OLD whose NEW runs all failed
 CHANGES = "changes.csv"
 COLUMNS = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
            "knobs", "old_samples_per_s", "old_runs", "new_samples_per_s", "new_runs", "ratio", "ratio_low",
-           "ratio_high", "confidence", "p_value", "verdict", "runs_needed_a_side", "old_machine", "new_machine"]
+           "ratio_high", "confidence", "p_value", "verdict", "runs_needed_a_side", "old_machine", "new_machine",
+           "old_learned", "new_learned"]
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # C0 (newline and ESC too), DEL, C1 (CSI \x9b): a terminal's commands
 
 
@@ -121,6 +126,8 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
     earlier = (ok["protocol"] == EARLIER).to_numpy() if "protocol" in ok else np.zeros(len(ok), bool)
     copies = ["copy=" in str(v) for v in ok["knobs"].tolist()]
     machines = [str(m) for m in ok["machine"].tolist()]
+    learned = (learning.run_checks(ok)[["learned", "learned_why"]].to_numpy().tolist() if "loss_curve" in ok
+               else [[learning.NOT_CHECKED, ""]] * len(ok))
     groups: dict[tuple, list[int]] = {}
     for i, k in enumerate(_keys(ok)):
         groups.setdefault(k, []).append(i)
@@ -131,8 +138,12 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
             idx = [i for i, x in zip(idx, e) if not x]
         runs = [f for f in fig[idx].tolist() if math.isfinite(f) and f > 0]
         if runs:
+            said = [learned[i] for i in idx]
+            no = [w for v, w in said if v == learning.NO]
             out[k] = {"runs": runs, "median": float(np.median(runs)), "copies": any(copies[i] for i in idx),
-                      "machines": sorted({machines[i] for i in idx})}
+                      "machines": sorted({machines[i] for i in idx}),
+                      "learned": f"{learning.NO}: {no[0]}" if no else learning.YES
+                      if any(v == learning.YES for v, _ in said) else learning.NOT_CHECKED}
     return out
 
 
@@ -208,7 +219,8 @@ def load(folders):
 
 
 _USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", "samples_per_s", "protocol", "machine",
-         "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul"]  # what a comparison reads of the table
+         "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul", "loss_curve", "final_accuracy", "n_classes",
+         "data_learnable"]  # what a comparison reads of the table
 
 
 def _side(folders) -> tuple:
@@ -237,14 +249,16 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
         try:
             t = welch(o["runs"], n["runs"], confidence)
             conflicted = o["copies"] or n["copies"]
-            verdict = CONFLICTED if conflicted else t["verdict"]
+            unlearned = o["learned"].startswith(learning.NO) or n["learned"].startswith(learning.NO)
+            verdict = CONFLICTED if conflicted else NOT_LEARNED if unlearned else t["verdict"]
             need = runs_needed(o["runs"], n["runs"], confidence) if verdict == NONE else None
             cmp.rows.append({**dict(zip(KEY, k)), "old_samples_per_s": o["median"], "old_runs": len(o["runs"]),
                              "new_samples_per_s": n["median"], "new_runs": len(n["runs"]), "ratio": t["ratio"],
                              "ratio_low": t["low"], "ratio_high": t["high"], "confidence": confidence,
                              "p_value": float("nan") if conflicted else t["p"], "verdict": verdict,
                              "runs_needed_a_side": need, "old_machine": "; ".join(o["machines"]),
-                             "new_machine": "; ".join(n["machines"]), "log_ratio": t["log_ratio"],
+                             "new_machine": "; ".join(n["machines"]), "old_learned": o["learned"],
+                             "new_learned": n["learned"], "log_ratio": t["log_ratio"],
                              "log_low": t["log_low"], "log_high": t["log_high"]})
         except Exception as exc:  # noqa: BLE001 - one configuration's problem, never the whole comparison's
             cmp.dropped.append((name(dict(zip(KEY, k))), type(exc).__name__))

@@ -20,6 +20,7 @@ import re
 from ..params import LATER_DEFAULTS
 from .fmt import digits, isnull, num, row_marks
 from .labels import _knob_items
+from .learning import learned
 from .published import published_devices as published_devices  # the anchors, kept there
 from .table import CONFIG_KEYS
 
@@ -194,7 +195,8 @@ def range_shown(r, fmt=num) -> str:
 def scaling_table(ctx):
     """``device_scaling`` of a report context (its costed rows where every configuration has one)."""
     costed = getattr(ctx, "costed", None)
-    return device_scaling(costed if costed is not None and len(costed) == len(ctx.summary) else ctx.summary)
+    # the configurations that learned only (helpers.report.learning): one that did not is no rung of the ladder
+    return device_scaling(learned(costed if costed is not None and len(costed) == len(ctx.summary) else ctx.summary))
 
 
 def leads(ctx) -> bool:

@@ -27,12 +27,16 @@ FOLD_HEAD = 90
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
 SHORT = "‡"  # its steady-state window (median run) is under the run's min_steady_s (MIN_STEADY_S when unrecorded)
 BUSY = "§"  # every run it rests on was measured while another process used the host's cores (protocol.HOST_BUSY)
+NOT_LEARNED = "✗"  # the configuration did not learn (helpers.report.learning): never the best, never paired
 MIN_STEADY_S = COMMON_DEFAULTS["min_steady_s"]  # seconds: the window records without ``params.min_steady_s`` hold
 INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
 MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
               f"{SHORT} steady-state window under min_steady_s ({MIN_STEADY_S:g} s for records without it): at most "
               f"2 digits for one run, 3 for several. {BUSY} host busy: every run of the figure measured while another "
-              "process used the cores (a quiet run of it would replace them). Brackets: the between-run interval of "
+              f"process used the cores (a quiet run of it would replace them). {NOT_LEARNED} did not learn (its loss "
+              "not finite, not falling, at chance or above the other configurations' by more than the spread between "
+              "runs: the loss-and-accuracy section says which and why): fast, but no figure to choose by, never the "
+              "best, never paired. Brackets: the between-run interval of "
               "the median (range of 2–4 runs, bootstrap 95% from 5); n = runs, then the median run's steady window in "
               "seconds. The within-run epoch spread (IQR of the steady epochs) is shown apart and is not the figure's "
               "uncertainty.")
@@ -161,16 +165,18 @@ def yes(v) -> bool:
     return not isnull(v) and not isinstance(v, str) and bool(v)
 
 
-def marks(n_runs, short, busy=False) -> str:
-    """'†' one run, '‡' a window under min_steady_s, '§' every run on a busy host; '' none of them."""
+def marks(n_runs, short, busy=False, learned=None) -> str:
+    """'†' one run, '‡' a window under min_steady_s, '§' every run on a busy host, '✗' did not learn; '' none."""
     one = not isnull(n_runs) and n_runs <= 1
-    return (ONE_RUN if one else "") + (SHORT if yes(short) else "") + (BUSY if yes(busy) else "")
+    return ((ONE_RUN if one else "") + (SHORT if yes(short) else "") + (BUSY if yes(busy) else "")
+            + (NOT_LEARNED if learned == "no" else ""))
 
 
 def row_marks(r, suffix: str = "") -> str:
     """The marks of a configuration's figure (a summary row, or one side of a pair: ``suffix``), or of a pair's
     speedup (the fewer runs, either window short, either side busy): the one place marks are read from a row."""
-    return marks(r.get(f"n_runs{suffix}"), r.get(f"short_window{suffix}"), r.get(f"host_busy{suffix}"))
+    return marks(r.get(f"n_runs{suffix}"), r.get(f"short_window{suffix}"), r.get(f"host_busy{suffix}"),
+                 r.get(f"learned{suffix}"))
 
 
 def rests_on(n_runs, window_s=None, min_s=None, kind: str = "") -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.record.learned import learnable
 from helpers.record.reader import read_records
 
 from .. import params as _params
@@ -30,7 +31,8 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
            "boot_id", "cpu_id", "cpu_flags", "gpu_state", "gpu_sm_now", "gpu_mem_now", "cal_when", "cal_dispatch",
            "cal_matmul", "cal_matmul_1t", "cal_threads", "repeat", "config_id", "min_steady_s",
            "flops_per_sample", "flops_source", "peak_flops", "peak_source", "host_copy_s", "input_mb_per_step",
-           "concurrent_runners", "host_busy", "host_others_cores", "optimizer_flops_per_step"]
+           "concurrent_runners", "host_busy", "host_others_cores", "optimizer_flops_per_step", "loss_curve",
+           "n_classes", "data_learnable"]
 
 # Parameters every notebook has (their own columns, or not part of a configuration: seed, epochs,
 # output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
@@ -80,6 +82,17 @@ def _num(v):
     """A finite number from a record, else None (records from elsewhere may hold anything here)."""
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
     return v if ok else None
+
+
+def _curve(values) -> tuple:
+    """A loss per epoch as a tuple of floats, NaN where an epoch's loss is not a finite number."""
+    if not isinstance(values, list):
+        return ()
+    return tuple(float(v) if _num(v) is not None else float("nan") for v in values)
+
+
+def _count(v):
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
 def _cpu_id(fp: dict) -> str | None:
@@ -152,7 +165,8 @@ def _row(r: dict) -> dict:
     # records that differ in one are different configurations, never repeats of one
     # and the common knobs added later (several devices or hosts, steps per compiled call, the data on the device)
     # away from their old value: another configuration, never a repeat of one
-    shown = [k for k in sorted(params) if k not in _COMMON_PARAMS] + [
+    shown = [k for k in sorted(params) if k not in _COMMON_PARAMS and not (
+        k in _params.LEARNING_KNOBS and params[k] == _params.LATER_DEFAULTS[k])] + [
         k for k in LATER_COMMON if params.get(k) not in (None, _params.LATER_DEFAULTS[k])]
     # a file a knob names (a custom model, its data) with a short hash of its content: files of different contents
     # under one path are different configurations, and their labels say which (model_path=my.keras@1a2b3c4d)
@@ -199,6 +213,10 @@ def _row(r: dict) -> dict:
         "idle_power_w": r.get("idle_power_w"),
         "energy_method": r.get("energy_method") or ("mean_power" if r.get("energy_j_per_epoch") else None),
         "final_loss": loss[-1], "final_accuracy": acc[-1],
+        # the learning check's inputs (helpers.report.learning): the loss per epoch (None where not a finite number),
+        # the class count and whether the data has anything to learn, where the record says
+        "loss_curve": _curve(hist.get("loss")), "n_classes": _count(r.get("n_classes")),
+        "data_learnable": learnable(r),
         # the input path: one batch's copy from the host, measured after training on GPU points
         "host_copy_s": r.get("host_copy_s_per_step"),
         "input_mb_per_step": r["input_bytes_per_step"] / 1e6 if r.get("input_bytes_per_step") else None,

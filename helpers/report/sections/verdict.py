@@ -13,10 +13,10 @@ from helpers.paths import outputs_dir
 
 from .. import breakeven, fresh, predicted, sides
 from .. import headline as hl
-from ..best import best_over_best, one_side
+from ..best import best_over_best, did_not_learn, one_side
 from ..charts import plain_log
 from ..devices import leads
-from ..fmt import esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
+from ..fmt import NOT_LEARNED, esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
 from ..labels import PRECISION_SHORT
 from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
@@ -180,6 +180,22 @@ def payoff(s: Section, rows, records) -> None:
               how + '<ul class="cgb-payoff">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
 
 
+def learning_notes(s: Section, rows, dnl) -> None:
+    """Fast and right: each workload whose every configuration of one side did not learn, said in place of a speedup
+    (``best.did_not_learn``), and the configurations each verdict row left out of its best for not learning, named
+    with their reasons (``best_over_best``'s ``not_learned``)."""
+    if dnl is not None and len(dnl):
+        s.html('<ul class="cgb-verdict">' + "".join(
+            f"<li>{esc(r['workload'])}: did not learn on the {esc(r['side'])} side {NOT_LEARNED}, so no speedup: "
+            f"{esc(r['configurations'])}.</li>" for r in dnl.to_dict("records")) + "</ul>")
+    left = [f"{r['workload']}: {r['not_learned']}" for r in rows.to_dict("records") if r.get("not_learned")] \
+        if rows is not None and len(rows) else []
+    if left:
+        s.note(NOT_LEARNED + " Left out of the verdict's best, for they did not learn (each side is the fastest "
+               "configuration that did; the loss-and-accuracy section has every configuration's check): {}.",
+               " | ".join(left), kind="warn")
+
+
 def build(ctx) -> Section:
     c = ctx.costed
     if c.empty or not c["samples_per_s"].notna().any():
@@ -192,6 +208,10 @@ def build(ctx) -> Section:
     if not len(rows) and leads(ctx):  # no CPU run, several GPU counts: the scaling section leads instead
         return Section.absent(__name__, "no CPU run in these records, so no CPU/GPU speedup; what they answer, how "
                                         "samples/s grow with the number of GPUs, is the first section.")
+    dnl = did_not_learn(c)
+    if not len(rows) and len(dnl):  # a pair of sides, one of which never learned: said in place of a speedup
+        learning_notes(s, rows, dnl)
+        return s.marks_note()
     if not len(rows):
         devs = set(c["device"].dropna())
         s.note("No GPU/CPU pair to compare in these records ({}): the sections below show each device's own "
@@ -203,6 +223,7 @@ def build(ctx) -> Section:
     pairs = hl.best_pairs(all_pairs(c))
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
+    learning_notes(s, rows, dnl)
     left_out = predicted.unpaired(c, rows)
     if left_out:  # every workload of the inputs accounted for
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
