@@ -211,7 +211,7 @@ def batches(summ) -> list[str]:
     """Where a grid varies the batch size of one configuration at fixed data and epochs: each larger batch's loss
     against the smallest batch's at their last common epoch, and the share of the smallest batch's fall in loss
     (from its first epoch) the larger one gives up."""
-    if summ is None or not len(summ) or "loss_at" not in summ:
+    if summ is None or not len(summ) or "loss_curve_median" not in summ:
         return []
     s = summ[summ["learned"] != NO].copy()
     s["_model_knobs"] = s["knobs"].map(model_knobs)
