@@ -59,7 +59,8 @@ def _passed_over(ok, side, device: str) -> str:
     if "learned" not in ok:
         return ""
     gone = ok[(ok["_same"] == side["_same"]) & (ok["device"] == device) & (ok["learned"] == learning.NO)]
-    return "; ".join(f"{learning.name(r)}{', faster' if r['samples_per_s'] > side['samples_per_s'] else ''} "
+    common = learning.common_knobs(ok.loc[ok["workload"] == side["workload"], "knobs"])
+    return "; ".join(f"{learning.name(r, common)}{', faster' if r['samples_per_s'] > side['samples_per_s'] else ''} "
                      f"({r['learned_why']})"
                      for r in gone.sort_values("samples_per_s", ascending=False).to_dict("records"))
 
@@ -136,8 +137,9 @@ def did_not_learn(summ):
         if not bad:
             continue
         gone = g[g["device"].isin(bad)].sort_values("samples_per_s", ascending=False)
+        common = learning.common_knobs(ok.loc[ok["workload"] == g["workload"].iloc[0], "knobs"])
         out.append({"workload": g["workload"].iloc[0], "side": " and ".join(d.upper() for d in bad),
-                    "configurations": "; ".join(f"{learning.name(r)} ({r['learned_why']})"
+                    "configurations": "; ".join(f"{learning.name(r, common)} ({r['learned_why']})"
                                                 for r in gone.to_dict("records")),
                     "batch_size": g["batch_size"].iloc[0], "precision": g["precision"].iloc[0]})
     return pd.DataFrame(out, columns=cols).drop_duplicates("workload").reset_index(drop=True)

@@ -25,8 +25,7 @@ from ..devices_readme import shown
 from ..fmt import NOT_LEARNED, digits, esc, html_table, isnull, note, num, rounded, row_marks
 from ..headline import LINKS
 from ..labels import _knob_items, labels
-from ..learning import NO, learned
-from ..learning import name as learning_name
+from ..learning import learned, not_learned
 from ..style import point_look
 from ..table import CONFIG_KEYS
 from .base import Section
@@ -223,7 +222,7 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
     summ = learned(summ)  # a configuration that did not learn is no point of a scaling curve (named below)
-    left = [learning_name(r) for r in ctx.summary[ctx.summary["learned"] == NO].to_dict("records")]
+    left = not_learned(ctx.summary)
     lead = leads(ctx)  # no CPU side, several GPU counts: the report's first section, the GPU counts first
     if lead:
         table = scaling_table(ctx)

@@ -40,8 +40,7 @@ def build(ctx) -> Section:
     import pandas as pd
 
     m = all_pairs(ctx.summary)
-    left = [learning.name(r) for r in ctx.summary[ctx.summary["learned"] == learning.NO].to_dict("records")] \
-        if "learned" in ctx.summary else []
+    left = learning.not_learned(ctx.summary)
     if m.empty:
         return Section.absent(__name__, "no GPU/CPU pair to compare: no successful GPU run on a machine that also "
                                         "ran the same configuration on its CPU (see the skipped points under "
