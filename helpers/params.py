@@ -244,6 +244,11 @@ LATER_DEFAULTS = {**{k: COMMON_DEFAULTS[k] for k in ("gpus", "hosts", "processes
 # threads and compilation settings, among the configurations that learned (helpers.report.learning)
 LEARNING_KNOBS = ("learning_rate",)
 
+
+def learning_default(knob: str, value) -> bool:
+    """Whether ``knob`` is a knob of what is learned at its default (``LEARNING_KNOBS``): left out of a label."""
+    return knob in LEARNING_KNOBS and value == LATER_DEFAULTS[knob]
+
 # Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
 # the per-point limit in seconds and the separate runs of each point (``helpers.grid``).
 RUNNER_KEYS = ("timeout_s", "repeats")

@@ -49,12 +49,22 @@ def learnable(rec: dict):
     return False if rec.get("data_source") == "synthetic" and isinstance(detail, str) and "(random)" in detail else None
 
 
+def check_inputs(rec: dict) -> dict:
+    """What the check reads of a record: ``loss_curve`` (a tuple of floats, NaN where an epoch's loss is not a finite
+    number), ``n_classes`` (None where not said) and ``data_learnable`` (``learnable``)."""
+    hist = rec.get("history") if isinstance(rec.get("history"), dict) else {}
+    loss = hist.get("loss") if isinstance(hist.get("loss"), list) else []
+    n = rec.get("n_classes")
+    return {"loss_curve": tuple(float(v) if finite(v) else float("nan") for v in loss),
+            "n_classes": n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None,
+            "data_learnable": learnable(rec)}
+
+
 def of_record(rec: dict) -> tuple[str, str]:
     """``run_check`` of a record as written (its history's ``loss`` and last ``accuracy``, ``n_classes``,
     ``data_learnable``); a record without a history is 'not checked'."""
     hist = rec.get("history") if isinstance(rec.get("history"), dict) else {}
-    loss = hist.get("loss") if isinstance(hist.get("loss"), list) else []
     acc = hist.get("accuracy") or hist.get("acc") or [None]
-    curve = tuple(float(v) if finite(v) else float("nan") for v in loss)
-    n = rec.get("n_classes") if isinstance(rec.get("n_classes"), int) else None
-    return run_check(curve, acc[-1] if isinstance(acc, list) and acc else None, n, learnable(rec))
+    got = check_inputs(rec)
+    return run_check(got["loss_curve"], acc[-1] if isinstance(acc, list) and acc else None, got["n_classes"],
+                     got["data_learnable"])

@@ -6,9 +6,8 @@ A configuration's figure is the median over its runs of each run's figure (sampl
 steady epoch), as everywhere in the report. What the runs cannot settle is said, never passed over: a configuration
 whose NEW runs all failed (``failed_new``), conflicting copies of one run on a side (the reader keeps each apart as
 ``copy=``; here the copies are one configuration again, its verdict *conflicting copies*), a configuration that could
-not be compared (``dropped``, with the error's name: one configuration, never the whole comparison), a side whose
-runs did not learn (``helpers.report.learning``; its verdict *did not learn*, each side's check in changes.csv), and a
-side that holds no record (``counts``). Every record's text shown goes through ``shown`` (no control character).
+not be compared (``dropped``, with the error's name: one configuration, never the whole comparison), a side that did
+not learn (``learning``: *did not learn*), a side that holds no record (``counts``). Text shown: ``shown``.
 
     cmp = compare(old_folders, new_folders)   # rows (one per configuration on both sides), one-side-only, differences
     write_changes(cmp, folder)                 # changes.csv, stable for diffing
@@ -39,8 +38,7 @@ from .compare_stats import (  # noqa: F401 - its API
 KEY = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
        "knobs"]  # a configuration across machines: the same model, backend, device, batch, precision and knobs
 CONFLICTED = "conflicting copies"  # a side holds copies of one run that say different things: no verdict
-# a side's runs did not learn (helpers.report.learning): its speed is no figure, no verdict
-NOT_LEARNED = "did not learn"
+NOT_LEARNED = "did not learn"  # a side's runs did not learn (helpers.report.learning): no figure, no verdict
 FAILED_NEW = "every NEW run failed"  # changes.csv's verdict for a configuration of OLD whose NEW runs all failed
 CHANGES = "changes.csv"
 COLUMNS = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
@@ -126,8 +124,7 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
     earlier = (ok["protocol"] == EARLIER).to_numpy() if "protocol" in ok else np.zeros(len(ok), bool)
     copies = ["copy=" in str(v) for v in ok["knobs"].tolist()]
     machines = [str(m) for m in ok["machine"].tolist()]
-    learned = (learning.run_checks(ok)[["learned", "learned_why"]].to_numpy().tolist() if "loss_curve" in ok
-               else [[learning.NOT_CHECKED, ""]] * len(ok))
+    learned = learning.run_checks(ok)[["learned", "learned_why"]].to_numpy().tolist()
     groups: dict[tuple, list[int]] = {}
     for i, k in enumerate(_keys(ok)):
         groups.setdefault(k, []).append(i)
@@ -138,12 +135,9 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
             idx = [i for i, x in zip(idx, e) if not x]
         runs = [f for f in fig[idx].tolist() if math.isfinite(f) and f > 0]
         if runs:
-            said = [learned[i] for i in idx]
-            no = [w for v, w in said if v == learning.NO]
             out[k] = {"runs": runs, "median": float(np.median(runs)), "copies": any(copies[i] for i in idx),
                       "machines": sorted({machines[i] for i in idx}),
-                      "learned": f"{learning.NO}: {no[0]}" if no else learning.YES
-                      if any(v == learning.YES for v, _ in said) else learning.NOT_CHECKED}
+                      "learned": learning.of_runs(learned[i] for i in idx)}
     return out
 
 

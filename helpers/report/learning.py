@@ -64,6 +64,13 @@ def run_checks(df):
     return out
 
 
+def of_runs(checks) -> str:
+    """One configuration's runs' (learned, why) said in one cell: 'no: <the first reason>', 'yes' or 'not checked'."""
+    checks = list(checks)
+    no = [w for v, w in checks if v == NO]
+    return f"{NO}: {no[0]}" if no else YES if any(v == YES for v, _ in checks) else NOT_CHECKED
+
+
 def _at(curve, epoch: int):
     curve = tuple(curve or ())
     return curve[epoch - 1] if 0 < epoch <= len(curve) and _finite(curve[epoch - 1]) else None
@@ -116,10 +123,13 @@ def judge(summ, df):
             s.at[i, "learned_why"] = rs[0]["learned_why"]
         else:
             s.at[i, "learned_why"] = "no run with a history"
-    # in line: each group at its last common epoch
+    # in line: each group at its last common epoch; the bundled reference's rows beside a CPU-only report are a part
+    # of that reference, compared in line in its own report (its configurations.csv), never against a subset of it
+    from .reference import is_reference
+
     groups = {}
     for gk, g in s.groupby([s[c].map(str) for c in GROUP], sort=False):
-        idx = [i for i in g.index if s.at[i, "learned"] == YES]
+        idx = [i for i in g.index if s.at[i, "learned"] == YES and not is_reference(s.at[i, "machine"])]
         curves = {i: [tuple(r["loss_curve"] or ()) for r in per[i]] for i in idx}
         lens = [len(c) for cs in curves.values() for c in cs]
         if not idx or not lens:

@@ -2,19 +2,18 @@
 
     df, records, skipped = load_table([Path("outputs")])
 
-``records`` are the raw dicts (``_path`` set), ``skipped`` the files that are not records, with why.
-Columns are listed in ``COLUMNS``; ``machine`` (the hardware: GPU or CPU model and logical CPUs) and
-``config`` (device · backend) are added. The fingerprint's host identity rides along as text
-(``cpu_id``, ``cpu_flags``, ``gpu_state``), with the lease (``boot_id``) and the run's host
-calibration (``cal_*``; None where a record has none).
-``CONFIG_KEYS`` say which columns make two records the same configuration (its repeats).
+``records`` are the raw dicts (``_path`` set), ``skipped`` the files that are not records, with why. Columns are
+listed in ``COLUMNS``; ``machine`` (the hardware: GPU or CPU model and logical CPUs) and ``config`` (device · backend)
+are added. The fingerprint's host identity rides along as text (``cpu_id``, ``cpu_flags``, ``gpu_state``), with the
+lease (``boot_id``) and the run's host calibration (``cal_*``; None where a record has none). ``CONFIG_KEYS`` say which
+columns make two records the same configuration (its repeats).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.record.learned import learnable
+from helpers.record.learned import check_inputs
 from helpers.record.reader import read_records
 
 from .. import params as _params
@@ -47,7 +46,6 @@ LATER_COMMON = tuple(k for k in _params.LATER_DEFAULTS if k in _params.COMMON)
 def workload_knobs(name: str) -> dict:
     """A workload's knobs (``workloads.knobs``), for the reader's upgrade of older records (``record.upgrade``)."""
     from ..workloads import knobs
-
     return knobs(name)
 
 
@@ -82,17 +80,6 @@ def _num(v):
     """A finite number from a record, else None (records from elsewhere may hold anything here)."""
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
     return v if ok else None
-
-
-def _curve(values) -> tuple:
-    """A loss per epoch as a tuple of floats, NaN where an epoch's loss is not a finite number."""
-    if not isinstance(values, list):
-        return ()
-    return tuple(float(v) if _num(v) is not None else float("nan") for v in values)
-
-
-def _count(v):
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
 def _cpu_id(fp: dict) -> str | None:
@@ -165,8 +152,7 @@ def _row(r: dict) -> dict:
     # records that differ in one are different configurations, never repeats of one
     # and the common knobs added later (several devices or hosts, steps per compiled call, the data on the device)
     # away from their old value: another configuration, never a repeat of one
-    shown = [k for k in sorted(params) if k not in _COMMON_PARAMS and not (
-        k in _params.LEARNING_KNOBS and params[k] == _params.LATER_DEFAULTS[k])] + [
+    shown = [k for k in sorted(params) if k not in _COMMON_PARAMS and not _params.learning_default(k, params[k])] + [
         k for k in LATER_COMMON if params.get(k) not in (None, _params.LATER_DEFAULTS[k])]
     # a file a knob names (a custom model, its data) with a short hash of its content: files of different contents
     # under one path are different configurations, and their labels say which (model_path=my.keras@1a2b3c4d)
@@ -212,11 +198,7 @@ def _row(r: dict) -> dict:
         "energy_above_idle_j_per_epoch": r.get("energy_above_idle_j_per_epoch"),
         "idle_power_w": r.get("idle_power_w"),
         "energy_method": r.get("energy_method") or ("mean_power" if r.get("energy_j_per_epoch") else None),
-        "final_loss": loss[-1], "final_accuracy": acc[-1],
-        # the learning check's inputs (helpers.report.learning): the loss per epoch (None where not a finite number),
-        # the class count and whether the data has anything to learn, where the record says
-        "loss_curve": _curve(hist.get("loss")), "n_classes": _count(r.get("n_classes")),
-        "data_learnable": learnable(r),
+        "final_loss": loss[-1], "final_accuracy": acc[-1], **check_inputs(r),  # the learning check's (record.learned)
         # the input path: one batch's copy from the host, measured after training on GPU points
         "host_copy_s": r.get("host_copy_s_per_step"),
         "input_mb_per_step": r["input_bytes_per_step"] / 1e6 if r.get("input_bytes_per_step") else None,
