@@ -182,8 +182,8 @@ def payoff(s: Section, rows, records) -> None:
 
 def learning_notes(s: Section, rows, dnl) -> None:
     """Fast and right: each workload whose every configuration of one side did not learn, said in place of a speedup
-    (``best.did_not_learn``), and the configurations each verdict row left out of its best for not learning, named
-    with their reasons (``best_over_best``'s ``not_learned``)."""
+    (``best.did_not_learn``: ``dnl``), or the configurations each verdict row left out of its best for not learning,
+    named with their reasons (``best_over_best``'s ``not_learned``: ``rows``, below the chart)."""
     if dnl is not None and len(dnl):
         s.html('<ul class="cgb-verdict">' + "".join(
             f"<li>{esc(r['workload'])}: did not learn on the {esc(r['side'])} side {NOT_LEARNED}, so no speedup: "
@@ -223,12 +223,13 @@ def build(ctx) -> Section:
     pairs = hl.best_pairs(all_pairs(c))
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
-    learning_notes(s, rows, dnl)
+    learning_notes(s, None, dnl)  # a workload one side of which never learned: in place of its speedup
     left_out = predicted.unpaired(c, rows)
     if left_out:  # every workload of the inputs accounted for
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
                "; ".join(left_out), kind="warn")
     s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
+    learning_notes(s, rows, None)  # what each row left out of its best for not learning: under the chart
     unmeasured = cpu_backends_left_out(c, rows)
     if unmeasured:  # the fastest CPU configuration is the fastest of those measured: what was not, and how
         s.note("The CPU side was not measured on every backend: {}. The fastest CPU configuration above is the "
