@@ -69,7 +69,7 @@ def test_a_configuration_that_did_not_learn_is_marked_and_the_next_fastest_that_
     assert ("faster" in row["not_learned"]) == faster  # said when it was faster than the side taken
     page = _text(sections.build(sections.get("verdict"), ctx))
     assert "Left out of the verdict's best, for they did not learn" in page and DIVERGES in page
-    assert learning.MARK + " did not learn (its loss" in page  # its own mark, explained with the others'
+    assert learning.MARK + " did not learn (the loss-and-accuracy section says why)" in page  # its mark, explained
     # the learned columns of configurations.csv and verdict.csv
     _, conf, verdict = csvs.write_csvs(ctx, tmp_path / "csv")
     conf_rows = list(csv.DictReader(conf.open(encoding="utf-8")))
