@@ -236,7 +236,18 @@ def report_cell() -> str:
 # (input_dtype is a knob of the image workloads: their extra_params)
 LATER_DEFAULTS = {**{k: COMMON_DEFAULTS[k] for k in ("gpus", "hosts", "processes", "steps_per_execution",
                                                       "data_placement", "profile", "batchnorm_stats")},
-                  "input_dtype": "float32"}  # the image workloads' own knob: their default (a test compares)
+                  "input_dtype": "float32",  # the image workloads' own knob: their default (a test compares)
+                  "learning_rate": 0.001}  # mlp_mnist's own knob: the source's RMSprop() rate
+
+# Knobs that change what a model learns and not the work of a step (a workload's own): the report names them in a
+# configuration only away from their LATER_DEFAULTS value, and the verdict takes its fastest side over them as over
+# threads and compilation settings, among the configurations that learned (helpers.report.learning)
+LEARNING_KNOBS = ("learning_rate",)
+
+
+def learning_default(knob: str, value) -> bool:
+    """Whether ``knob`` is a knob of what is learned at its default (``LEARNING_KNOBS``): left out of a label."""
+    return knob in LEARNING_KNOBS and value == LATER_DEFAULTS[knob]
 
 # Keys the runner reads from a grid that are not notebook parameters (top level, ``defaults`` or a block):
 # the per-point limit in seconds and the separate runs of each point (``helpers.grid``).

@@ -238,7 +238,11 @@ def test_the_h100_readme_table_is_the_scripts_output_in_the_reports_strings(refe
     assert table in (PROJECT_ROOT / "reference" / "h100" / "README.md").read_text(encoding="utf-8")
     pairs = aggregate.matched_pairs(reference_ctx.summary).to_dict("records")
     rows = table.splitlines()[2:]
-    assert len(rows) == len(pairs) == 30  # ten workloads x three backends
+    # ten workloads x three backends, less the two whose one side did not learn (catsdogs on JAX's GPU, resnet50 on
+    # TensorFlow's CPU: helpers.report.learning), which pair with nothing
+    left = reference_ctx.summary[reference_ctx.summary["learned"] == "no"]
+    assert set(zip(left["workload"], left["backend"])) >= {("catsdogs", "jax"), ("resnet50", "tensorflow")}
+    assert len(rows) == len(pairs) == 28
     for p in pairs:
         row = next(r for r in rows if r.startswith(f"| {p['workload']} ({p['batch_size']:g}) | {p['backend']} |"))
         cells = [c.strip() for c in row.strip("|").split("|")]

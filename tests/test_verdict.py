@@ -76,14 +76,14 @@ def _conf(ctx, tmp_path):
 
 def _matches(conf, verdict):
     """Each verdict row: its sides are the fastest CPU and GPU configuration of configurations.csv at its batch
-    size and precision, and its speedup their ratio."""
+    size and precision among those that learned, and its speedup their ratio."""
     assert len(verdict) and verdict["workload"].is_unique
     for v in verdict.to_dict("records"):
         at = conf[(conf["workload"] == v["workload"]) & (conf["batch_size"] == v["cpu_batch_size"])
                   & (conf["precision"] == v["cpu_precision"])]
         assert (v["gpu_batch_size"], v["gpu_precision"]) == (v["cpu_batch_size"], v["cpu_precision"])
         for d in ("cpu", "gpu"):
-            side = at[at["device"] == d]
+            side = at[(at["device"] == d) & (at["learned"] != "no")]  # the fastest that learned (issue 70)
             top = side.loc[side["samples_per_s_median"].idxmax()]
             assert v[f"{d}_samples_per_s_median"] == pytest.approx(top["samples_per_s_median"], rel=1e-9), v
             assert (v[f"{d}_backend"], v[f"{d}_runs"]) == (top["backend"], top["runs"])

@@ -46,6 +46,7 @@ class Dataset:
     n_train: int | None = None  # samples per epoch when ``train`` is given
     n_val: int | None = None
     fit_kwargs: dict = field(default_factory=dict)
+    learnable: bool = True  # False: targets with nothing to learn (random): the report checks the loss is finite only
 
     @property
     def samples_per_epoch(self) -> int:

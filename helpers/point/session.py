@@ -174,7 +174,9 @@ class Point:
                       "batched on the host as it reads); the data goes on the device only from arrays")
         self.record["data_placement"] = placement
         self.record.update(data_source=d.source, data_detail=d.detail, n_train=d.samples_per_epoch * self.dist.hosts,
-                           n_train_process=d.samples_per_epoch, n_val=d.n_val_samples, data_info=d.extra)
+                           n_train_process=d.samples_per_epoch, n_val=d.n_val_samples, data_info=d.extra,
+                           # the report's learning check: chance is 1 / n_classes; data with nothing to learn says so
+                           n_classes=int(d.n_classes) if d.n_classes else None, data_learnable=bool(d.learnable))
         if "input_dtype" in self.params:  # image workloads: float32 in [0, 1], or uint8 rescaled in the model
             self.record["input_dtype"] = self.params["input_dtype"]
         print(f"data: {d.source} ({d.detail}); {d.samples_per_epoch} training samples per epoch, "

@@ -36,6 +36,8 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from helpers.record import learned
+
 BACKENDS = ("jax", "tensorflow", "torch")
 LEVEL = 0.80  # the interval's stated coverage
 # workloads whose GPU step is their host pipeline's (image files batched on the host as they are read): not what the
@@ -82,6 +84,8 @@ def observations(records) -> list[dict]:
     for r in records:
         p = r.get("params") or {}
         if r.get("status") != "ok" or r.get("device_used") != "gpu" or not r.get("step_s"):
+            continue
+        if learned.of_record(r)[0] == learned.NO:  # a run that did not learn is no observation of a training step
             continue
         if r.get("workload") in HOST_PIPELINE:
             continue

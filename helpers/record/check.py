@@ -45,6 +45,7 @@ _FIELDS = {
     "utilisation_timeline": "list?", "epoch_bounds_s": "list?", "fixture": "bool?",
     "host_busy": "bool?", "host_load": "map?", "model_shape": "map?", "model_params": "count?",
     "model_layers": "list?",
+    "n_classes": "count?", "data_learnable": "bool?",
 }
 _FINGERPRINT = {
     "host": "label?", "cpu_model": "label?", "python": "label?", "git_commit": "label?", "gpu_driver": "label?",

@@ -19,7 +19,7 @@ import csv
 import functools
 
 from ..paths import PROJECT_ROOT
-from . import fmt, mfu
+from . import fmt, learning, mfu
 from .fmt import isnull
 from .protocol import MIN_STEPS, current_protocol, precision_marks, quiet_host  # noqa: F401 - this module's too
 from .table import CONFIG_KEYS
@@ -42,9 +42,9 @@ SUMMARY_COLUMNS = CONFIG_KEYS + [
     "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
     "energy_method", "final_accuracy", "threads_eff", "host", "gpu", "cpu_model", "cpus", "machine_cpus", "gpus",
     "fixture", "epochs", "n_earlier", "point_ids", "host_copy_s", "input_mb_per_step", "shared_host",
-    "host_busy", "n_host_busy", *mfu.COLUMNS]
+    "host_busy", "n_host_busy", "run_index", *mfu.COLUMNS]
 _TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method",
-                            "sps_interval", "run_sps", "short_window", "host_busy", *mfu.TEXT}
+                            "sps_interval", "run_sps", "short_window", "host_busy", "run_index", *mfu.TEXT}
 
 
 @functools.lru_cache(maxsize=4)
@@ -120,7 +120,7 @@ def summarise(df):
 
     ok = df[(df["status"] == "ok") & df["median_epoch_s"].notna()]
     if ok.empty:
-        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+        return learning.judge(pd.DataFrame(columns=SUMMARY_COLUMNS), None)
     out = []
     for key, g in ok.groupby(CONFIG_KEYS, dropna=False, sort=True):
         g, n_earlier = current_protocol(g)
@@ -166,13 +166,15 @@ def summarise(df):
             n_earlier=n_earlier, n_host_busy=n_busy, host_busy=bool(g["host_busy"].any()),
             # the most other runners busy on the host when one of its runs started: host-bound figures move
             shared_host=g["concurrent_runners"].max() if "concurrent_runners" in g else None,
-            point_ids=",".join(str(p) for p in g["point_id"].dropna().unique()[:5]))
+            point_ids=",".join(str(p) for p in g["point_id"].dropna().unique()[:5]),
+            run_index=tuple(g.index))  # the rows of ``df`` its figures rest on (the learning check reads their history)
         out.append(row)
     s = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
     for c in SUMMARY_COLUMNS:
         if c not in _TEXT:
             s[c] = pd.to_numeric(s[c], errors="coerce")
-    return per_sample(s.reset_index(drop=True))
+    # did each configuration learn (the learning check: learned, learned_why, the loss compared)
+    return learning.judge(per_sample(s.reset_index(drop=True)), ok)
 
 
 def per_sample(s):
@@ -200,7 +202,7 @@ def matched_pairs(summ):
 
     if summ.empty or not {"cpu", "gpu"} <= set(summ["device"].dropna()):
         return pd.DataFrame()
-    ok = summ[summ["samples_per_s"].notna()]
+    ok = learning.learned(summ[summ["samples_per_s"].notna()])  # a side that did not learn pairs with nothing
     cpu = ok[ok["device"] == "cpu"].sort_values("samples_per_s", ascending=False).groupby(
         PAIR_KEYS, dropna=False).head(1)
     gpu = ok[ok["device"] == "gpu"].sort_values("samples_per_s", ascending=False).groupby(

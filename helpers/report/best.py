@@ -21,7 +21,7 @@ import re
 
 from helpers.record.reader import COPY
 
-from . import aggregate
+from . import aggregate, learning
 from .reference import is_reference
 
 SAME = ["workload", "batch_size", "precision", "augment", "knobs", "data_source"]  # what makes it the same workload
@@ -53,6 +53,18 @@ def _copies(ok, side) -> str:
                        for t, m in zip(twins.to_dict("records"), names))
 
 
+def _passed_over(ok, side, device: str) -> str:
+    """'' or the configurations of ``side``'s workload setting (``_same``) and device that did not learn, fastest
+    first, each named with its reason and whether it was faster than the side taken: what the verdict left out."""
+    if "learned" not in ok:
+        return ""
+    gone = ok[(ok["_same"] == side["_same"]) & (ok["device"] == device) & (ok["learned"] == learning.NO)]
+    common = learning.common_knobs(ok.loc[ok["workload"] == side["workload"], "knobs"])
+    return "; ".join(f"{learning.name(r, common)}{', faster' if r['samples_per_s'] > side['samples_per_s'] else ''} "
+                     f"({r['learned_why']})"
+                     for r in gone.sort_values("samples_per_s", ascending=False).to_dict("records"))
+
+
 def _same(summ) -> list[str]:
     gpu = summ[summ["device"] == "gpu"]
     ref = len(gpu) and gpu["machine"].map(is_reference).all()
@@ -72,8 +84,11 @@ def best_over_best(summ):
     if not len(ok):
         return pd.DataFrame()
     ok["knobs"] = ok["knobs"].map(str)
-    ok["_plain"] = ok["knobs"].map(without_copy)
+    # the knobs of what is learned (a learning rate) are no part of the workload setting: the best is taken over them
+    ok["_plain"] = ok["knobs"].map(without_copy).map(learning.model_knobs)
     ok["_same"] = _key(ok.assign(knobs=ok["_plain"]), _same(ok))
+    every = ok
+    ok = learning.learned(ok)  # a configuration that did not learn is never the best (named on its row instead)
     fastest = ok.sort_values("samples_per_s", ascending=False).groupby(["_same", "device"], sort=False).head(1)
     cpu, gpu = (fastest[fastest["device"] == d].set_index("_same") for d in ("cpu", "gpu"))
     both = gpu.loc[gpu.index.isin(cpu.index)]
@@ -89,11 +104,45 @@ def best_over_best(summ):
         row.update(machine=c["machine"], gpu_machine=g["machine"], backend=f"{c['backend']} → {g['backend']}",
                    knobs=c["_plain"], copies="; ".join(f"{d} side: {t}" for d, t in
                                                        (("CPU", _copies(ok, c.to_dict() | {"_same": k})),
-                                                        ("GPU", _copies(ok, g.to_dict() | {"_same": k}))) if t))
+                                                        ("GPU", _copies(ok, g.to_dict() | {"_same": k}))) if t),
+                   not_learned="; ".join(f"{d} side: {t}" for d, t in
+                                         (("CPU", _passed_over(every, c.to_dict() | {"_same": k}, "cpu")),
+                                          ("GPU", _passed_over(every, g.to_dict() | {"_same": k}, "gpu"))) if t))
         out.append(row)
     rows = pd.DataFrame(out)
     rows["data_source"] = rows["data_source_cpu"]
     return aggregate.add_speedup(rows).sort_values("workload").reset_index(drop=True)
+
+
+def did_not_learn(summ):
+    """One row per workload setting (``SAME``) with configurations on both devices where every configuration of one
+    side did not learn (``learning``), and so no verdict row: ``workload``, ``side`` ('CPU', 'GPU' or 'CPU and
+    GPU'), ``configurations`` (each named with its reason), ``batch_size``, ``precision``. Empty when none."""
+    import pandas as pd
+
+    cols = ["workload", "side", "configurations", "batch_size", "precision"]
+    if summ is None or not len(summ) or "learned" not in summ:
+        return pd.DataFrame(columns=cols)
+    ok = summ[summ["samples_per_s"].notna() & summ["device"].isin(["cpu", "gpu"])].copy()
+    if not len(ok):
+        return pd.DataFrame(columns=cols)
+    ok["knobs"] = ok["knobs"].map(str).map(without_copy).map(learning.model_knobs)
+    ok["_same"] = _key(ok, _same(ok))
+    done = set(best_over_best(summ)["workload"]) if len(best_over_best(summ)) else set()
+    out = []
+    for _, g in ok.groupby("_same", sort=True):
+        if set(g["device"]) != {"cpu", "gpu"} or g["workload"].iloc[0] in done:
+            continue
+        bad = [d for d in ("cpu", "gpu") if (g[g["device"] == d]["learned"] == learning.NO).all()]
+        if not bad:
+            continue
+        gone = g[g["device"].isin(bad)].sort_values("samples_per_s", ascending=False)
+        common = learning.common_knobs(ok.loc[ok["workload"] == g["workload"].iloc[0], "knobs"])
+        out.append({"workload": g["workload"].iloc[0], "side": " and ".join(d.upper() for d in bad),
+                    "configurations": "; ".join(f"{learning.name(r, common)} ({r['learned_why']})"
+                                                for r in gone.to_dict("records")),
+                    "batch_size": g["batch_size"].iloc[0], "precision": g["precision"].iloc[0]})
+    return pd.DataFrame(out, columns=cols).drop_duplicates("workload").reset_index(drop=True)
 
 
 def one_side(summ) -> dict:

@@ -6,8 +6,8 @@ A configuration's figure is the median over its runs of each run's figure (sampl
 steady epoch), as everywhere in the report. What the runs cannot settle is said, never passed over: a configuration
 whose NEW runs all failed (``failed_new``), conflicting copies of one run on a side (the reader keeps each apart as
 ``copy=``; here the copies are one configuration again, its verdict *conflicting copies*), a configuration that could
-not be compared (``dropped``, with the error's name: one configuration, never the whole comparison), and a side that
-holds no record (``counts``). Every record's text shown goes through ``shown`` (no control character).
+not be compared (``dropped``, with the error's name: one configuration, never the whole comparison), a side that did
+not learn (``learning``: *did not learn*), a side that holds no record (``counts``). Text shown: ``shown``.
 
     cmp = compare(old_folders, new_folders)   # rows (one per configuration on both sides), one-side-only, differences
     write_changes(cmp, folder)                 # changes.csv, stable for diffing
@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import learning
 from .compare_figures import differences, near, shown_ratio, side_figure, spread
 from .compare_stats import (  # noqa: F401 - its API
     CONFIDENCE,
@@ -40,11 +41,13 @@ from .protocol import marked
 KEY = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
        "knobs"]  # a configuration across machines: the same model, backend, device, batch, precision and knobs
 CONFLICTED = "conflicting copies"  # a side holds copies of one run that say different things: no verdict
+NOT_LEARNED = "did not learn"  # a side's runs did not learn (helpers.report.learning): no figure, no verdict
 FAILED_NEW = "every NEW run failed"  # changes.csv's verdict for a configuration of OLD whose NEW runs all failed
 CHANGES = "changes.csv"
 COLUMNS = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
            "knobs", "old_samples_per_s", "old_runs", "new_samples_per_s", "new_runs", "ratio", "ratio_low",
-           "ratio_high", "confidence", "p_value", "verdict", "runs_needed_a_side", "old_machine", "new_machine"]
+           "ratio_high", "confidence", "p_value", "verdict", "runs_needed_a_side", "old_machine", "new_machine",
+           "old_learned", "new_learned"]
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # C0 (newline and ESC too), DEL, C1 (CSI \x9b): a terminal's commands
 
 
@@ -127,6 +130,7 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
     least = ok["min_steady_s"].to_numpy(dtype=float) if "min_steady_s" in ok else np.full(len(ok), np.nan)
     copies = ["copy=" in str(v) for v in ok["knobs"].tolist()]
     machines = [str(m) for m in ok["machine"].tolist()]
+    learned = learning.run_checks(ok)[["learned", "learned_why"]].to_numpy().tolist()
     groups: dict[tuple, list[int]] = {}
     for i, k in enumerate(_keys(ok)):
         groups.setdefault(k, []).append(i)
@@ -142,6 +146,7 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
         if idx:
             out[k] = {"runs": fig[idx].tolist(), "copies": any(copies[i] for i in idx),
                       "machines": sorted({machines[i] for i in idx}),
+                      "learned": learning.of_runs(learned[i] for i in idx),
                       **side_figure(fig[idx].tolist(), window[idx], least[idx], bool(busy[idx].all()))}
     return out
 
@@ -184,7 +189,7 @@ def load(folders):
 
 _USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", "samples_per_s", "protocol", "machine",
          "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul", "host_busy", "steady_s",
-         "min_steady_s"]  # what a comparison reads of the table
+         "min_steady_s", "loss_curve", "final_accuracy", "n_classes", "data_learnable"]  # what a comparison reads
 
 
 def _side(folders) -> tuple:
@@ -214,7 +219,8 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
         try:
             t = welch(o["runs"], n["runs"], confidence)
             conflicted = o["copies"] or n["copies"]
-            verdict = CONFLICTED if conflicted else t["verdict"]
+            unlearned = o["learned"].startswith(learning.NO) or n["learned"].startswith(learning.NO)
+            verdict = CONFLICTED if conflicted else NOT_LEARNED if unlearned else t["verdict"]
             need = (runs_needed(o["runs"], n["runs"], confidence) if verdict == NONE else
                     runs_needed_at(t["log_ratio"], var, confidence) if verdict == FEW and var is not None else None)
             cmp.rows.append({**dict(zip(KEY, k)), **shown_ratio(o, n), "old_runs": len(o["runs"]),
@@ -223,7 +229,8 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
                              "runs_needed_a_side": need, "old_machine": "; ".join(o["machines"]),
                              "new_machine": "; ".join(n["machines"]), "log_ratio": t["log_ratio"],
                              "log_low": t["log_low"], "log_high": t["log_high"], "old_marks": o["marks"],
-                             "new_marks": n["marks"], "old_shown": o["shown"], "new_shown": n["shown"]})
+                             "new_marks": n["marks"], "old_shown": o["shown"], "new_shown": n["shown"],
+                             "old_learned": o["learned"], "new_learned": n["learned"]})
         except Exception as exc:  # noqa: BLE001 - one configuration's problem, never the whole comparison's
             cmp.dropped.append((name(dict(zip(KEY, k))), type(exc).__name__))
     failed_old, failed_new = failures_by_configuration(old_df), failures_by_configuration(new_df)

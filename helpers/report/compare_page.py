@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from .compare import CHANGES, CONFLICTED, FASTER, FEW, MAX_RUNS, NONE, SLOWER, Comparison, shown
+from .compare import CHANGES, CONFLICTED, FASTER, FEW, MAX_RUNS, NONE, NOT_LEARNED, SLOWER, Comparison, shown
 from .compare_figures import interval_shown as _interval
 from .compare_figures import ratio_shown as _ratio
 from .compare_words import first_sentence
@@ -28,7 +28,8 @@ CHART_LABEL = 90  # characters of a configuration's name on the chart: a longer 
 LISTED = 10  # a list of configurations longer than this is folded (click to open)
 TABLE_ROWS = 1000  # configurations in the page's table (the most notable first past it); changes.csv has every one
 LABELLED = 300  # a list of configurations named by ``labels.labels`` (what varies) up to this many; past it, plainly
-_ORDER = {SLOWER: 0, FASTER: 0, CONFLICTED: 1, FEW: 2, NONE: 3}  # the most notable first, where the table is cut
+# the most notable first, where the table is cut
+_ORDER = {SLOWER: 0, FASTER: 0, NOT_LEARNED: 1, CONFLICTED: 1, FEW: 2, NONE: 3}
 
 
 def _name(r) -> str:

@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 from . import breakeven, predicted
-from .best import best_over_best
-from .fmt import BUSY, marks, row_marks, shown_path, speedup_shown, sps_shown, visible
+from .best import best_over_best, did_not_learn
+from .fmt import BUSY, NOT_LEARNED, marks, row_marks, shown_path, speedup_shown, sps_shown, visible
 from .headline import sides
 from .protocol import HOST_BUSY, busy_sides, marked
 from .render import write_text_atomic
@@ -34,7 +34,8 @@ RESULT_UNITS = {"ram_gb": "ram_gib", "cpus": "cpus_used", "machine_cpus": "machi
                 "cal_matmul": "cal_matmul_gflop_per_s", "cal_matmul_1t": "cal_matmul_1thread_gflop_per_s",
                 "peak_flops": "peak_flop_per_s", "input_mb_per_step": "input_mb_per_step",
                 "energy_j_per_epoch": "energy_j_per_epoch", "power_w": "power_w"}
-RESULT_DROP = ("epoch_list", "notebook", "protocol")  # protocol: the reader's, from the record's schema column
+# protocol: the reader's, from the record's schema column; loss_curve: a list (the loss per epoch is in the record)
+RESULT_DROP = ("epoch_list", "notebook", "protocol", "loss_curve")
 
 CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
     "machine": "machine", "workload": "workload", "backend": "backend", "device": "device",
@@ -56,7 +57,8 @@ CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
     "energy_j_per_epoch": "energy_j_per_epoch", "on_demand_per_h": "on_demand_{cur}_per_h",
     "on_demand_per_source_epoch": "on_demand_{cur}_per_source_epoch",
     "preemptible_per_source_epoch": "preemptible_{cur}_per_source_epoch", "profile": "price_profile",
-    "fixture": "fixture",
+    "fixture": "fixture", "learned": "learned", "learned_why": "learned_why", "loss_epoch": "loss_compared_epoch",
+    "loss_at": "loss_compared", "loss_tolerance": "loss_tolerance",
 }
 
 
@@ -106,7 +108,9 @@ def configurations_frame(costed, currency: str = "USD"):
     cols = {k: v.format(cur=currency.lower()) for k, v in CONFIG_COLUMNS.items() if k in costed.columns}
     out = costed[list(cols)].rename(columns=cols).copy()
     busy = costed["host_busy"] if "host_busy" in costed else [False] * len(costed)
-    out["marks"] = [marks(n, bool(s), marked(b)) for n, s, b in zip(costed["n_runs"], costed["short_window"], busy)]
+    learned = costed["learned"] if "learned" in costed else [None] * len(costed)
+    out["marks"] = [marks(n, bool(s), marked(b), lr)
+                    for n, s, b, lr in zip(costed["n_runs"], costed["short_window"], busy, learned)]
     return out
 
 
@@ -120,12 +124,13 @@ BREAKEVEN_SIDE_COLUMNS = [f"{d}_{v}" for d in ("cpu", "gpu") for v in BREAKEVEN_
 VERDICT_SIDE = {"machine": "machine", "backend": "backend", "threads": "threads", "jit_compile": "jit_compile",
                 "batch_size": "batch_size", "precision": "precision", "samples_per_s": "samples_per_s_median",
                 "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "n_runs": "runs",
-                "fresh_lo": "fresh_machine_samples_per_s_low", "fresh_hi": "fresh_machine_samples_per_s_high"}
+                "fresh_lo": "fresh_machine_samples_per_s_low", "fresh_hi": "fresh_machine_samples_per_s_high",
+                "learned": "learned"}
 VERDICT_COLUMNS = (["workload", "sides"] + [f"{d}_{v}" for d in ("cpu", "gpu") for v in VERDICT_SIDE.values()]
                    + ["cpu_samples_per_s_shown", "gpu_samples_per_s_shown", "speedup", "speedup_low", "speedup_high",
                       "interval_kind", "speedup_shown", "marks", "fresh_machine_interval"]
                    + BREAKEVEN_SIDE_COLUMNS + ["epochs_planned", "epochs_planned_from", "gpu_ahead_after_epochs",
-                                               "gpu_behind_again_from_epoch", "figure"])
+                                               "gpu_behind_again_from_epoch", "figure", "not_learned_left_out"])
 
 
 def verdict_frame(costed, records=()):
@@ -140,7 +145,7 @@ def verdict_frame(costed, records=()):
 
     rows = best_over_best(costed)
     if not len(rows):
-        return predicted_rows(records, costed)
+        return pd.concat([unlearned_rows(costed), predicted_rows(records, costed)], ignore_index=True)[VERDICT_COLUMNS]
     rows = breakeven.add(rows, breakeven.planned(records))
     out = pd.DataFrame({"workload": rows["workload"], "sides": [sides(r) for r in rows.to_dict("records")]})
     for d in ("cpu", "gpu"):
@@ -165,7 +170,27 @@ def verdict_frame(costed, records=()):
     out["epochs_planned"], out["epochs_planned_from"] = rows["epochs_planned"], rows["planned_from"]
     out["gpu_ahead_after_epochs"], out["gpu_behind_again_from_epoch"] = rows["gpu_ahead_after"], rows["gpu_behind_from"]
     out["figure"] = "measured"
-    return pd.concat([out[VERDICT_COLUMNS], predicted_rows(records, costed)], ignore_index=True)[VERDICT_COLUMNS]
+    out["not_learned_left_out"] = rows["not_learned"]
+    return pd.concat([out[VERDICT_COLUMNS], unlearned_rows(costed), predicted_rows(records, costed)],
+                     ignore_index=True)[VERDICT_COLUMNS]
+
+
+def unlearned_rows(costed):
+    """verdict.csv's rows of the workloads one side of which did not learn (``best.did_not_learn``): no speedup,
+    ``speedup_shown`` 'did not learn (GPU side)', the configurations and their reasons in ``not_learned_left_out``."""
+    import pandas as pd
+
+    d = did_not_learn(costed)
+    if not len(d):
+        return pd.DataFrame(columns=VERDICT_COLUMNS)
+    return pd.DataFrame({
+        "workload": d["workload"], "sides": [f"did not learn on the {s} side" for s in d["side"]],
+        "cpu_batch_size": d["batch_size"], "gpu_batch_size": d["batch_size"], "cpu_precision": d["precision"],
+        "gpu_precision": d["precision"], "speedup_shown": [f"did not learn ({s} side)" for s in d["side"]],
+        "cpu_learned": ["no" if "CPU" in s else "" for s in d["side"]],
+        "gpu_learned": ["no" if "GPU" in s else "" for s in d["side"]],
+        "marks": NOT_LEARNED, "figure": "measured", "not_learned_left_out": d["configurations"]}).reindex(
+        columns=VERDICT_COLUMNS)
 
 
 def _busy_side(r) -> str:

@@ -7,9 +7,8 @@
 
 Efficiency: samples/s at N devices / (N x samples/s of the same configuration on one device); its range comes
 from the runs (the slowest N-device run over N x the fastest one-device run, and the other way round). N devices
-are reached two ways, set side by side: one process driving N GPUs (``gpus: N``) or N processes of one
-GPU each (``processes: N``, or ``hosts: N`` under a launcher); the table's ``way`` says which (the shown table
-and the sentences say it in words: "one process driving 4 GPUs", "one process per GPU").
+are reached two ways, set side by side: one process driving N GPUs (``gpus: N``) or N processes of one GPU each
+(``processes: N``, or ``hosts: N`` under a launcher); ``way`` says which (in words: "one process per GPU").
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import re
 from ..params import LATER_DEFAULTS
 from .fmt import digits, isnull, marked, num, rounded, row_marks, union_marks
 from .labels import _knob_items
+from .learning import learned
 from .published import published_devices as published_devices  # the anchors, kept there
 from .table import CONFIG_KEYS
 
@@ -215,9 +215,9 @@ def range_shown(r, fmt=num) -> str:
 
 
 def scaling_table(ctx):
-    """``device_scaling`` of a report context (its costed rows where every configuration has one)."""
-    costed = getattr(ctx, "costed", None)
-    return device_scaling(costed if costed is not None and len(costed) == len(ctx.summary) else ctx.summary)
+    """``device_scaling`` of a report context's configurations that learned (its costed rows where all have one)."""
+    c = ctx.costed if getattr(ctx, "costed", None) is not None and len(ctx.costed) == len(ctx.summary) else ctx.summary
+    return device_scaling(learned(c))
 
 
 def leads(ctx) -> bool:

@@ -18,12 +18,10 @@ MAX_ROWS = 80  # rows per HTML table; the rest is said in a line
 _NUMBER = re.compile(r"[-−+$]?\d[\d,.]*(\s?(×|%|s|ms|min|h|days|J|W|kWh|GB)(?!\w)|\s?[\[(†‡]|\s[·/]\s\d|$)")  # right
 # table cells: up to WRAP_AT characters stay on one line; longer text wraps in a column of 40-48 em (about 75
 # characters a line at 12 px); text past FOLD_AT (under three such lines) is folded behind its first words
-WRAP_AT = 60
+WRAP_AT, FOLD_AT, FOLD_HEAD = 60, 200, 90
 WRAP_NARROW = 28  # text cells longer than this (a machine's name, a path) wrap in a column of 8-16 em
 FOLD_WIDE = 9  # a table of more columns than this keeps 7 in view, the rest in its "more" cell (1,400 px)
 WRAP_HEAD = 24  # column headers up to this many characters stay on one line; longer ones wrap in 12-20 em
-FOLD_AT = 200
-FOLD_HEAD = 90
 
 # Marks on a figure, in every table and chart that shows it (never a precision the runs do not have)
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
@@ -31,14 +29,16 @@ SHORT = "‡"  # its steady-state window (median run) is under the run's min_ste
 BUSY = "§"  # every run it rests on was measured while another process used the host's cores (protocol.HOST_BUSY)
 MARKS_SHORT = (f"{ONE_RUN} one run, {SHORT} steady window under min_steady_s (the seconds a figure needs), {BUSY} host "
                "busy (measured beside another process's load)")  # where a mark is first met: one line
+NOT_LEARNED = "✗"  # the configuration did not learn (helpers.report.learning)
 MIN_STEADY_S = COMMON_DEFAULTS["min_steady_s"]  # seconds: the window records without ``params.min_steady_s`` hold
 INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
 MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
               f"{SHORT} steady-state window under min_steady_s ({MIN_STEADY_S:g} s for records without it): at most "
               f"2 digits for one run, 3 for several. {BUSY} host busy: every run of the figure measured while another "
-              "process used the cores (a quiet run of it would replace them). Brackets: the between-run interval of "
-              "the median (range of 2–4 runs, bootstrap 95% from 5); n = runs, then the median run's steady window in "
-              "seconds. The within-run epoch spread (IQR, the interquartile range: the middle half of the steady "
+              f"process used the cores (a quiet run of it would replace them). {NOT_LEARNED} did not learn (the "
+              "loss-and-accuracy section says why): never the best, never paired. Brackets: the between-run interval "
+              "of the median (range of 2–4 runs, bootstrap 95% from 5); n = runs, then the median run's steady window "
+              "in seconds. The within-run epoch spread (IQR, the interquartile range: the middle half of the steady "
               "epochs) is shown apart and is not the figure's uncertainty.")
 
 # the report's style sheet (helpers/report/templates/report.css), inline: the page needs no file beside it
@@ -145,16 +145,17 @@ def yes(v) -> bool:
     return not isnull(v) and not isinstance(v, str) and bool(v)
 
 
-def marks(n_runs, short, busy=False) -> str:
-    """'†' one run, '‡' a window under min_steady_s, '§' every run on a busy host; '' none of them."""
-    one = not isnull(n_runs) and n_runs <= 1
-    return (ONE_RUN if one else "") + (SHORT if yes(short) else "") + (BUSY if yes(busy) else "")
+def marks(n_runs, short, busy=False, learned=None) -> str:
+    """'†' one run, '‡' a window under min_steady_s, '§' every run on a busy host, '✗' did not learn; '' none."""
+    flags = ((ONE_RUN, not isnull(n_runs) and n_runs <= 1), (SHORT, yes(short)), (BUSY, yes(busy)),
+             (NOT_LEARNED, learned == "no"))
+    return "".join(m for m, on in flags if on)
 
 
 def row_marks(r, suffix: str = "") -> str:
     """The marks of a configuration's figure (a summary row, or one side of a pair: ``suffix``), or of a pair's
     speedup (the fewer runs, either window short, either side busy): the one place marks are read from a row."""
-    return marks(r.get(f"n_runs{suffix}"), r.get(f"short_window{suffix}"), r.get(f"host_busy{suffix}"))
+    return marks(*(r.get(f"{k}{suffix}") for k in ("n_runs", "short_window", "host_busy", "learned")))
 
 
 def rests_on(n_runs, window_s=None, min_s=None, kind: str = "") -> str:

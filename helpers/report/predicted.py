@@ -253,7 +253,11 @@ def unpaired(costed, rows) -> list[str]:
         if wl in have:
             continue
         cpu, gpu_side = g[g["device"] == "cpu"], g[g["device"] == "gpu"]
-        if not len(gpu_side):
+        bad = [d.upper() for d, side in (("cpu", cpu), ("gpu", gpu_side))
+               if len(side) and "learned" in side and (side["learned"] == "no").all()]
+        if bad:  # helpers.report.learning: no side to take
+            out.append(f"{wl} (did not learn on the {' and '.join(bad)} side)")
+        elif not len(gpu_side):
             out.append(f"{wl} (no GPU run)")
         elif not len(cpu):
             out.append(f"{wl} (no CPU run)")

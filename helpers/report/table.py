@@ -2,18 +2,18 @@
 
     df, records, skipped = load_table([Path("outputs")])
 
-``records`` are the raw dicts (``_path`` set), ``skipped`` the files that are not records, with why.
-Columns are listed in ``COLUMNS``; ``machine`` (the hardware: GPU or CPU model and logical CPUs) and
-``config`` (device · backend) are added. The fingerprint's host identity rides along as text
-(``cpu_id``, ``cpu_flags``, ``gpu_state``), with the lease (``boot_id``) and the run's host
-calibration (``cal_*``; None where a record has none).
-``CONFIG_KEYS`` say which columns make two records the same configuration (its repeats).
+``records`` are the raw dicts (``_path`` set), ``skipped`` the files that are not records, with why. Columns are
+listed in ``COLUMNS``; ``machine`` (the hardware: GPU or CPU model and logical CPUs) and ``config`` (device · backend)
+are added. The fingerprint's host identity rides along as text (``cpu_id``, ``cpu_flags``, ``gpu_state``), with the
+lease (``boot_id``) and the run's host calibration (``cal_*``; None where a record has none). ``CONFIG_KEYS`` say which
+columns make two records the same configuration (its repeats).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from helpers.record.learned import check_inputs
 from helpers.record.reader import read_records
 
 from .. import params as _params
@@ -30,7 +30,8 @@ COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "
            "boot_id", "cpu_id", "cpu_flags", "gpu_state", "gpu_sm_now", "gpu_mem_now", "cal_when", "cal_dispatch",
            "cal_matmul", "cal_matmul_1t", "cal_threads", "repeat", "config_id", "min_steady_s",
            "flops_per_sample", "flops_source", "peak_flops", "peak_source", "host_copy_s", "input_mb_per_step",
-           "concurrent_runners", "host_busy", "host_others_cores", "optimizer_flops_per_step"]
+           "concurrent_runners", "host_busy", "host_others_cores", "optimizer_flops_per_step", "loss_curve",
+           "n_classes", "data_learnable"]
 
 # Parameters every notebook has (their own columns, or not part of a configuration: seed, epochs,
 # output paths); the rest are a workload's own knobs. augment and workers have columns of their own.
@@ -45,7 +46,6 @@ LATER_COMMON = tuple(k for k in _params.LATER_DEFAULTS if k in _params.COMMON)
 def workload_knobs(name: str) -> dict:
     """A workload's knobs (``workloads.knobs``), for the reader's upgrade of older records (``record.upgrade``)."""
     from ..workloads import knobs
-
     return knobs(name)
 
 
@@ -152,7 +152,7 @@ def _row(r: dict) -> dict:
     # records that differ in one are different configurations, never repeats of one
     # and the common knobs added later (several devices or hosts, steps per compiled call, the data on the device)
     # away from their old value: another configuration, never a repeat of one
-    shown = [k for k in sorted(params) if k not in _COMMON_PARAMS] + [
+    shown = [k for k in sorted(params) if k not in _COMMON_PARAMS and not _params.learning_default(k, params[k])] + [
         k for k in LATER_COMMON if params.get(k) not in (None, _params.LATER_DEFAULTS[k])]
     # a file a knob names (a custom model, its data) with a short hash of its content: files of different contents
     # under one path are different configurations, and their labels say which (model_path=my.keras@1a2b3c4d)
@@ -198,7 +198,7 @@ def _row(r: dict) -> dict:
         "energy_above_idle_j_per_epoch": r.get("energy_above_idle_j_per_epoch"),
         "idle_power_w": r.get("idle_power_w"),
         "energy_method": r.get("energy_method") or ("mean_power" if r.get("energy_j_per_epoch") else None),
-        "final_loss": loss[-1], "final_accuracy": acc[-1],
+        "final_loss": loss[-1], "final_accuracy": acc[-1], **check_inputs(r),  # the learning check's (record.learned)
         # the input path: one batch's copy from the host, measured after training on GPU points
         "host_copy_s": r.get("host_copy_s_per_step"),
         "input_mb_per_step": r["input_bytes_per_step"] / 1e6 if r.get("input_bytes_per_step") else None,

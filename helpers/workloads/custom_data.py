@@ -173,4 +173,5 @@ def dataset(params: dict, f: dict) -> _data.Dataset:
                                                          else "")
               + f"; {f['label_space']} targets" + (" from a fixed random projection of the inputs (learnable)"
                                                     if len(f["output_shape"]) == 2 else " (random)"))
-    return _data.Dataset(x, y, xv, yv, "synthetic", detail, f["n_classes"], extra)
+    return _data.Dataset(x, y, xv, yv, "synthetic", detail, f["n_classes"], extra,
+                         learnable=len(f["output_shape"]) == 2)

@@ -18,11 +18,19 @@ so taking mlp_mnist for it is inferred, not stated.
 
 from __future__ import annotations
 
+from helpers import params as _params
 from helpers.data import image_sets as _img
 
 from .registry import Workload, register
 
 SOURCE = "002_51261036f2f3f066.txt"
+
+# mlp_mnist's learning rate: the source's RMSprop() 0.001 by default; another value trains another model at the same
+# cost a step (a knob of what is learned: ``params.LEARNING_KNOBS``), e.g. 0 or 1e3 to see the report's learning
+# check name a configuration that did not learn (docs/report.md)
+LEARNING_RATE = _params.Param("learning_rate", (int, float), "RMSprop's learning rate (the source's: 0.001)",
+                              minimum=0, maximum=1e6, default=_params.LATER_DEFAULTS["learning_rate"],
+                              note="RMSprop's learning rate (the source: 0.001)")
 
 
 def _mlp_mnist(params: dict):
@@ -49,8 +57,9 @@ def _mlp_compile(params: dict) -> dict:
     import keras
 
     # Keras 2's RMSprop(): lr 0.001, rho 0.9 (epsilon 1e-8 in Keras 2.0, K.epsilon() = 1e-7 from 2.1;
-    # Keras 3's default is 1e-7). One-hot labels + categorical crossentropy == integer labels + sparse.
-    return {"optimizer": keras.optimizers.RMSprop(learning_rate=0.001, rho=0.9, epsilon=1e-7),
+    # Keras 3's default is 1e-7); the learning rate a knob (``LEARNING_RATE``), the source's 0.001 by default.
+    # One-hot labels + categorical crossentropy == integer labels + sparse.
+    return {"optimizer": keras.optimizers.RMSprop(learning_rate=float(params["learning_rate"]), rho=0.9, epsilon=1e-7),
             "loss": "sparse_categorical_crossentropy", "metrics": ["accuracy"]}
 
 
@@ -109,12 +118,13 @@ register(Workload(
             "images): K80/P100 GPUs vs 8-64 preemptible vCPUs, time and cost relative to a K80 + "
             "TensorFlow base; CPUs close to the GPU and cheaper. Seed 003: a simple Keras MNIST network, "
             "laptop CPU 1 min 52 s vs Tesla P100 8.43 s",
-    defaults={"batch_size": 128, "epochs": 3, "n_train": 10000, "n_val": 0, "input_dtype": "float32"},
+    defaults={"batch_size": 128, "epochs": 3, "n_train": 10000, "n_val": 0, "input_dtype": "float32",
+              "learning_rate": LEARNING_RATE.default},
     build=_mlp_mnist,
     compile_args=_mlp_compile,
     load=_mnist_loader(flat=True),
     expected_params=669706,
-    extra_params={"input_dtype": _img.INPUT_DTYPE},
+    extra_params={"input_dtype": _img.INPUT_DTYPE, "learning_rate": LEARNING_RATE},
 ))
 
 register(Workload(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from .. import findings as said
+from .. import learning
 from ..charts import LONG_LABEL, grid
+from ..fmt import NOT_LEARNED, esc
 from ..labels import labels
 from ..style import point_look
 from ..table import latest_ok
@@ -60,10 +62,31 @@ def plot_history(df, records_by_path: dict):
     return fig
 
 
+def learning_part(s: Section, summ) -> None:
+    """Did each configuration learn (``learning``): one line per workload, then, where a grid varies the batch size
+    at fixed data and epochs, what the larger batches give up against the smallest; how 'learned' is decided."""
+    said_lines = learning.lines(summ)
+    if not said_lines:
+        return
+    s.html('<ul class="cgb-learned">' + "".join(f"<li>{esc(t)}</li>" for t in said_lines) + "</ul>")
+    by_batch = learning.batches(summ)
+    if by_batch:
+        s.details(f"Larger batches at the same data and epochs: the loss against the smallest batch's, "
+                  f"{len(by_batch)} (click to open)",
+                  '<ul class="cgb-learned">' + "".join(f"<li>{esc(t)}</li>" for t in by_batch) + "</ul>")
+    s.note("Learned: every epoch's loss finite, the last below the first, the accuracy above chance where the class "
+           "count is recorded, and the loss no higher than the median of the workload's other configurations at the "
+           "same data, batch and epoch by more than the largest spread between the runs of one configuration "
+           "(compared at the last epoch every run reached; on synthetic data with random targets, finiteness only). "
+           "A configuration that did not learn is marked {} and left out of the verdict, the speedups, the scaling "
+           "and the comparison.", NOT_LEARNED)
+
+
 def build(ctx) -> Section:
     fig = plot_history(ctx.df, ctx.by_path)
     if fig is None:
         return Section.absent(__name__, "no loss/accuracy history recorded.")
     # the curves back the sentence (loss falls, accuracy rises): one click away
-    return Section.of(__name__).found(*said.history(ctx.summary)).figure(
-        fig, fold="Loss and accuracy by epoch, per workload (click to open)")
+    s = Section.of(__name__).found(*said.history(ctx.summary))
+    learning_part(s, ctx.summary)
+    return s.figure(fig, fold="Loss and accuracy by epoch, per workload (click to open)")

@@ -259,7 +259,8 @@ def build(ctx) -> Section:
                "every one.", MAX_PANELS, panels)
     best = []
     for (wl, be, machine), g in lad.groupby(["workload", "backend", "machine"], sort=True):
-        top = g.loc[g["samples_per_s"].idxmax()]
+        learned = g[g["learned"] != "no"] if "learned" in g else g  # a rung that did not learn is never the best
+        top = (learned if len(learned) else g).loc[(learned if len(learned) else g)["samples_per_s"].idxmax()]
         first = g[g["rung"] == 0]
         gain = (rounded(top["samples_per_s"] / first.iloc[0]["samples_per_s"], 3) if len(first)
                 else "source's rung not run")

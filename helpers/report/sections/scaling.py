@@ -23,9 +23,10 @@ from ..devices import ONE_PROCESS, answer, eff_shown, findings, leads, published
 from ..devices import device_scaling as device_scaling  # the section's table, re-exported
 from ..devices_chart import plot_devices
 from ..devices_readme import shown
-from ..fmt import digits, esc, html_table, isnull, note, num, rounded, row_marks
+from ..fmt import NOT_LEARNED, digits, esc, html_table, isnull, note, num, rounded, row_marks
 from ..headline import LINKS
 from ..labels import _knob_items, labels
+from ..learning import learned, not_learned
 from ..style import point_look
 from ..table import CONFIG_KEYS
 from .base import Section
@@ -225,6 +226,8 @@ def build(ctx) -> Section:
     if summ.empty:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
+    summ = learned(summ)  # a configuration that did not learn is no point of a scaling curve (named below)
+    left = not_learned(ctx.summary)
     lead = leads(ctx)  # no CPU side, several GPU counts: the report's first section, the GPU counts first
     if lead:
         table = scaling_table(ctx)
@@ -248,6 +251,9 @@ def build(ctx) -> Section:
                            "knob gpus; several hosts: hosts; runs of 1 and N GPUs give the efficiency)")
         _devices_part(s, ctx)
         s.found(*said.scaling(summ, drawn, len(AXES)))
+    if left:
+        missing.append(f"{len(left)} configuration(s) that did not learn ({NOT_LEARNED}; the loss-and-accuracy "
+                       f"section says why): {'; '.join(left)}")
     if missing:  # what these records cannot draw: one line each, in one list
         s.html('<ul class="cgb-notdrawn">' + "".join(f"<li>Not drawn: {esc(m)}.</li>" for m in missing) + "</ul>")
     _input_part(s, ctx, fold=not lead)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from .. import findings as said
+from .. import learning
 from ..charts import bar_facets
-from ..fmt import figure, rounded, speedup_text
+from ..fmt import NOT_LEARNED, figure, rounded, speedup_text
 from ..labels import labels
 from ..reference import all_pairs, speedup_label
 from .base import Section, at_digits, mark_bars, with_marks
@@ -39,12 +40,14 @@ def build(ctx) -> Section:
     import pandas as pd
 
     m = all_pairs(ctx.summary)
+    left = learning.not_learned(ctx.summary)
     if m.empty:
         skipped = int((ctx.df["status"] == "skipped").sum()) if len(ctx.df) else 0
         return Section.absent(__name__, "no GPU/CPU pair to compare: no successful GPU run on a machine that also "
                                         "ran the same configuration on its CPU" + (
-                                            f" (see the {skipped} skipped point(s) under Provenance)." if skipped
-                                            else "."))
+                                            f" (see the {skipped} skipped point(s) under Provenance)" if skipped
+                                            else "") + (f"; did not learn, so paired with nothing ({NOT_LEARNED}): "
+                                                        f"{'; '.join(left)}" if left else "") + ".")
     s = Section.of(__name__).found(*said.speedup(m))
     fig = bar_facets(m.assign(device="gpu"), "speedup", with_marks(_label, brief=True), lo="speedup_lo",
                      hi="speedup_hi", log=True,
@@ -69,4 +72,7 @@ def build(ctx) -> Section:
         tab = tab.drop(columns=["machine", "GPU machine"])
         s.note("CPU: {}; GPU: {}.", m["machine"].iloc[0], m["gpu_machine"].iloc[0])
     s.table(tab)
+    if left:  # a configuration that did not learn pairs with nothing (helpers.report.learning)
+        s.note("{} Not paired, for they did not learn (the loss-and-accuracy section says why): {}.", NOT_LEARNED,
+               "; ".join(left), kind="warn")
     return s.marks_note().note("A speedup keeps the digits of its own interval, else those of its less precise side.")

@@ -13,10 +13,10 @@ from helpers.paths import outputs_dir
 
 from .. import breakeven, fresh, predicted, sides
 from .. import headline as hl
-from ..best import best_over_best, one_side
+from ..best import best_over_best, did_not_learn, one_side
 from ..charts import plain_log
 from ..devices import leads
-from ..fmt import MARKS_SHORT, esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
+from ..fmt import MARKS_SHORT, NOT_LEARNED, esc, html_table, isnull, note, rounded, row_marks, speedup_shown, sps_shown
 from ..labels import PRECISION_SHORT
 from ..protocol import busy_sides
 from ..reference import all_pairs, is_reference
@@ -183,6 +183,22 @@ def payoff(s: Section, rows, records) -> None:
               how + '<ul class="cgb-payoff">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
 
 
+def learning_notes(s: Section, rows, dnl) -> None:
+    """Fast and right: each workload whose every configuration of one side did not learn, said in place of a speedup
+    (``best.did_not_learn``: ``dnl``), or the configurations each verdict row left out of its best for not learning,
+    named with their reasons (``best_over_best``'s ``not_learned``: ``rows``, below the chart)."""
+    if dnl is not None and len(dnl):
+        s.html('<ul class="cgb-verdict">' + "".join(
+            f"<li>{esc(r['workload'])}: did not learn on the {esc(r['side'])} side {NOT_LEARNED}, so no speedup: "
+            f"{esc(r['configurations'])}.</li>" for r in dnl.to_dict("records")) + "</ul>")
+    left = [f"{r['workload']}: {r['not_learned']}" for r in rows.to_dict("records") if r.get("not_learned")] \
+        if rows is not None and len(rows) else []
+    if left:
+        s.note(NOT_LEARNED + " Left out of the verdict's best, for they did not learn (each side is the fastest "
+               "configuration that did; the loss-and-accuracy section has every configuration's check): {}.",
+               " | ".join(left), kind="warn")
+
+
 def build(ctx) -> Section:
     c = ctx.costed
     if c.empty or not c["samples_per_s"].notna().any():
@@ -195,6 +211,10 @@ def build(ctx) -> Section:
     if not len(rows) and leads(ctx):  # no CPU run, several GPU counts: the scaling section leads instead
         return Section.absent(__name__, "no CPU run in these records, so no CPU/GPU speedup; what they answer, how "
                                         "samples/s grow with the number of GPUs, is the first section.")
+    dnl = did_not_learn(c)
+    if not len(rows) and len(dnl):  # a pair of sides, one of which never learned: said in place of a speedup
+        learning_notes(s, rows, dnl)
+        return s.marks_note()
     if not len(rows):
         devs = set(c["device"].dropna())
         s.note("No GPU/CPU pair to compare in these records ({}): the sections below show each device's own "
@@ -208,11 +228,13 @@ def build(ctx) -> Section:
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
     if any(row_marks(r, d) for r in rows.to_dict("records") for d in ("", "_cpu", "_gpu")):  # met on this screen
         s.html(f'<p class="cgb-key">Marks: {esc(MARKS_SHORT)}.</p>')
+    learning_notes(s, None, dnl)  # a workload one side of which never learned: in place of its speedup
     left_out = predicted.unpaired(c, rows)
     if left_out:  # every workload of the inputs accounted for
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
                "; ".join(left_out), kind="warn")
     s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
+    learning_notes(s, rows, None)  # what each row left out of its best for not learning: under the chart
     unmeasured = cpu_backends_left_out(c, rows)
     if unmeasured:  # the fastest CPU configuration is the fastest of those measured: what was not, and how
         s.note("The CPU side was not measured on every backend: {}. The fastest CPU configuration above is the "
