@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from helpers.predict import layers  # noqa: E402
+from helpers.predict import layer_fit, layers  # noqa: E402
 
 DATA = ROOT / "data" / "layer_profiles"
 TARGET_MEDIAN = 0.15
@@ -59,7 +59,7 @@ def features(slug: str, rebuild: bool) -> dict:
 
     os.environ.setdefault("KERAS_BACKEND", "jax")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    feats = {"signature": sig, "layers": layers.measured_layers(lay), "models": layers.measured_models(mod),
+    feats = {"signature": sig, "layers": layer_fit.measured_layers(lay), "models": layer_fit.measured_models(mod),
              "provenance": provenance(lay + mod)}
     path.write_text(json.dumps(feats, indent=None, sort_keys=True) + "\n")
     return feats
@@ -122,7 +122,7 @@ def _loo_rows(fit: dict, models: list[dict]) -> list[dict]:
 def check(slug: str, rebuild: bool, write: bool) -> bool:
     feats = features(slug, rebuild)
     gpu = feats["provenance"]["gpu"][0]
-    fit = layers.build_fit(feats["layers"], feats["models"], gpu, feats["provenance"])
+    fit = layer_fit.build_fit(feats["layers"], feats["models"], gpu, feats["provenance"])
     zoo = sorted(zoo_rows(fit, feats["models"]), key=lambda r: (r["name"], r["backend"], r["precision"]))
     loo = sorted(_loo_rows(fit, feats["models"]), key=lambda r: (r["name"], r["backend"], r["batch"]))
     print(f"== {gpu}: {len(feats['layers'])} layer measurements, {len(fit['profiles'])} profiles; per-step cost "

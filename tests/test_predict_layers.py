@@ -11,7 +11,7 @@ import os
 import pytest
 
 from helpers.paths import PROJECT_ROOT
-from helpers.predict import layers
+from helpers.predict import layer_fit, layers
 
 SLUG = "h200"
 FEATURES = PROJECT_ROOT / "data" / "layer_profiles" / f"{SLUG}_features.json"
@@ -86,7 +86,7 @@ def test_the_interval_is_never_narrower_than_the_held_out_errors(fit):
 def test_the_zoo_figures_are_what_the_committed_measurements_give(fit, feats):
     """Refitted here from the committed features: the same profiles and constants, and each zoo cell's predicted
     samples/s and interval as committed, to the digit (benchmarks/predict_check.py --write wrote both)."""
-    again = layers.build_fit(feats["layers"], feats["models"], fit["gpu"], feats["provenance"])
+    again = layer_fit.build_fit(feats["layers"], feats["models"], fit["gpu"], feats["provenance"])
     assert again["profiles"].keys() == fit["profiles"].keys()
     for k, v in fit["profiles"].items():
         assert again["profiles"][k] == pytest.approx(v, rel=1e-6, abs=1e-18)
