@@ -152,6 +152,8 @@ def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
     assert slowed["verdict"] == C.SLOWER and float(slowed["ratio"]) < 0.75, slowed
     assert float(slowed["p_value"]) < 1 - C.CONFIDENCE and slowed["confidence"], slowed
     assert kept["verdict"] == C.NONE, kept
-    assert all((r["old_runs"], r["new_runs"]) == ("4", "4") for r in rows.values()) and code == Exit.SLOWER
+    # host-busy runs are left out where two quiet ones remain (the suite's other tests share these cores): 2-4 a side
+    assert all(2 <= int(r["old_runs"]) <= 4 and 2 <= int(r["new_runs"]) <= 4 for r in rows.values()), rows
+    assert code == Exit.SLOWER
     page = (out / "compare.html").read_text()
     assert 'class="cgb-fig"' in page and "1 slower and 0 faster at 99% confidence" in page  # first, in a chart

@@ -140,8 +140,8 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
         if e.any() and not e.all():  # the current protocol's runs only, where it has any
             idx = [i for i, x in zip(idx, e) if not x]
         b = busy[idx]
-        if b.any() and not b.all():  # host-busy runs left out while a quiet one exists (protocol.quiet_host)
-            idx = [i for i, x in zip(idx, b) if not x]
+        if b.any() and (~b).sum() >= 2:  # host-busy runs left out while two quiet ones exist (protocol.quiet_host's
+            idx = [i for i, x in zip(idx, b) if not x]  # rule, but a side keeps a between-run spread to be tested on)
         idx = [i for i in idx if math.isfinite(fig[i]) and fig[i] > 0]
         if idx:
             out[k] = {"runs": fig[idx].tolist(), "copies": any(copies[i] for i in idx),
