@@ -161,7 +161,7 @@ def _drawn(ctx):
     draw a lone surrogate: the section would fail)."""
     import matplotlib.pyplot as plt
 
-    from helpers.report.fmt import _UNSAFE
+    from helpers.report.visible import _UNSAFE
 
     names = [v for c in ("workload", "backend", "host", "machine", "knobs") for v in ctx.df[c].dropna().astype(str)]
     assert not [v for v in names if _UNSAFE.search(v)]

@@ -17,8 +17,18 @@ def finite(v) -> bool:
 
 
 def shown(v) -> str:
-    """A loss as the line shows it: three significant digits."""
-    return "nan" if not finite(v) else f"{v:.3g}"
+    """A loss as the line shows it: three significant digits, positional (0.00000129, never 1.29e-06)."""
+    import math
+
+    if not finite(v):
+        return "nan"
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 999.5:
+        return f"{v:,.0f}"
+    text = f"{v:.{max(0, 2 - math.floor(math.log10(a)))}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def run_check(curve, acc, n_classes, learnable) -> tuple[str, str]:

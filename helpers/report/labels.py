@@ -144,3 +144,12 @@ def knob_short(key: str, value) -> str:
     """A knob as a chart's label says it: 'uint8 in', 'spe8', 'data on device', '2 GPU', 'matmul'; else 'key=value'."""
     form, unset = _KNOB_SHORT.get(key, ("", ""))
     return form.format(unset if str(value) == "-" else value) if form else f"{key}={value}"
+
+
+BUNDLED: set = set()  # the machine names reference.reference_rows gave rows it read from the suite's own reference/
+
+
+def is_reference(machine) -> bool:
+    """Whether ``machine`` names rows of the bundled reference: a name ``reference_rows`` gave rows it read from the
+    suite's own files (``BUNDLED``), never one a record carries (those read as records' names: ``hardware_name``)."""
+    return isinstance(machine, str) and machine in BUNDLED

@@ -125,7 +125,7 @@ def judge(summ, df):
             s.at[i, "learned_why"] = "no run with a history"
     # in line: each group at its last common epoch; the bundled reference's rows beside a CPU-only report are a part
     # of that reference, compared in line in its own report (its configurations.csv), never against a subset of it
-    from .reference import is_reference
+    from .labels import is_reference
 
     groups = {}
     for gk, g in s.groupby([s[c].map(str) for c in GROUP], sort=False):
@@ -181,9 +181,9 @@ def common_knobs(knobs) -> set:
 def name(r, common=frozenset()) -> str:
     """A configuration as the learning lines name it: 'JAX on the CPU, 1 thread, b128, jit=False,
     learning_rate=1000'."""
-    from .headline import backend_name
+    from .style import BACKEND_SHORT
 
-    parts = [f"{backend_name(r['backend'])} on the {str(r['device']).upper()}"]
+    parts = [f"{BACKEND_SHORT.get(str(r['backend']), str(r['backend']))} on the {str(r['device']).upper()}"]
     if r["device"] == "cpu" and not isnull(r.get("threads")) and r.get("threads"):
         parts.append(f"{int(r['threads'])} thread{'s' if int(r['threads']) > 1 else ''}")
     parts.append(f"b{int(r['batch_size'])}" if not isnull(r.get("batch_size")) else "")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..paths import PROJECT_ROOT
 from . import aggregate, table
+from .labels import BUNDLED, is_reference  # noqa: F401 - is_reference: this module's API too
 
 REFERENCE_ROOT = PROJECT_ROOT / "reference"
 PREFIX = "reference "  # machine names of reference rows start with this
@@ -39,7 +40,6 @@ def has_own_gpu(df) -> bool:
     return bool(((df["status"] == "ok") & (df["device"] == "gpu")).any()) if len(df) else False
 
 
-_BUNDLED: set = set()  # the machine names reference_rows gave rows it read from the suite's own reference/ files
 
 
 def bundled(path) -> bool:
@@ -48,12 +48,6 @@ def bundled(path) -> bool:
         return Path(str(path)).resolve().is_relative_to(REFERENCE_ROOT.resolve())
     except (OSError, ValueError, RuntimeError):
         return False
-
-
-def is_reference(machine) -> bool:
-    """Whether ``machine`` names rows of the bundled reference: a name ``reference_rows`` gave rows it read from the
-    suite's own files (``bundled``), never one a record carries (those read as records' names: labels.hardware_name)."""
-    return isinstance(machine, str) and machine in _BUNDLED
 
 
 def _key(df):
@@ -119,7 +113,7 @@ def reference_rows(df, folders: list[Path] | None = None):
         date = str(ref["started_at"].dropna().max())[:10]
         ref = ref.copy()
         ref["machine"] = f"{PREFIX}{name} {date}: " + ref["machine"].astype(str)
-        _BUNDLED.update(ref["machine"])
+        BUNDLED.update(ref["machine"])
         labels.extend(sorted(set(ref["machine"])))
         parts.append(ref)
     if not parts:

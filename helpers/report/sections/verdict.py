@@ -226,14 +226,14 @@ def build(ctx) -> Section:
     pairs = hl.best_pairs(all_pairs(c))
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
-    if any(row_marks(r, d) for r in rows.to_dict("records") for d in ("", "_cpu", "_gpu")):  # met on this screen
-        s.html(f'<p class="cgb-key">Marks: {esc(MARKS_SHORT)}.</p>')
     learning_notes(s, None, dnl)  # a workload one side of which never learned: in place of its speedup
     left_out = predicted.unpaired(c, rows)
     if left_out:  # every workload of the inputs accounted for
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
                "; ".join(left_out), kind="warn")
     s.figure(chart(rows), "time per source epoch and fastest GPU ÷ fastest CPU per workload")
+    if any(row_marks(r, d) for r in rows.to_dict("records") for d in ("", "_cpu", "_gpu")):  # met in the sentences
+        s.html(f'<p class="cgb-key">Marks: {esc(MARKS_SHORT)}.</p>')  # under the chart: the chart stays in view
     learning_notes(s, rows, None)  # what each row left out of its best for not learning: under the chart
     unmeasured = cpu_backends_left_out(c, rows)
     if unmeasured:  # the fastest CPU configuration is the fastest of those measured: what was not, and how
