@@ -41,7 +41,7 @@ def _sections(path) -> set[str]:
 @pytest.mark.xdist_group("partial")
 def test_report_html_is_written_marked_partial_after_the_first_block_and_before_the_last(tmp_path, tiny_notebooks):
     outputs = tmp_path / "outputs"
-    proc = start([_grid(tmp_path, {2: "sleep:25"})], outputs, **tiny.env(tiny_notebooks, {2: "sleep:25"}))
+    proc = start([_grid(tmp_path, {2: "sleep:45"})], outputs, **tiny.env(tiny_notebooks, {2: "sleep:45"}))
     try:
         page = outputs / "report.html"
         wait_for(page.exists, timeout=240)

@@ -101,7 +101,7 @@ def test_findings_from_known_numbers(known):
 
 
 def test_short_names(monkeypatch):
-    from helpers.report import reference
+    from helpers.report import labels
 
     assert headline.short_gpu(GPU) == "H100"
     assert headline.short_gpu("NVIDIA GeForce RTX 4090") == "RTX 4090"
@@ -109,7 +109,7 @@ def test_short_names(monkeypatch):
     assert headline.short_cpu("Intel(R) Xeon(R) Platinum 8480+") == "Xeon 8480+"
     label = f"reference H100 2026-11-23: {GPU} · 16 CPUs"
     assert headline.gpu_side(label).startswith("“reference H100")  # a name alone: a record's, quoted
-    monkeypatch.setattr(reference, "_BUNDLED", {label})  # a name reference_rows gave rows read under reference/
+    monkeypatch.setattr(labels, "BUNDLED", {label})  # a name reference_rows gave rows read under reference/
     assert headline.gpu_side(label) == "H100 ref"
     r = {"gpu_machine": f"reference H100 2026-11-23: {GPU} · 16 CPUs", "backend": "jax", "batch_size": 32,
          "precision": "mixed_bfloat16"}

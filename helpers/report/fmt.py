@@ -19,7 +19,7 @@ _NUMBER = re.compile(r"[-−+$]?\d[\d,.]*(\s?(×|%|s|ms|min|h|days|J|W|kWh|GB)(?
 # table cells: up to WRAP_AT characters stay on one line; longer text wraps in a column of 40-48 em (about 75
 # characters a line at 12 px); text past FOLD_AT (under three such lines) is folded behind its first words
 WRAP_AT, FOLD_AT, FOLD_HEAD = 60, 200, 90
-WRAP_NARROW = 28  # text cells longer than this (a machine's name, a path) wrap in a column of 8-24 em
+WRAP_NARROW = WRAP_AT  # no narrow wrap: a squeezed 8-em column made rows of 4 lines (the first screen's bound: 3)
 FOLD_WIDE = 9  # a table of more columns than this keeps 7 in view, the rest in its "more" cell (1,400 px)
 WRAP_HEAD = 24  # column headers up to this many characters stay on one line; longer ones wrap in 12-20 em
 

@@ -68,7 +68,13 @@ def learning_part(s: Section, summ) -> None:
     said_lines = learning.lines(summ)
     if not said_lines:
         return
-    s.html('<ul class="cgb-learned">' + "".join(f"<li>{esc(t)}</li>" for t in said_lines) + "</ul>")
+    fine = [t for t in said_lines if ": all " in t and " learned" in t]  # a workload every configuration of learned
+    rest = [t for t in said_lines if t not in fine]
+    if rest:  # a configuration that did not learn, or was not checked: in view
+        s.html('<ul class="cgb-learned">' + "".join(f"<li>{esc(t)}</li>" for t in rest) + "</ul>")
+    if fine:  # the rest a click away: one line per workload, the page no longer for them
+        s.details(f"Every configuration learned in {len(fine)} workload(s): each one's line, with its losses (click "
+                  "to open)", '<ul class="cgb-learned">' + "".join(f"<li>{esc(t)}</li>" for t in fine) + "</ul>")
     by_batch = learning.batches(summ)
     if by_batch:
         s.details(f"Larger batches at the same data and epochs: the loss against the smallest batch's, "
