@@ -111,6 +111,15 @@ def match_profile(host, gpu, cpu_model, cpus, gpus, prices: dict, host_profiles:
     return None
 
 
+def one_gpu_price(gpu: str, prices: dict | None = None) -> tuple[str, float] | None:
+    """(profile, $ an hour on demand) of a machine of one ``gpu`` in the price set in use (``load_prices``), or None
+    where no profile of it has a price: the predicted figures' price an epoch (``--predict``, the verdict)."""
+    prices = load_prices() if prices is None else prices
+    name = match_profile(None, gpu, None, None, 1, prices)
+    hourly = ((prices.get("profiles") or {}).get(name) or {}).get("on_demand_per_hour") if name else None
+    return (name, float(hourly)) if hourly else None
+
+
 def check_profile(name: str, prices: dict, where: str) -> None:
     profiles = prices.get("profiles") or {}
     if name not in profiles:

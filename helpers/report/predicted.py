@@ -56,7 +56,9 @@ def table_of(records, costed):
     bob = best_over_best(costed)
     for r in bob.to_dict("records") if len(bob) else []:
         paired[r["workload"]] = r
-    rows, why = [], []
+    from .costs import one_gpu_price
+
+    rows, why, prices = [], [], {}
     for wl in sorted({r.get("workload") for r in records if r.get("status") == "ok"} - {None}):
         rec, cpu_sps = _fastest_cpu(records, wl)
         if rec is None:
@@ -64,6 +66,8 @@ def table_of(records, costed):
         pair = paired.get(wl)
         for p, f in _layer_predictions(rec, why, wl) + _whole_predictions(fit, held, rec, why, wl):
             backend = p["backend"]
+            if p["gpu"] not in prices:  # params/prices.yaml read once a GPU kind, not once a row
+                prices[p["gpu"]] = one_gpu_price(p["gpu"])
             same = pair is not None and pair.get("backend_gpu") == backend and pair.get("gpu_gpu") == p["gpu"]
             measured = pair.get("samples_per_s_gpu") if same else None
             shown = sps_shown(pair, "_gpu") if measured is not None else ""  # the verdict's own string of it
@@ -77,7 +81,8 @@ def table_of(records, costed):
                          "gpu": p["gpu"], "method": p["method"],
                          "unprofiled": ", ".join(sorted(p.get("unprofiled") or {})),
                          "unprofiled_share": p.get("unprofiled_share") or 0.0,
-                         "epoch_samples": _epoch_samples(rec), "gpu_price_per_hour": _price(p["gpu"]),
+                         "epoch_samples": _epoch_samples(rec),
+                         "gpu_price_per_hour": (prices[p["gpu"]] or (None, None))[1],
                          "mark": MARK, "interval": p["interval"], "fitted_on": p["fitted_on"],
                          "held_out_median_error": p["held_out_median_error"],
                          "held_out_coverage": p["held_out_coverage"]})
@@ -88,16 +93,6 @@ def _epoch_samples(rec) -> int | None:
     """Samples an epoch of the record's run (its ``n_train``): the predicted epoch time's."""
     n = rec.get("n_train") or (rec.get("params") or {}).get("n_train")
     return int(n) if isinstance(n, (int, float)) and n > 0 else None
-
-
-def _price(gpu: str) -> float | None:
-    """$ an hour of a machine of one ``gpu`` in params/prices.yaml's current set (None: not priced there)."""
-    from .costs import load_prices, match_profile
-
-    prices = load_prices()
-    name = match_profile(None, gpu, None, None, 1, prices)
-    hourly = ((prices.get("profiles") or {}).get(name) or {}).get("on_demand_per_hour") if name else None
-    return float(hourly) if hourly else None
 
 
 def _whole_predictions(fit, held, rec, why, wl):

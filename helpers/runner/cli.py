@@ -148,23 +148,14 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _gpu_price(gpu: str):
-    """(machine, $ an hour) of a machine of one ``gpu`` in params/prices.yaml's current set, or None."""
-    from helpers.report.costs import load_prices, match_profile
-
-    prices = load_prices()
-    name = match_profile(None, gpu, None, None, 1, prices)
-    hourly = ((prices.get("profiles") or {}).get(name) or {}).get("on_demand_per_hour") if name else None
-    return (name, float(hourly)) if hourly else None
-
-
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.predict is not None:  # the model's predicted GPU figures: no grid, nothing run
         from helpers.predict.cli import predict_main
+        from helpers.report.costs import one_gpu_price
 
         return predict_main(str(args.predict), args.batch_size, args.precision or "float32", args.optimizer or "",
-                            samples=args.samples or 0, grids=args.grids, price_of=_gpu_price)
+                            samples=args.samples or 0, grids=args.grids, price_of=one_gpu_price)
     alone = [o for o, v in (("--batch-size", args.batch_size), ("--precision", args.precision),
                             ("--samples", args.samples), ("--optimizer", args.optimizer)) if v is not None]
     if alone:
