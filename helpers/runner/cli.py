@@ -1,9 +1,18 @@
 """The grid runner: validate every grid, then run each point in a fresh kernel through papermill.
 
-Usage::
+Usage (``run_all.sh`` runs ``python -m helpers.runner``; docs/running.md lists every verb's options)::
 
-    python -m helpers.runner [GRID.yaml ...] [--timeout S] [--rerun] [--no-report] [--validate-only] [--yes]
-    python -m helpers.runner --report-only [--inputs DIR ...] [--out DIR]
+    python -m helpers.runner [run] [GRID.yaml ...] [--timeout S] [--rerun] [--no-report] [--yes] ...
+    python -m helpers.runner validate [GRID.yaml ...]        # check, list every run, write nothing
+    python -m helpers.runner report [--inputs DIR ...] [--out DIR]
+    python -m helpers.runner compare OLD NEW [--fail-if-slower 10%]
+    python -m helpers.runner predict FILE.keras --batch-size N
+    python -m helpers.runner lab [jupyter lab options]
+
+Each verb is a ``Verb`` below: its one-line summary, the options it takes (declared once in ``cli_options.py``,
+attached to every verb that takes them) and what it runs. A first argument that is not a verb means ``run``. An
+option of another verb is refused (exit 2, naming the verbs that take it); the old flags (``--validate-only``,
+``--report-only``, ``--compare``, ``--predict``, ``--lab``) are read as their verb with a note (``cli_legacy.py``).
 
 One process drives every point through the papermill API (no papermill start-up per point); each
 point gets a fresh Jupyter kernel (a backend or a device cannot be switched inside a process). A
@@ -26,7 +35,7 @@ repeats). A grid of more than ``plan.GUARD_RUNS`` runs, or whose estimated time 
 listed (the count, the biggest blocks) and refused with ``Exit.BAD_GRID`` unless ``--yes``: nothing is run or
 written. The estimate takes, for each run still to do, the median wall time of complete records on
 this machine of the same workload, backend and device, else of any run on this machine.
-``--validate-only`` prints the same count, estimate and warning, lists every run and exits ``Exit.OK``.
+``validate`` prints the same count, estimate and warning, lists every run and exits ``Exit.OK``.
 
 Progress: each point's line says how many runs are left and, once a point has run here, the time left
 (their mean wall time so far in this run; points done before or skipped without a kernel cost nothing).
@@ -54,135 +63,203 @@ import logging
 import sys
 from pathlib import Path
 
-from helpers import exits
-from helpers import grid as _grid
 from helpers.exits import Exit
-from helpers.runner import plan as _plan
-from helpers.runner import progress as _progress
-from helpers.runner import shard as _shard
-from helpers.runner.grid_run import DEFAULT_TIMEOUT_S, report_only, run_grid
+from helpers.runner import cli_legacy
+from helpers.runner.cli_options import Formatter, add_options, all_defaults, epilog, misplaced
+from helpers.runner.grid_run import report_only, run_grid
 from helpers.runner.plan import label
 from helpers.runner.prepare import prepare
 
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's layout, its lines never broken at a hyphen (an option named in the text stays whole:
-    ``--fail-if-slower``, not ``--fail-if-`` and ``slower``)."""
-
-    def _fill_text(self, text, width, indent):
-        import textwrap
-
-        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
-                             break_on_hyphens=False)
-
-    def _split_lines(self, text, width):
-        import textwrap
-
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+_GRID_OPTIONS = ("--shard", "--shard-count", "--rerun", "--skip-failed", "--timeout", "--price-profile", "--prices",
+                 "--price-set")
 
 
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="run_all.sh", description=__doc__.split("\n\n")[0], formatter_class=_Formatter,
-        epilog="A grid's 'repeats: N' (top level, defaults or a block) runs each point N times, each in a fresh "
-               "kernel, interleaved: every point once, then again. Each line says the runs left and the time left; "
-               f"a point running over {_progress.LIVE_AFTER_S:g} s prints its epochs as they come. Exit status: "
-               f"{exits.summary()}.")
-    ap.add_argument("grids", nargs="*", type=Path, help="grid files (default: params/quick.yaml)")
-    ap.add_argument("--timeout", type=float, default=None,
-                    help=f"per-point limit in seconds (default: the grid's timeout_s, else {DEFAULT_TIMEOUT_S})")
-    ap.add_argument("--budget", type=float, default=None,
-                    help="start no new point after this many seconds (the rest: run again to resume)")
-    ap.add_argument("--price-profile", default=None,
-                    help="this machine's profile in the prices file (its cost in the report)")
-    ap.add_argument("--prices", type=Path, default=None, help="prices file (default params/prices.yaml)")
-    ap.add_argument("--price-set", default=None,
-                    help="the prices the report uses: 'current' (today's, the default) or '2017' (seed 002's table)")
-    ap.add_argument("--rerun", action="store_true",
-                    help="run points already done on this machine again (every repeat)")
-    ap.add_argument("--skip-failed", action="store_true",
-                    help="on resume, do not run again the points that failed before (an out-of-memory at a "
-                         "batch size fails again; default: failed and skipped points are retried)")
-    ap.add_argument("--yes", action="store_true",
-                    help=f"run a grid over the size guard: more than {_plan.GUARD_RUNS} runs, or an estimated time "
-                         "over "
-                         f"{_grid.fmt_duration(_plan.GUARD_S)} from earlier runs on this machine (default: such a grid "
-                         f"is listed and refused, status {int(Exit.BAD_GRID)}, nothing run)")
-    ap.add_argument("--no-report", action="store_true", help="do not render the report")
-    ap.add_argument("--no-reference", action="store_true",
-                    help="a report whose records have no GPU run does not compare with the bundled reference GPU")
-    ap.add_argument("--report-only", action="store_true",
-                    help="only render the report from outputs/ (or --inputs); creates no run folder")
-    ap.add_argument("--out", type=Path, default=None, metavar="DIR",
-                    help="the folder the report goes to: report.html, results.csv, configurations.csv, index.html "
-                         "(default: outputs/)")
-    ap.add_argument("--validate-only", action="store_true",
-                    help="validate the grids, print their size and estimated time, list every run (with its "
-                         "repeat), exit; writes nothing")
-    ap.add_argument("--inputs", nargs="+", type=Path, default=None, metavar="DIR",
-                    help="record folders the report reads (default: outputs/): runs of several machines, "
-                         "a published reference, records copied from elsewhere")
-    ap.add_argument("--shard", default=None, metavar="I/N",
-                    help="run shard I (0 to N-1) of N of the grid's runs, balanced by estimated time; default: "
-                         "from SLURM_ARRAY_TASK_ID/COUNT, or JOB_COMPLETION_INDEX with --shard-count (docs/cluster.md)")
-    ap.add_argument("--predict", type=Path, default=None, metavar="FILE.keras",
-                    help="print the model's predicted samples/s on the reference GPU per backend, each with its 80%% "
-                         "interval (fitted on the bundled reference: docs/custom_model.md); runs nothing else")
-    ap.add_argument("--batch-size", type=int, default=None, metavar="N",
-                    help="with --predict: the batch size (1 to 1,000,000)")
-    ap.add_argument("--precision", default=None, choices=("float32", "mixed_bfloat16", "mixed_float16"),
-                    help="with --predict: the Keras dtype policy (default float32)")
-    ap.add_argument("--samples", type=int, default=None, metavar="N",
-                    help="with --predict: samples an epoch, for the predicted epoch time (0 to 10**10)")
-    ap.add_argument("--optimizer", default=None, metavar="NAME",
-                    help="with --predict: the optimiser (adam, sgd, ...; default: the saved model's, else adam)")
-    ap.add_argument("--compare", nargs=2, default=None, metavar=("OLD", "NEW"),
-                    help="what changed between two runs: OLD and NEW, each a folder of records (several: joined by "
-                         "os.pathsep, ':'); writes compare.html and changes.csv (to --out, else the outputs folder)")
-    ap.add_argument("--fail-if-slower", default=None, metavar="PCT",
-                    help="with --compare: exit 6 when a configuration is significantly slower by more than PCT "
-                         "('10%%' or 0.1); 7-10 when it cannot tell (docs/running.md)")
-    ap.add_argument("--shard-count", type=int, default=None, metavar="N",
-                    help=f"the number of shards when the index comes from the environment (a Kubernetes "
-                         f"Indexed Job's completions; or {_shard.COUNT_ENV})")
-    return ap
+class Verb:
+    """One verb of the command line: its name, its line in ``--help``, the options it takes (``cli_options.OPTIONS``'
+    names), its positionals (``positionals``) and what it does (``__call__``, the exit status)."""
+
+    name = ""
+    summary = ""
+    description = ""
+    options: tuple[str, ...] = ()
+
+    def positionals(self, ap: argparse.ArgumentParser) -> None:
+        pass
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        raise NotImplementedError
 
 
-def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    if args.predict is not None:  # the model's predicted GPU figures: no grid, nothing run
-        from helpers.predict.cli import predict_main
-        from helpers.report.costs import one_gpu_price
+def _grids(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("grids", nargs="*", type=Path, metavar="GRID",
+                    help="grid files (default: params/quick.yaml)")
 
-        return predict_main(str(args.predict), args.batch_size, args.precision or "float32", args.optimizer or "",
-                            samples=args.samples or 0, grids=args.grids, price_of=one_gpu_price)
-    alone = [o for o, v in (("--batch-size", args.batch_size), ("--precision", args.precision),
-                            ("--samples", args.samples), ("--optimizer", args.optimizer)) if v is not None]
-    if alone:
-        print(f"{', '.join(alone)} go{'es' if len(alone) == 1 else ''} with --predict FILE.keras", file=sys.stderr)
-        return Exit.BAD_GRID
-    if args.compare is not None:  # two runs side by side: no grid, nothing run
-        from helpers.runner.compare_run import compare_main
 
-        return compare_main(*args.compare, out=args.out, fail_if_slower=args.fail_if_slower)
-    if args.fail_if_slower is not None:
-        print("--fail-if-slower goes with --compare OLD NEW", file=sys.stderr)
-        return Exit.BAD_GRID
+def _prepared(args):
     logging.getLogger("papermill").setLevel(logging.WARNING)
     logging.getLogger("traitlets").setLevel(logging.ERROR)
-    prep = prepare(args)
-    if isinstance(prep, Exit):
-        return prep
-    if args.validate_only:
+    return prepare(args)
+
+
+class Run(Verb):
+    name = "run"
+    summary = "run the grids' points, each in a fresh kernel, then render the report (the default verb)"
+    description = ("Validate every grid, then run each point in a fresh kernel through papermill and render the "
+                   "report. Points done before on this machine are not run again (resume).")
+    options = ("--timeout", "--budget", "--rerun", "--skip-failed", "--yes", "--no-report", "--no-reference",
+               "--out", "--inputs", "--shard", "--shard-count", "--price-profile", "--prices", "--price-set")
+    positionals = staticmethod(_grids)
+
+    def __call__(self, args):
+        prep = _prepared(args)
+        return prep if isinstance(prep, Exit) else run_grid(args, prep)
+
+
+class Validate(Verb):
+    name = "validate"
+    summary = "check the grids (and the options run would take), print their size and estimate, list every run"
+    description = ("Validate the grids as run would (every problem, each file:line), print their size and estimated "
+                   "time, list every run of this shard (with its repeat) and exit; writes nothing. The options are "
+                   "those that decide the runs listed or that run would check.")
+    options = _GRID_OPTIONS
+    positionals = staticmethod(_grids)
+
+    def __call__(self, args):
+        prep = _prepared(args)
+        if isinstance(prep, Exit):
+            return prep
         if prep.lines:
             print("\n".join(prep.lines))
         for i, run in enumerate(prep.order, 1):
             print(f"[{i}/{len(prep.order)}] {label(run, always=True)}")
         print(f"{len(prep.points)} points valid, {len(prep.order)} runs")
         return Exit.OK
-    if args.report_only:
-        return report_only(args, prep)
-    return run_grid(args, prep)
+
+
+class Report(Verb):
+    name = "report"
+    summary = "render the report from the records of outputs/ (or --inputs), run nothing"
+    description = ("Render the report (report.html, its CSVs, index.html) from the records of outputs/ or --inputs, "
+                   "into --out (default outputs/); creates no run folder.")
+    options = ("--inputs", "--out", "--prices", "--price-set", "--no-reference")
+
+    def __call__(self, args):
+        prep = _prepared(args)
+        return prep if isinstance(prep, Exit) else report_only(args, prep)
+
+
+class Compare(Verb):
+    name = "compare"
+    summary = "what changed between two runs: compare.html and changes.csv, the significant changes printed"
+    description = ("What changed between two runs, OLD and NEW, each a folder of records (several: joined by "
+                   "os.pathsep, ':'); writes compare.html and changes.csv (to --out, else the outputs folder).")
+    options = ("--out", "--fail-if-slower")
+
+    def positionals(self, ap):
+        ap.add_argument("old", metavar="OLD", help="the records before (folders joined by ':')")
+        ap.add_argument("new", metavar="NEW", help="the records after (folders joined by ':')")
+
+    def __call__(self, args):  # two runs side by side: no grid, nothing run
+        from helpers.runner.compare_run import compare_main
+
+        return compare_main(args.old, args.new, out=args.out, fail_if_slower=args.fail_if_slower)
+
+
+class Predict(Verb):
+    name = "predict"
+    summary = "a model's predicted samples/s on the reference GPU per backend, with its interval; runs nothing"
+    description = ("Print the model's predicted samples/s on the reference GPU per backend, each with its 80% "
+                   "interval (fitted on the bundled reference: docs/custom_model.md); runs nothing else.")
+    options = ("--batch-size", "--precision", "--samples", "--optimizer")
+
+    def positionals(self, ap):
+        ap.add_argument("model", metavar="FILE.keras", help="the saved Keras model")
+        ap.add_argument("grids", nargs="*", help=argparse.SUPPRESS)  # refused by predict_main, naming them
+
+    def __call__(self, args):  # the model's predicted GPU figures: no grid, nothing run
+        from helpers.predict.cli import predict_main
+        from helpers.report.costs import one_gpu_price
+
+        return predict_main(str(args.model), args.batch_size, args.precision or "float32", args.optimizer or "",
+                            samples=args.samples or 0, grids=args.grids, price_of=one_gpu_price)
+
+
+class Lab(Verb):
+    name = "lab"
+    summary = "JupyterLab on notebooks/ (its URL and token printed); the options go to `jupyter lab`"
+    description = ("JupyterLab on the suite's notebooks, its kernel the suite's Python; every option after `lab` goes "
+                   "to `jupyter lab` (--no-browser --port 8899 ...; `jupyter lab --help` lists them), except the "
+                   "runner's own options, refused.")
+
+    def positionals(self, ap):
+        ap.add_argument("jupyter", nargs="*", metavar="JUPYTER-OPTION", help="an option of `jupyter lab`")
+
+    def __call__(self, args):
+        from helpers.runner.lab import main as lab_main
+
+        return lab_main(args.jupyter)
+
+
+VERBS: dict[str, Verb] = {v.name: v for v in (Run(), Validate(), Report(), Compare(), Predict(), Lab())}
+
+
+def parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top parser (its --help lists every verb) and each verb's own."""
+    top = argparse.ArgumentParser(
+        prog="run_all.sh", formatter_class=Formatter, epilog=epilog(),
+        description=__doc__.split("\n\n")[0] + " A first argument that is not a verb means run: `run_all.sh GRID.yaml` "
+                    "is `run_all.sh run GRID.yaml`. `run_all.sh --current-python VERB ...` uses the current Python "
+                    "as it is, installing nothing. `run_all.sh VERB --help` lists a verb's options.")
+    subs = top.add_subparsers(title="verbs", metavar="VERB", dest="verb")
+    own = {}
+    for verb in VERBS.values():
+        ap = subs.add_parser(verb.name, help=verb.summary, description=verb.description, formatter_class=Formatter)
+        verb.positionals(ap)
+        add_options(ap, verb.options)
+        own[verb.name] = ap
+    return top, own
+
+
+def parser() -> argparse.ArgumentParser:
+    return parsers()[0]
+
+
+def parse(argv=None) -> tuple[Verb, argparse.Namespace]:
+    """The verb and its options of ``argv`` (default: the command line), each option not given at its default;
+    a usage error (two verbs, an option of another verb, a bad value) exits 2 as argparse does, ``--help`` 0."""
+    top, own = parsers()
+    argv = cli_legacy.translate(list(sys.argv[1:] if argv is None else argv), VERBS, top.error)
+    if argv and argv[0] in ("-h", "--help"):
+        top.print_help()
+        raise SystemExit(0)
+    if not argv or argv[0] not in VERBS:
+        argv = ["run", *argv]
+    verb, rest, ap = VERBS[argv[0]], argv[1:], own[argv[0]]
+    wrong = misplaced(verb, rest, VERBS.values(), abbrev=verb.name != "lab")
+    if wrong:
+        ap.error(wrong)
+    args = all_defaults()
+    if verb.name == "lab":  # everything goes to `jupyter lab`, whose options argparse cannot know
+        if "-h" in rest or "--help" in rest:
+            ap.print_help()
+            raise SystemExit(0)
+        args.jupyter = rest
+    else:
+        ap.parse_args(rest, namespace=args)
+    args.verb = verb.name
+    args.grids = getattr(args, "grids", None) or []
+    args.report_only, args.validate_only = verb.name == "report", verb.name == "validate"  # what prepare() reads
+    return verb, args
+
+
+def main(argv=None) -> int:
+    try:
+        verb, args = parse(argv)
+    except SystemExit as exc:  # argparse's usage error (printed): the status, for callers in this process
+        if exc.code in (0, None):
+            raise
+        return Exit.BAD_GRID
+    return verb(args)
 
 
 def run(argv=None) -> int:

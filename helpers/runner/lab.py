@@ -1,4 +1,5 @@
-"""JupyterLab on the suite's notebooks: what ``./run_all.sh --lab [jupyter lab options]`` runs.
+"""JupyterLab on the suite's notebooks: what ``./run_all.sh lab [jupyter lab options]`` runs
+(the runner's verb ``lab``, ``helpers.runner.cli``).
 
     python -m helpers.runner.lab [--no-browser] [--port 8899] [any other `jupyter lab` option]
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from jupyterlab.labapp import LabApp
     except ImportError:
-        print(f"error: JupyterLab is not installed in {sys.executable}: ./run_all.sh --lab installs it in "
+        print(f"error: JupyterLab is not installed in {sys.executable}: ./run_all.sh lab installs it in "
               ".venv; with --current-python, `pip install jupyterlab` as pinned in pyproject.toml", file=sys.stderr)
         return Exit.BAD_GRID  # nothing run, as for a bad command line
     root = outputs_dir() / ".jupyter-lab"
