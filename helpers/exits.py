@@ -1,4 +1,4 @@
-"""The exit status of the suite's commands (``python -m helpers.runner``, ``run_all.sh``, its ``--lab``, the
+"""The exit status of the suite's commands (``python -m helpers.runner``, ``run_all.sh``, its ``lab``, the
 scripts), defined once: the runner's ``--help`` lists them from here, and docs/running.md holds the table that
 ``python -m helpers.exits`` prints (tests/test_docs.py checks that the page holds exactly it).
 
@@ -8,7 +8,7 @@ scripts), defined once: the runner's ``--help`` lists them from here, and docs/r
     markdown()                       # the table of docs/running.md
 
 A script reads them as: 0 done, nothing to do again; 1 look at the failed points; 2 fix the grid or the
-command line; 3 run the same command again to go on (``--budget``); 5 wait for the other run; 6 to 10: ``--compare
+command line; 3 run the same command again to go on (``--budget``); 5 wait for the other run; 6 to 10: ``compare
 --fail-if-slower`` found a regression, or could not tell (where several apply, the one ``compare_run.GATE`` puts
 first).
 """
@@ -25,7 +25,7 @@ class Exit(enum.IntEnum):
     BUDGET = 3
     CANNOT_WRITE = 4
     BUSY = 5
-    SLOWER = 6  # 6 to 10: --compare --fail-if-slower's own (helpers/runner/compare_run.py)
+    SLOWER = 6  # 6 to 10: compare --fail-if-slower's own (helpers/runner/compare_run.py)
     NEW_FAILED = 7
     NO_RECORDS = 8
     CONFLICT = 9
@@ -45,16 +45,16 @@ DESCRIPTIONS = {
     Exit.BUDGET: "points left by --budget: run the same command again to resume (said even where a point "
                  "failed: that run retries it)",
     Exit.CANNOT_WRITE: "outputs/ (or --out) cannot be written (read-only, full disk: the points done are kept; "
-                       "--compare: nothing written, its verdicts still printed)",
+                       "compare: nothing written, its verdicts still printed)",
     Exit.BUSY: "another run holds outputs/, or another runner this shard (nothing run)",
-    Exit.SLOWER: "--compare --fail-if-slower: a configuration significantly slower than the threshold allows",
-    Exit.NEW_FAILED: "--compare --fail-if-slower: a configuration measured on OLD whose every NEW run failed (out of "
+    Exit.SLOWER: "compare --fail-if-slower: a configuration significantly slower than the threshold allows",
+    Exit.NEW_FAILED: "compare --fail-if-slower: a configuration measured on OLD whose every NEW run failed (out of "
                      "memory, a crash)",
-    Exit.NO_RECORDS: "--compare --fail-if-slower: nothing to compare: a side holds no readable record or no ok "
+    Exit.NO_RECORDS: "compare --fail-if-slower: nothing to compare: a side holds no readable record or no ok "
                      "run, or no configuration has ok runs on both sides",
-    Exit.CONFLICT: "--compare --fail-if-slower: a side holds copies of one run that say different things (which is "
+    Exit.CONFLICT: "compare --fail-if-slower: a side holds copies of one run that say different things (which is "
                    "true is not guessed)",
-    Exit.SLOWER_UNTESTED: "--compare --fail-if-slower: a configuration slower than the threshold allows on one run "
+    Exit.SLOWER_UNTESTED: "compare --fail-if-slower: a configuration slower than the threshold allows on one run "
                           "a side (not enough runs to test it: run more repeats)",
     Exit.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM): run again to resume",
 }
