@@ -1,6 +1,6 @@
-"""Time ``--compare`` over many records: N synthetic records a side (two runs a configuration, so N/2
+"""Time ``compare`` over many records: N synthetic records a side (two runs a configuration, so N/2
 configurations), a tenth of the configurations 30% slower on NEW and a tenth 30% faster, written to a temp folder;
-``python -m helpers.runner --compare OLD NEW --out DIR --fail-if-slower 10%`` run in a fresh process.
+``python -m helpers.runner compare OLD NEW --out DIR --fail-if-slower 10%`` run in a fresh process.
 
 Usage::
 
@@ -85,10 +85,10 @@ print(json.dumps({{"s": time.perf_counter() - t0, "hwm_kb": int(hwm), "code": in
 
 
 def run(old: Path, new: Path, out: Path, profile: str | None) -> dict:
-    """One ``--compare`` in a fresh process: seconds, peak memory, exit status, what it printed."""
+    """One ``compare`` in a fresh process: seconds, peak memory, exit status, what it printed."""
     from report_render import tree_peak_bytes  # this folder: on sys.path when run as a script
 
-    argv = ["--compare", str(old), str(new), "--out", str(out), "--fail-if-slower", "10%"]
+    argv = ["compare", str(old), str(new), "--out", str(out), "--fail-if-slower", "10%"]
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", CHILD.format(root=str(ROOT), argv=argv, profile=profile or "")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -99,7 +99,7 @@ def run(old: Path, new: Path, out: Path, profile: str | None) -> dict:
     try:
         res = json.loads(lines[-1])
     except (IndexError, ValueError):
-        raise SystemExit(f"--compare did not finish (status {proc.returncode}): {stderr[-3000:]}") from None
+        raise SystemExit(f"compare did not finish (status {proc.returncode}): {stderr[-3000:]}") from None
     return {**res, "wall_s": wall, "sampled_peak_mb": peak / 2**20, "stdout": lines[:-1], "stderr": stderr}
 
 
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         print(f"{args.n} records a side, {args.n // 2} configurations, {changed} changed: written in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         res = run(base / "old", base / "new", base / "cmp", args.profile)
-        print(f"--compare: {res['wall_s']:.1f} s wall ({res['s']:.1f} s in main, imports included), peak RSS "
+        print(f"compare: {res['wall_s']:.1f} s wall ({res['s']:.1f} s in main, imports included), peak RSS "
               f"{res['hwm_kb'] / 1024:.0f} MB (VmHWM; sampled over the process tree: {res['sampled_peak_mb']:.0f} MB), "
               f"exit {res['code']}")
         for line in res["stdout"][:3]:

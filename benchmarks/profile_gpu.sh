@@ -10,7 +10,7 @@
 # On the device: carry [".whl"], timeout_s 600. What comes back under $OUT: profile_records.tgz (the records and
 # the executed notebooks, small), profile_traces.tgz.partNN (the traces, split under 15 MB a file; join them
 # with `cat profile_traces.tgz.part* | tar xz`) and run.log. Unpack both into one folder (e.g. outputs/profile/),
-# then render the report over it: ./run_all.sh --report-only --inputs outputs/profile
+# then render the report over it: ./run_all.sh report --inputs outputs/profile
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

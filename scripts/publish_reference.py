@@ -14,7 +14,7 @@ notebook becomes ``../notebooks/<name>`` (notebooks are not published), ``params
 changes. The bare-loop results found beside the records (every ``bare_loops.jsonl`` under the folders, see
 ``helpers/report/bare.py``) go to ``DEST/records/bare_loops.jsonl``, each line once, so the published report
 still sets the ladder's best rung against them. Then it renders the report over ``DEST/records`` with the
-suite's own ``run_all.sh --report-only --inputs`` (a real kernel, papermill, nbconvert) into
+suite's own ``run_all.sh report --inputs`` (a real kernel, papermill, nbconvert) into
 ``DEST/report.html``, with its index page (``DEST/index.html``).
 """
 
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
         return Exit.OK
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "CGB_OUTPUTS": tmp}
-        cmd = [str(ROOT / "run_all.sh"), "--current-python", "--report-only", "--inputs", str(dest)]
+        cmd = [str(ROOT / "run_all.sh"), "--current-python", "report", "--inputs", str(dest)]
         proc = subprocess.run(cmd, env=env, cwd=ROOT)
         if proc.returncode != 0:
             print(f"error: the report failed (exit {proc.returncode})", file=sys.stderr)

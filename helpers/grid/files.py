@@ -17,7 +17,7 @@ import yaml
 from helpers import params as _params
 
 TOP_KEYS = ("description", "timeout_s", "repeats", "defaults", "points")
-# A grid is read before anyone trusts it (``--validate-only`` is how one inspects it), so reading it is bounded:
+# A grid is read before anyone trusts it (``run_all.sh validate`` is how one inspects it), so reading it is bounded:
 # YAML aliases (``*name``) repeat a node without copying it, and nine levels of nine aliases are 9**10 values
 # once constructed (41 s and 3 GB, then MemoryError). The nodes are counted as aliases would expand them before
 # anything is constructed; a grid has a few hundred.

@@ -2,7 +2,7 @@
 a fresh kernel (claimed first, ``fleet.claim``), one line each, and at the end the report (``summary.py``).
 
     status = run_grid(args, prep)    # the exit status (helpers.exits.Exit)
-    status = report_only(args, prep) # --report-only: the report alone, into --out (default: the outputs folder)
+    status = report_only(args, prep) # the verb report: the report alone, into --out (default: the outputs folder)
 
 Points left by ``--budget`` make the status ``Exit.BUDGET`` (run again to resume), even where a point failed.
 Ctrl-C and SIGTERM stop the running point (its kernel killed, no complete record left: ``Exit.INTERRUPTED``); a
@@ -174,7 +174,7 @@ def run_grid(args, prep: Prepared) -> Exit:
         + f"; {time.perf_counter() - t_grid:.1f}s")
     last = fleet.leave(complete=not (counts["not run (budget)"] or counts["taken"]))
     if prep.shard is not None and not last and not args.no_report:
-        log(f"shard {prep.shard}: the merged report is rendered by the last shard to finish (or run --report-only)")
+        log(f"shard {prep.shard}: the merged report is rendered by the last shard to finish (or run_all.sh report)")
     if not args.no_report and last:
         ran = sum(counts[k] for k in ("ok", "failed", "skipped", "done before"))
         banner = banner_text(ran, len(order), "the --budget is spent") if counts["not run (budget)"] else ""
@@ -190,7 +190,7 @@ def run_grid(args, prep: Prepared) -> Exit:
 
 
 def report_only(args, prep: Prepared) -> Exit:
-    """``--report-only``: the report over ``--inputs`` (default: the outputs folder) into ``--out`` (default: the
+    """The verb ``report``: the report over ``--inputs`` (default: the outputs folder) into ``--out`` (default: the
     outputs folder, held as a run holds it). No run folder: the executed summary notebook and the kernel's files
     live in a temporary folder, removed after."""
     out_root = prep.out_root

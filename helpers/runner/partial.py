@@ -153,7 +153,7 @@ class PartialPage:
         try:
             self.render(done, why, full=True)
         except KeyboardInterrupt:
-            self.log("report not written (interrupted again); --report-only renders it")
+            self.log("report not written (interrupted again); run_all.sh report renders it")
             return
         if not self.failed:
             self.log(f"report: {self.out_html} (partial: {done} of {self.total} runs)")

@@ -1,4 +1,4 @@
-"""The report at the end of a run (or ``--report-only``): summary.ipynb executed in a fresh kernel over the record
+"""The report at the end of a run (or the verb ``report``): summary.ipynb executed in a fresh kernel over the record
 folders, rendered to ``report.html``, with the index page beside it.
 
     html = render_report(folders, run_dir, kernel, out_root / "report.html", parameters)
@@ -79,7 +79,7 @@ def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, l
     except KeyboardInterrupt:
         kill_kernel(engine)
         log("interrupted while rendering the report: the records are complete; render it again with "
-            "--report-only")
+            "run_all.sh report")
         return Exit.INTERRUPTED
     except Exception as exc:
         if cannot_write(exc):
