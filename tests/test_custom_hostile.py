@@ -376,7 +376,7 @@ def test_predict_bounds_its_options_and_refuses_a_grid_beside_it(models, capsys)
         (["--predict", good, "params/quick.yaml", "--batch-size", "32"], ["--predict runs nothing else",
                                                                           "params/quick.yaml would not run"]),
         (["--predict", good, "--batch-size", "32", "--optimizer", "adamm"], ["--optimizer 'adamm' is not one of"]),
-        (["params/quick.yaml", "--batch-size", "32", "--validate-only"], ["--batch-size goes with --predict"]),
+        (["params/quick.yaml", "--batch-size", "32", "--validate-only"], ["--batch-size is an option of: predict"]),
     ]
     before = _listing(models)
     for argv, needles in cases:

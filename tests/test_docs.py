@@ -4,6 +4,7 @@
   40 lines; it links its screenshot, every page of docs/ and every reference's README.
 - Every relative link in README.md, docs/*.md and reference/**/README.md resolves to a file (or folder) here.
 - docs/knobs.md is exactly what ``python -m helpers.runner.knobs_doc`` prints (helpers/params.py's table).
+- docs/running.md's command line reference is exactly what ``python -m helpers.runner.cli_doc`` prints (the parsers).
 - docs/report.md names every registered report section.
 - docs/running.md holds the exit status table generated from ``helpers.exits.Exit``; run_all.sh points there.
 - Every launcher command of docs/multi_gpu.md is one a test runs: each sits in a block marked for the test that
@@ -134,6 +135,24 @@ def test_knobs_page_is_generated_from_the_code():
     committed = (PROJECT_ROOT / "docs" / "knobs.md").read_text(encoding="utf-8")
     assert committed == out.stdout, "docs/knobs.md differs from the code: run " \
                                     "`python -m helpers.runner.knobs_doc > docs/knobs.md`"
+
+
+def test_the_command_line_reference_is_generated_from_the_parsers(tmp_path):
+    """docs/running.md's reference of every verb and option is exactly what ``python -m helpers.runner.cli_doc``
+    prints from the verbs' parsers; ``--write`` puts it between the markers of a page that drifted, nothing else
+    touched."""
+    from helpers.runner import cli_doc
+
+    out = subprocess.run([sys.executable, "-m", "helpers.runner.cli_doc"], cwd=PROJECT_ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    text = (PROJECT_ROOT / "docs" / "running.md").read_text(encoding="utf-8")
+    assert text.count(cli_doc.BEGIN) == 1 and out.stdout.rstrip("\n") in text, (
+        "docs/running.md's command line reference differs from the parsers: run "
+        "`python -m helpers.runner.cli_doc --write`")
+    page = tmp_path / "running.md"
+    page.write_text(text.replace("| `--rerun` |", "| `--rerun-all` |", 1), encoding="utf-8")
+    assert cli_doc.write(page) and page.read_text(encoding="utf-8") == text and not cli_doc.write(page)
 
 
 def test_every_notebooks_parameters_cell_is_generated_from_the_knobs(tmp_path):
