@@ -108,12 +108,12 @@ def _run(args, capsys) -> tuple[int, str, str]:
 
 
 def test_the_statuses_are_distinct_and_each_documented():
-    """No alias: SLOWER is not CANNOT_WRITE; every --compare status has its own number and line."""
+    """No alias: SLOWER is not CANNOT_WRITE; every compare status has its own number and line."""
     values = [int(e) for e in Exit]
     assert len(values) == len(set(values)) == len(Exit.__members__)
     assert Exit.CANNOT_WRITE == 4 and Exit.SLOWER not in (4, Exit.CANNOT_WRITE)
     for e in (Exit.SLOWER, Exit.NEW_FAILED, Exit.NO_RECORDS, Exit.CONFLICT, Exit.SLOWER_UNTESTED):
-        assert "--compare" in e.description and int(e) not in (0, 1, 2, 3, 4, 5, 130)
+        assert "compare --fail-if-slower" in e.description and int(e) not in (0, 1, 2, 3, 4, 5, 130)
 
 
 def test_a_configuration_whose_new_runs_all_failed_fails_the_gate(place, capsys):

@@ -101,8 +101,8 @@ def test_interrupt_mid_point_then_resume(tmp_path, sig, tiny_notebooks):
     assert sorted(r["params"]["seed"] for r in recs) == [1, 2, 3]
     assert all(r["status"] == "ok" for r in recs)
     # --rerun runs everything again
-    res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report", "--rerun",
-                          "--validate-only"], env=env_for(outputs), capture_output=True, text=True)
+    res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), "validate", str(grid), "--rerun"],
+                         env=env_for(outputs), capture_output=True, text=True)
     assert res.returncode == 0 and "3 points valid" in res.stdout
 
 

@@ -136,7 +136,7 @@ def test_yes_lets_a_grid_over_the_guard_through(fake_runner, tmp_path, capsys, m
     g = grid_file(tmp_path, repeats=2)  # 4 runs
     assert runner.main([str(g), "--no-report"]) == 2
     assert "more than 3 runs" in capsys.readouterr().err and not outputs.exists() and not calls
-    assert runner.main([str(g), "--no-report", "--validate-only"]) == 0  # warns, lists, exits 0
+    assert runner.main(["validate", str(g)]) == 0  # warns, lists, exits 0
     out = capsys.readouterr().out
     assert "over the size guard (more than 3 runs)" in out and "--yes" not in out and "4 runs" in out
     assert runner.main([str(g), "--no-report", "--yes"]) == 0
