@@ -1,4 +1,4 @@
-"""``./run_all.sh --lab``: the real JupyterLab server opens a notebook and runs its first cells.
+"""``./run_all.sh lab``: the real JupyterLab server opens a notebook and runs its first cells.
 
 Started as a user starts it (``run_all.sh``, with ``--current-python`` so that it is this Python and no
 set-up happens), headless on a free port with a known token. The test then does what the browser does:
@@ -109,7 +109,7 @@ def test_lab_runs_a_notebooks_first_cells(tmp_path):
     log = tmp_path / "lab.log"
     with open(log, "w") as logf:
         proc = subprocess.Popen(
-            ["bash", str(PROJECT_ROOT / "run_all.sh"), "--current-python", "--lab", "--no-browser", f"--port={port}",
+            ["bash", str(PROJECT_ROOT / "run_all.sh"), "--current-python", "lab", "--no-browser", f"--port={port}",
              "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False"],
             cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT)
     server, session_id = _Server(port, token), None
