@@ -70,9 +70,6 @@ from helpers.runner.grid_run import report_only, run_grid
 from helpers.runner.plan import label
 from helpers.runner.prepare import prepare
 
-_GRID_OPTIONS = ("--shard", "--shard-count", "--rerun", "--skip-failed", "--timeout", "--price-profile", "--prices",
-                 "--price-set")
-
 
 class Verb:
     """One verb of the command line: its name, its line in ``--help``, the options it takes (``cli_options.OPTIONS``'
@@ -121,7 +118,8 @@ class Validate(Verb):
     description = ("Validate the grids as run would (every problem, each file:line), print their size and estimated "
                    "time, list every run of this shard (with its repeat) and exit; writes nothing. The options are "
                    "those that decide the runs listed or that run would check.")
-    options = _GRID_OPTIONS
+    options = ("--shard", "--shard-count", "--rerun", "--skip-failed", "--timeout", "--price-profile", "--prices",
+               "--price-set")
     positionals = staticmethod(_grids)
 
     def __call__(self, args):
