@@ -4,6 +4,7 @@
 #   bash benchmarks/layer_profile.sh layers   # THERE: every layer kind, JAX and PyTorch, float32 and mixed_bfloat16
 #   bash benchmarks/layer_profile.sh models   # THERE: the zoo and the array-fed workloads, JAX and PyTorch, float32
 #   bash benchmarks/layer_profile.sh more     # THERE: the workloads at 4x and 1/4 their batch, mixed_bfloat16
+#   bash benchmarks/layer_profile.sh probes   # THERE: the host probes (fit loop and host copy), JAX and PyTorch
 #
 # On the device: carry [".whl"] (keras, namex and optree as cp312 wheels: the image has the rest), timeout_s 600.
 # Each phase has a budget (seconds, start nothing after it) so a call ends inside its limit; the rows come back
@@ -36,5 +37,9 @@ more)
     run models --backend jax --set workloads --batch-scale 4 --runs 2 --budget 150 --out "$OUTDIR/models.jsonl"
     run models --backend torch --set workloads,zoo --precision mixed_bfloat16 --runs 2 --budget 90 --out "$OUTDIR/models.jsonl"
     run models --backend jax --set workloads,zoo --precision mixed_bfloat16 --runs 2 --budget 150 --out "$OUTDIR/models.jsonl"
+    ;;
+probes)
+    run probes --backend jax --runs 2 --budget 150 --out "$OUTDIR/models.jsonl"
+    run probes --backend torch --runs 2 --budget 150 --out "$OUTDIR/models.jsonl"
     ;;
 esac

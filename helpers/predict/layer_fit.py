@@ -41,12 +41,15 @@ def measured_layers(rows: list[dict]) -> list[dict]:
 
 
 def model_of(r: dict):
-    """The built model a whole-model measurement timed: a zoo entry, or a workload at its recorded knobs."""
+    """The built model a whole-model measurement timed: a zoo entry, a host probe, or a workload at its recorded
+    knobs."""
     from helpers.predict import zoo
     from helpers.workloads import build_model
 
     if r["set"] == "zoo":
         return zoo.build(r["name"])[0]
+    if r["set"] == "probe":
+        return zoo.probe(r["params"]["shape"])[0]
     return build_model(r["name"], {**r["params"], "backend": "jax"})
 
 
