@@ -17,10 +17,16 @@ kind measured in float32 only is read from its float32 profile under mixed_bfloa
 holds (a custom layer, a kind the sweep lacks) is read from the backend's *generic* profile, fitted on every
 kind's measurements pooled, and named with its share of the step.
 
-**A model's step** (``step_parts``): ``S = sum of its layers' times``; the backend's fit loop and the batch's copy
-from the host are added on whole models (``fit_steps``, on the array-fed workloads' measured steps)::
+**A model's step** (``step_parts``): ``S`` = the sum of its arithmetic layers' times (the ``MATMUL`` kinds, and
+any kind no profile holds), ``L`` = its layers counted; the backend's constants are fitted on whole models
+(``fit_steps``: the array-fed workloads' measured steps and the host probes', ``helpers.predict.zoo.PROBES``)::
 
-    t_step = a_b + s_b x S + h_b x host bytes
+    t_step = max(a_b, h_b x host bytes) + s_b x S + k_b x L
+
+``a_b``: the fit loop's own cost a step, during which the batch's copy from the host runs (the probes: a step
+costs the larger of the two, not their sum); ``k_b``: each layer's cost in a network beyond its arithmetic (XLA
+fuses the normalisation, elementwise, pooling and reshape layers into their neighbours, so their times measured
+alone are not summed; eager PyTorch spends a layer's dispatch on each).
 
 **The interval** (``interval``): the held-out errors' 10th and 90th percentiles (``helpers.predict.gpu._quantiles``,
 the split-conformal correction): of the workloads left out one at a time where every kind is profiled, pooled over
