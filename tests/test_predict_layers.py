@@ -155,7 +155,7 @@ def test_a_fused_kind_costs_the_per_layer_term_and_an_unprofiled_one_its_time(fi
     """A batch normalisation (profiled, fused by XLA) adds one layer's ``k`` whatever its size; a kind no profile
     holds adds its generic profile's time besides, and is named."""
     dense = [{"kind": "Dense", "units": 1, "flops": 3e9, "bytes": 4e6}]
-    for backend, (_a, s, _h, k) in fit["steps"].items():
+    for backend, (_a, _s, _h, k) in fit["steps"].items():
         base = layers.predicted(fit, dense, backend, "float32", 128, 10**5)["step_s"] * 128
         row = {"units": 1, "flops": 1e9, "bytes": 5e8}
         bn = layers.predicted(fit, dense + [{**row, "kind": "BatchNormalization"}], backend, "float32", 128, 10**5)

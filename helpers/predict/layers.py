@@ -45,13 +45,13 @@ import math
 
 GENERIC = "*"  # the pooled profile's kind
 FEATURES = ("units", "flops", "bytes")
-SKIP = {"InputLayer", "Scale"}
+SKIP = {"InputLayer", "Scale"}  # the sweep's Scale: part of the baseline each measurement had taken off
 # the kinds whose profiled time is summed: those doing a layer's arithmetic (a weight matrix, a kernel, a
 # recurrence, a table's gather). The others (normalisation, activations, pooling, merges, dropout, reshapes) are
 # counted as layers only: XLA fuses them into their neighbours, eager PyTorch spends a layer's overhead on each
 MATMUL = frozenset({"Dense", "EinsumDense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
                     "Conv3DTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
-                    "LSTM", "GRU", "SimpleRNN", "MultiHeadAttention", "Embedding"})  # the sweep's Scale: part of the baseline each measurement had taken off
+                    "LSTM", "GRU", "SimpleRNN", "MultiHeadAttention", "Embedding"})
 RNN = ("LSTM", "GRU", "SimpleRNN")
 # a kind computing as another does: read from that one's profile (an elementwise function of one tensor)
 ALIASES = {"ReLU": "Activation", "LeakyReLU": "Activation", "ELU": "Activation", "Softmax": "Activation",
