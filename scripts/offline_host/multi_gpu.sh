@@ -3,15 +3,15 @@
 # runner on a lent machine of several GPUs, resumed across the calls of one lease; GRID=params/multi_gpu_profile.yaml
 # OUTNAME=multi_gpu_profile for the step breakdown of the recommended path on 1 and 4 GPUs.
 #
-#   bash benchmarks/profile_gpu.sh --wheels          # HERE, once: the suite's pure-Python packages in .whl/
-#   bash benchmarks/multi_gpu.sh [BUDGET_S]          # THERE: carry [".whl"]; starts no point after BUDGET_S s
+#   bash scripts/offline_host/profile_gpu.sh --wheels          # HERE, once: the suite's pure-Python packages in .whl/
+#   bash scripts/offline_host/multi_gpu.sh [BUDGET_S]          # THERE: carry [".whl"]; starts no point after BUDGET_S s
 #                                                    # (420 in a 600-s call: the install and the tarball need ~40 s)
 #
 # Each call resumes the grid where the last stopped (a warm machine keeps /tmp/cgb/multi_gpu) and sends back
 # $OUT/$OUTNAME_runs.tgz: unpack it here (`tar xzf multi_gpu_runs.tgz -C outputs`), then publish:
 #   python3 scripts/publish_reference.py outputs/multi_gpu --to reference/h100x4
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUDGET="${1:-420}"
 OUTDIR="${OUT:-$(mktemp -d)}"
 exec > >(tee -a "$OUTDIR/multi_gpu.log") 2>&1

@@ -1,9 +1,9 @@
 """GPU fidelity benchmark: the suite's samples/s against bare Keras and bare training loops.
 
-    python benchmarks/gpu_fidelity.py --out fidelity.json            # on a machine with an NVIDIA GPU
-    python benchmarks/gpu_fidelity.py --workloads resnet50 --precisions mixed_bfloat16 --out r.json
-    python benchmarks/gpu_fidelity.py --cpu-smoke --out /tmp/smoke.json   # tiny, on the CPU
-    python benchmarks/gpu_fidelity.py --table-from a.json b.json         # merge runs, print the table
+    python benchmarks/studies/gpu_fidelity.py --out fidelity.json            # on a machine with an NVIDIA GPU
+    python benchmarks/studies/gpu_fidelity.py --workloads resnet50 --precisions mixed_bfloat16 --out r.json
+    python benchmarks/studies/gpu_fidelity.py --cpu-smoke --out /tmp/smoke.json   # tiny, on the CPU
+    python benchmarks/studies/gpu_fidelity.py --table-from a.json b.json         # merge runs, print the table
 
 For each workload (vgg_cifar10, resnet50) and precision (float32, mixed_bfloat16), at one batch size,
 on the same machine, in one call, it measures steady-state samples/s of:
@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from helpers.paths import without_prefix  # noqa: E402

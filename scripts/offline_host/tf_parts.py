@@ -2,7 +2,7 @@
 
 HERE (a machine with pip and a package index)::
 
-    python3 benchmarks/tf_parts.py build [--part-bytes N] [--compress zstd|none]
+    python3 scripts/offline_host/tf_parts.py build [--part-bytes N] [--compress zstd|none]
 
 downloads ``tensorflow[and-cuda]==2.21.0`` for the device's Python (cp312, manylinux x86-64) into ``.tfwheels/``,
 keeps tensorflow, the ``nvidia-*-cu12`` wheels except NCCL (one GPU needs none) and TF's small needs that the
@@ -14,11 +14,11 @@ deflated size: fewer parts, fewer calls); writes one tar of them (``tf.tar.zst``
 size is what a call of the device tool still takes beside the working tree that travels with it: 64 MiB less the
 tree (``git ls-files``, tracked and untracked-not-ignored) less ``MARGIN``; it is computed and printed.
 
-THERE (the GPU machine; stdlib only, called by ``benchmarks/tf_gpu.sh``)::
+THERE (the GPU machine; stdlib only, called by ``scripts/offline_host/tf_gpu.sh``)::
 
-    python3 benchmarks/tf_parts.py intake .tfparts /tmp/parts     # move carried parts out of the tree, check them
-    python3 benchmarks/tf_parts.py missing /tmp/parts             # the parts still to carry (exit 3 if any)
-    python3 benchmarks/tf_parts.py assemble /tmp/parts /tmp/tfwheels   # checksums, join, decompress, untar
+    python3 scripts/offline_host/tf_parts.py intake .tfparts /tmp/parts     # move carried parts out of the tree, check them
+    python3 scripts/offline_host/tf_parts.py missing /tmp/parts             # the parts still to carry (exit 3 if any)
+    python3 scripts/offline_host/tf_parts.py assemble /tmp/parts /tmp/tfwheels   # checksums, join, decompress, untar
 
 Decompression uses the ``zstd`` command where there is one, else the Python package ``zstandard`` (its wheel is
 saved beside the parts, ``.tfparts/zstandard-*.whl``, and listed in the manifest with its size and sha256, to carry
@@ -52,7 +52,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = "tensorflow[and-cuda]==2.21.0"
 PYTHON_VERSION = "3.12"  # the device image's (KINDS.md)
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",

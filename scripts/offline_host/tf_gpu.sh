@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # TensorFlow's CUDA build on a GPU machine that reaches no package index but takes small uploads: the
-# parts made HERE by benchmarks/tf_parts.py, carried one call at a time, assembled and installed THERE, then a grid.
+# parts made HERE by scripts/offline_host/tf_parts.py, carried one call at a time, assembled and installed THERE, then a grid.
 #
-#   python3 benchmarks/tf_parts.py build          # HERE, once: .tfparts/partNN + manifest.json (+ zstandard wheel)
-#   bash benchmarks/tf_gpu.sh part                # THERE, once a part: carry [".tfparts/manifest.json",
+#   python3 scripts/offline_host/tf_parts.py build          # HERE, once: .tfparts/partNN + manifest.json (+ zstandard wheel)
+#   bash scripts/offline_host/tf_gpu.sh part                # THERE, once a part: carry [".tfparts/manifest.json",
 #                                                 #   ".tfparts/partNN"]; moves it to /tmp/parts (checksum); the
 #                                                 #   call that brings the last part also installs
 #                                                 #   (the zstandard wheel: carried beside, listed in the manifest)
-#   bash benchmarks/tf_gpu.sh install             # THERE: assemble, pip install --target /tmp/tfsite, check the GPU
-#   bash benchmarks/tf_gpu.sh grid [BUDGET_S]     # THERE: carry [".whl"]; params/reference_tf.yaml (or $GRID),
+#   bash scripts/offline_host/tf_gpu.sh install             # THERE: assemble, pip install --target /tmp/tfsite, check the GPU
+#   bash scripts/offline_host/tf_gpu.sh grid [BUDGET_S]     # THERE: carry [".whl"]; params/reference_tf.yaml (or $GRID),
 #                                                 #   starting no point after BUDGET_S s (RUNNER_LIMIT_S: see below)
 #
 # Files under /tmp stay while the machine is held: a machine idle for 30 s goes back, so make the calls one right
@@ -21,7 +21,7 @@
 # (a FIFO, a symlink), a wheel in no manifest or one that differs from it, a $PARTS or /tmp/tfwheels that is a
 # symlink or a folder not ours (or that others may write to) are refused, exit 2: this script stops there.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 MODE="${1:-part}"
 OUTDIR="${OUT:-$(mktemp -d)}"
 PARTS=/tmp/parts TFSITE=/tmp/tfsite RUNS=/tmp/cgb/reference_tf_runs
@@ -32,7 +32,7 @@ install_tf() {
     if [ -f "$TFSITE/.installed" ]; then echo "tensorflow already in $TFSITE"; return 0; fi
     local t0=$SECONDS
     rm -rf /tmp/tfwheels
-    python3 benchmarks/tf_parts.py assemble "$PARTS" /tmp/tfwheels
+    python3 scripts/offline_host/tf_parts.py assemble "$PARTS" /tmp/tfwheels
     echo "assembled in $(( SECONDS - t0 )) s"
     rm -rf "$TFSITE"
     mkdir -m 700 "$TFSITE"  # fails if anything (a symlink) took the name meanwhile
@@ -67,7 +67,7 @@ import tensorflow as tf; print('tensorflow with the finder:', tf.config.list_phy
 
 case "$MODE" in
 part)
-    rc=0; python3 benchmarks/tf_parts.py intake .tfparts "$PARTS" || rc=$?
+    rc=0; python3 scripts/offline_host/tf_parts.py intake .tfparts "$PARTS" || rc=$?
     case $rc in
     0) install_tf; check_gpu ;;
     3) echo "(the parts so far are kept in $PARTS)" ;;
@@ -76,7 +76,7 @@ part)
     ;;
 install)
     # exit 3 (parts still to carry) goes on to assemble, which says so; a refusal (2) or failure stops here
-    if [ -d .tfparts ]; then python3 benchmarks/tf_parts.py intake .tfparts "$PARTS" || [ $? -eq 3 ]; fi
+    if [ -d .tfparts ]; then python3 scripts/offline_host/tf_parts.py intake .tfparts "$PARTS" || [ $? -eq 3 ]; fi
     install_tf
     check_gpu
     ;;

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The layer profiles and the whole models of helpers/predict/layers.py's fit, on a lent GPU, in one call each:
 #
-#   bash benchmarks/layer_profile.sh layers   # THERE: every layer kind, JAX and PyTorch, float32 and mixed_bfloat16
-#   bash benchmarks/layer_profile.sh models   # THERE: the zoo and the array-fed workloads, JAX and PyTorch, float32
-#   bash benchmarks/layer_profile.sh more     # THERE: the workloads at 4x and 1/4 their batch, mixed_bfloat16
+#   bash scripts/offline_host/layer_profile.sh layers   # THERE: every layer kind, JAX and PyTorch, float32 and mixed_bfloat16
+#   bash scripts/offline_host/layer_profile.sh models   # THERE: the zoo and the array-fed workloads, JAX and PyTorch, float32
+#   bash scripts/offline_host/layer_profile.sh more     # THERE: the workloads at 4x and 1/4 their batch, mixed_bfloat16
 #
 # On the device: carry [".whl"] (keras, namex and optree as cp312 wheels: the image has the rest), timeout_s 600.
 # Each phase has a budget (seconds, start nothing after it) so a call ends inside its limit; the rows come back
 # under $OUT as JSON lines (data/layer_profiles/ holds the committed ones) with run.log.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUTDIR="${OUT:-$(mktemp -d)}"
 exec > >(tee "$OUTDIR/run.log") 2>&1
 if compgen -G ".whl/*.whl" >/dev/null; then

@@ -2,9 +2,9 @@
 # The step breakdown on a lent GPU: params/profile.yaml (the 20 README cells and resnet50 at the
 # ladder's best rung on JAX and torch, every point with profile: true) through the suite's runner, in one call.
 #
-#   bash benchmarks/profile_gpu.sh --wheels     # HERE, once: the suite's pure-Python packages as cp312 wheels
+#   bash scripts/offline_host/profile_gpu.sh --wheels     # HERE, once: the suite's pure-Python packages as cp312 wheels
 #                                               # in .whl/ (git-excluded), for an image that has jax and torch
-#   bash benchmarks/profile_gpu.sh [BUDGET_S]   # THERE (the device machine, repo root): install .whl/, run the
+#   bash scripts/offline_host/profile_gpu.sh [BUDGET_S]   # THERE (the device machine, repo root): install .whl/, run the
 #                                               # grid, starting no point after BUDGET_S seconds (default 390)
 #
 # On the device: carry [".whl"], timeout_s 600. What comes back under $OUT: profile_records.tgz (the records and
@@ -12,7 +12,7 @@
 # with `cat profile_traces.tgz.part* | tar xz`) and run.log. Unpack both into one folder (e.g. outputs/profile/),
 # then render the report over it: ./run_all.sh --report-only --inputs outputs/profile
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 if [ "${1:-}" = "--wheels" ]; then
     exclude="$(git rev-parse --git-dir)/info/exclude"

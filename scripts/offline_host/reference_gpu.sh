@@ -2,10 +2,10 @@
 # The published reference, re-measured across leases: params/reference.yaml (20 GPU cells x 5 runs, their
 # 20 CPU twins x 3) through the suite's runner on a lent GPU machine, resumed from the runs of earlier calls.
 #
-#   bash benchmarks/profile_gpu.sh --wheels          # HERE, once: the suite's pure-Python packages in .whl/
+#   bash scripts/offline_host/profile_gpu.sh --wheels          # HERE, once: the suite's pure-Python packages in .whl/
 #   tar czf .whl/reference_runs.tgz -C outputs reference_runs   # HERE, before a call: the runs so far (if any)
-#   bash benchmarks/reference_gpu.sh [BUDGET_S]      # THERE: carry [".whl"]; starts no point after BUDGET_S s
-#   GRID=params/reference_topup.yaml bash benchmarks/reference_gpu.sh 520   # the runs the publication still needs
+#   bash scripts/offline_host/reference_gpu.sh [BUDGET_S]      # THERE: carry [".whl"]; starts no point after BUDGET_S s
+#   GRID=params/reference_topup.yaml bash scripts/offline_host/reference_gpu.sh 520   # the runs the publication still needs
 #
 # Each call resumes the grid where the last stopped (the same outputs folder, carried as a tarball: a lease is a
 # fresh machine), interleaved (every configuration once, then again), and sends back $OUT/reference_runs.tgz:
@@ -13,7 +13,7 @@
 # spread over leases is benchmarks/reference_spread.py's. Publish when every cell has its runs:
 #   python3 scripts/publish_reference.py outputs/reference_runs --to reference/h100
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUDGET="${1:-480}"
 OUTDIR="${OUT:-$(mktemp -d)}"
 exec > >(tee "$OUTDIR/reference.log") 2>&1
