@@ -6,7 +6,7 @@
     python benchmarks/studies/gpu_fidelity.py --table-from a.json b.json         # merge runs, print the table
 
 For each workload (vgg_cifar10, resnet50) and precision (float32, mixed_bfloat16), at one batch size,
-on the same machine, in one call, it measures steady-state samples/s of:
+on the same machine, in one run of this script, it measures steady-state samples/s of:
 
 * ``suite-jax``, ``suite-torch``: a grid point through ``helpers.runner.notebook.run_point`` (fresh kernel,
   papermill, the workload notebook; synthetic data as numpy arrays fed by Keras' data adapter,
@@ -26,7 +26,7 @@ out-of-memory or a missing module is recorded in its cell and the rest goes on. 
 (``--budget-s``) skips what would start too late. The JSON (``--out``) is rewritten after every run, so
 a run cut short still leaves its results.
 
-Ratios (the issue's targets): ``suite/bare-keras`` per backend (within 5%), the best suite backend over
+Ratios (the targets): ``suite/bare-keras`` per backend (within 5%), the best suite backend over
 the best bare loop (>= 1), and ResNet-50 mixed_bfloat16 at >= 4,000 images/s (best suite backend).
 """
 
