@@ -111,3 +111,18 @@ def test_the_forbidden_words_are_found_where_they_are():
     for sample in samples:
         assert any(re.search(p, sample, flags=re.I) for p in FORBIDDEN), sample
     assert not any(re.search(p, "HOST_OUT=/x OUTDIR silent $OUTNAME", flags=re.I) for p in FORBIDDEN)
+
+
+def test_the_architecture_page_names_these_folders_and_only_what_exists():
+    """docs/architecture.md's section on them names each folder and no path that is not there; helpers/ imports
+    none of them (they are run by hand)."""
+    text = (PROJECT_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for name in FOLDERS:
+        assert f"`{name}/`" in text, f"docs/architecture.md does not say what {name}/ holds"
+    named = set(re.findall(r"\b(?:benchmarks|scripts/offline_host)/[\w/.*-]*[\w/]", text))
+    missing = sorted(p for p in named if "*" not in p and not (PROJECT_ROOT / p).exists())
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+    imports = re.compile(r"^\s*(?:from|import)\s+(?:benchmarks|scripts)\b|sys\.path.*benchmarks", re.M)
+    found = [str(p.relative_to(PROJECT_ROOT)) for p in sorted((PROJECT_ROOT / "helpers").rglob("*.py"))
+             if imports.search(p.read_text(encoding="utf-8"))]
+    assert not found, f"helpers/ imports a script run by hand: {found}"
