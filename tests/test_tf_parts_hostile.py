@@ -1,6 +1,7 @@
 """scripts/offline_host/tf_parts.py THERE trusts nothing it is carried (defect 11): a part named by a path, a
-wheel in no manifest or unlike it, a destination that is a symlink or not ours, a FIFO, a symlinked part: each refused with a message
-naming it (exit 2), nothing outside the folders read or written, nothing hangs; and the good path still works.
+wheel in no manifest or unlike it, a destination that is a symlink or not ours, a FIFO, a symlinked part: each refused
+with a message naming it (exit 2), nothing outside the folders read or written, nothing hangs; and the good path still
+works.
 Hostile runs go in a child Python with an audit hook that lists every event naming a file outside the folders."""
 
 from __future__ import annotations
