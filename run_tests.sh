@@ -11,7 +11,7 @@ if [[ -f scripts/ensure_chromium.sh ]]; then source scripts/ensure_chromium.sh; 
 if [[ -f scripts/ensure_openmpi.sh ]]; then source scripts/ensure_openmpi.sh; fi
 # the cluster test starts a single-node Slurm: Debian's slurm-wlm and munge, installed here when missing
 if [[ -f scripts/ensure_slurm.sh ]]; then source scripts/ensure_slurm.sh; fi
-"$PY" -m ruff check helpers tests notebooks benchmarks
+"$PY" -m ruff check helpers tests notebooks benchmarks scripts/offline_host
 # the layers of helpers/ (pyproject.toml's [tool.importlinter]): no module imports from a layer above its own
 "$PY" -c 'import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))'
 # both cores (pytest-xdist: groups of tests that share a run stay on one worker), the 30 slowest in the log

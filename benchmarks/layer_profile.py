@@ -18,6 +18,9 @@ of 1 + ``--epochs`` epochs of ``--steps`` steps timed by the suite's epoch timer
 (``helpers.measure.timing.make_epoch_timer``: a device sync at each epoch's end); the first epoch (compilation)
 is dropped and the run's step is the median of the others. ``--runs`` fit calls on the same model.
 
+``probes``: the host probes (``helpers.predict.zoo.PROBES``: almost no compute, batches of 6 KB to 154 MB) timed
+as ``models`` times a model: what the backend's fit loop costs a step and the host copy costs a byte.
+
 One backend per process (Keras reads KERAS_BACKEND once). Shapes are taken in the sweep's order, every kind
 before a kind's second shape (round robin), so a cut budget leaves every kind profiled. Each row is written to
 ``--out`` (JSON lines) as it is measured, with the GPU, driver and library versions: a cut-off call keeps what it
@@ -43,7 +46,7 @@ WINDOWS = 3
 
 def _args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=("layers", "models"))
+    p.add_argument("what", choices=("layers", "models", "probes"))
     p.add_argument("--backend", required=True, choices=("jax", "torch", "tensorflow"))
     p.add_argument("--precision", default="float32", choices=("float32", "mixed_bfloat16"))
     p.add_argument("--budget", type=float, default=120.0, help="seconds: start nothing after them")
@@ -290,14 +293,21 @@ def models(a, prov, write) -> int:
 
     t_end = time.monotonic() + a.budget
     done = 0
-    for where, name in _model_list(a):
+    probes = {zoo.probe_name(sh, b): (sh, b) for sh, b in zoo.PROBES}
+    todo = [("probe", n) for n in probes] if a.what == "probes" else _model_list(a)
+    for where, name in todo:
         if time.monotonic() > t_end:
             print(f"budget reached: {done} models", flush=True)
             break
         t0 = time.monotonic()
         keras.backend.clear_session()
         try:
-            if where == "zoo":
+            if where == "probe":
+                shape, batch = probes[name]
+                model, loss = zoo.probe(shape)
+                model.compile(optimizer="adam", loss=loss)
+                params = {"batch_size": batch, "shape": list(shape)}
+            elif where == "zoo":
                 model, loss, opt, batch = zoo.build(name)
                 batch = int(batch * a.batch_scale)
                 model.compile(optimizer=opt, loss=loss)
@@ -346,7 +356,7 @@ def main(argv) -> int:
         with out.open("a") as fh:
             fh.write(json.dumps(row, default=str) + "\n")
 
-    n = (layers if a.what == "layers" else models)(a, prov, write)
+    n = (layers if a.what == "layers" else models)(a, prov, write)  # models: the probes too
     print(f"{n} rows to {out}", flush=True)
     return 0
 

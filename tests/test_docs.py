@@ -299,7 +299,11 @@ RESTATED = {"auto|real|synthetic": "docs/knobs.md (data_source)", "auto|true|fal
             "float32|mixed_float16|mixed_bfloat16": "docs/knobs.md (precision)",
             # modules moved into helpers/ subpackages (docs/architecture.md)
             "helpers/flops.py": "helpers/measure/flops_analytic.py, flops_xla.py, flops_table.py",
-            "helpers/peaks.py": "helpers/measure/peaks.py"}
+            "helpers/peaks.py": "helpers/measure/peaks.py",
+            # one-off studies moved out of the tools (benchmarks/studies/README.md)
+            "benchmarks/augment_cost.py": "benchmarks/studies/augment_cost.py",
+            "benchmarks/gpu_fidelity.py": "benchmarks/studies/gpu_fidelity.py",
+            "benchmarks/skeleton.py": "benchmarks/studies/skeleton.py"}
 
 
 @pytest.mark.skipif(not OLD_README.exists(), reason="the frozen old README is not here")

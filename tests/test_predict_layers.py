@@ -129,6 +129,51 @@ def test_the_profiles_keep_their_provenance(fit):
         assert k in kinds, k
 
 
+def test_the_step_fit_recovers_known_constants_on_both_sides_of_the_host_copy():
+    """Steps made by ``max(a, h x bytes) + s x S + k x layers`` with known constants (a little noise): the fit gives
+    them back, the copy-bound cells (bytes past a / h) and the loop-bound ones both among them."""
+    import random
+
+    rnd = random.Random(0)
+    prof = {("jax", "float32", "Dense"): [1e-5, 1e-12, 1e-12], ("jax", "float32", "BatchNormalization"): [1e-3, 0, 0]}
+    truth = [1e-3, 0.8, 1e-10, 1e-4]
+    models = []
+    for i in range(24):
+        n = 1 + i % 6
+        rows = [{"kind": "Dense", "units": 1, "flops": 1e7 * (1 + i), "bytes": 1e6 * (i % 5)}] * n
+        rows += [{"kind": "BatchNormalization", "units": 1, "flops": 1e6, "bytes": 1e8}] * (i % 3)
+        in_bytes = [1e5, 4e6, 3e7, 1.5e8][i % 4]
+        parts = layers.step_parts(rows, prof, "jax", "float32")
+        t = layers.step_time(truth, parts["sum_s"], parts["layers"], in_bytes) * math.exp(rnd.gauss(0, 0.005))
+        models.append({"backend": "jax", "precision": "float32", "rows": rows, "in_bytes": in_bytes, "step_s": t})
+    assert {truth[2] * m["in_bytes"] > truth[0] for m in models} == {True, False}
+    got = layers.fit_steps(models, prof)["jax"]
+    assert got == pytest.approx(truth, rel=0.05)
+
+
+def test_a_fused_kind_costs_the_per_layer_term_and_an_unprofiled_one_its_time(fit):
+    """A batch normalisation (profiled, fused by XLA) adds one layer's ``k`` whatever its size; a kind no profile
+    holds adds its generic profile's time besides, and is named."""
+    dense = [{"kind": "Dense", "units": 1, "flops": 3e9, "bytes": 4e6}]
+    for backend, (_a, _s, _h, k) in fit["steps"].items():
+        base = layers.predicted(fit, dense, backend, "float32", 128, 10**5)["step_s"] * 128
+        row = {"units": 1, "flops": 1e9, "bytes": 5e8}
+        bn = layers.predicted(fit, dense + [{**row, "kind": "BatchNormalization"}], backend, "float32", 128, 10**5)
+        assert bn["step_s"] * 128 - base == pytest.approx(k * 128, rel=1e-9) and bn["unprofiled"] == {}
+        own = layers.predicted(fit, dense + [{**row, "kind": "MyGate"}], backend, "float32", 128, 10**5)
+        assert own["step_s"] * 128 - base > k * 128 and set(own["unprofiled"]) == {"MyGate"}
+
+
+def test_the_host_probes_are_fitted_on_and_never_held_out(fit, feats):
+    probes = {m["name"] for m in feats["models"] if m["set"] == "probe"}
+    assert len(probes) >= 5 and set(fit["probes"]) == probes
+    assert not probes & ({r["name"] for r in fit["held_out"]["workloads"]} | set(fit["fitted_on"]))
+    # each probe measured on both backends, its batch's bytes from 6 KB to past 100 MB
+    cells = [m for m in feats["models"] if m["set"] == "probe"]
+    assert {m["backend"] for m in cells} == {"jax", "torch"}
+    assert min(m["in_bytes"] for m in cells) < 10**4 and max(m["in_bytes"] for m in cells) > 10**8
+
+
 LAYER = {"kind": "Dense", "units": 1, "flops": 1e6, "bytes": 1e5}
 
 

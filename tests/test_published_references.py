@@ -226,7 +226,7 @@ def test_skip_failed_leaves_failed_points_alone_on_resume(tmp_path, capsys, monk
 
 
 def test_fidelity_merge_keeps_repeats_and_is_idempotent(tmp_path, capsys):
-    from benchmarks import gpu_fidelity as gf
+    from benchmarks.studies import gpu_fidelity as gf
 
     def doc(suite, bare, bare_epoch_median=None, status="ok"):
         bk = {"status": status, "samples_per_s": bare,
@@ -253,7 +253,7 @@ def test_fidelity_merge_keeps_repeats_and_is_idempotent(tmp_path, capsys):
 
 def test_fidelity_paired_ratios_compare_runs_of_the_same_call(tmp_path, capsys):
     """suite/bare-keras is taken per call (drift between calls cancels), once three calls measured both."""
-    from benchmarks import gpu_fidelity as gf
+    from benchmarks.studies import gpu_fidelity as gf
 
     def doc(suite, bare):
         results = {"suite-jax": {"status": "ok", "samples_per_s": suite}}
@@ -282,7 +282,7 @@ def test_fidelity_paired_ratios_compare_runs_of_the_same_call(tmp_path, capsys):
 
 def test_fidelity_merge_names_runs_by_short_distinct_sources(tmp_path):
     """Two calls' files of one name stay two calls (pairing) and no folder of this machine is kept."""
-    from benchmarks import gpu_fidelity as gf
+    from benchmarks.studies import gpu_fidelity as gf
 
     files = []
     for call, (s, b) in [("1", (95.0, 100.0)), ("7", (210.0, 200.0))]:

@@ -19,7 +19,7 @@ from helpers.point import nvidia_libs
 
 
 def _tf_parts():
-    spec = importlib.util.spec_from_file_location("tf_parts", PROJECT_ROOT / "benchmarks" / "tf_parts.py")
+    spec = importlib.util.spec_from_file_location("tf_parts", PROJECT_ROOT / "scripts" / "offline_host" / "tf_parts.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -1,6 +1,7 @@
-"""benchmarks/tf_parts.py THERE trusts nothing it is carried (defect 11): a part named by a path, a wheel in no manifest
-or unlike it, a destination that is a symlink or not ours, a FIFO, a symlinked part: each refused with a message
-naming it (exit 2), nothing outside the folders read or written, nothing hangs; and the good path still works.
+"""scripts/offline_host/tf_parts.py THERE trusts nothing it is carried (defect 11): a part named by a path, a
+wheel in no manifest or unlike it, a destination that is a symlink or not ours, a FIFO, a symlinked part: each refused
+with a message naming it (exit 2), nothing outside the folders read or written, nothing hangs; and the good path still
+works.
 Hostile runs go in a child Python with an audit hook that lists every event naming a file outside the folders."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 
 from helpers.paths import PROJECT_ROOT
 
-SCRIPT = PROJECT_ROOT / "benchmarks" / "tf_parts.py"
+SCRIPT = PROJECT_ROOT / "scripts" / "offline_host" / "tf_parts.py"
 TOKEN = "OUTSIDE-7f3a"  # in the name of every file outside the folders: an audit event naming it is a touch
 WHEEL = "zstandard-0.25.0-py3-none-any.whl"
 

@@ -39,7 +39,7 @@ from helpers.params import COMMON_DEFAULTS, PLACEMENT_BACKENDS, ParamError
 
 HOST_DEVICES_ENV = "CGB_HOST_DEVICES"  # test only: gpus > 1 over JAX host devices on a CPU point
 # What Keras' torch backend does with a model wrapped in torch's DistributedDataParallel (docs/multi_gpu.md)
-# (benchmarks/torch_ddp_probe.py, 2 CPU processes, gloo, Keras 3.15, torch 2.13)
+# (probed by hand, no script kept: 2 CPU processes, gloo, Keras 3.15, torch 2.13)
 TORCH_DDP = ("torch's own DistributedDataParallel is not wired in: Keras' fit cannot be called on it "
              "(\"AttributeError: 'DistributedDataParallel' object has no attribute 'fit'\"), fit on its .module "
              "trains each process alone (no gradient is averaged: the processes' weights part), and only a Keras "

@@ -13,6 +13,7 @@ import math
 from .layers import (
     FEATURES,
     LEVEL,
+    STEP_TERMS,
     fit_profiles,
     fit_steps,
     input_bytes,
@@ -41,12 +42,15 @@ def measured_layers(rows: list[dict]) -> list[dict]:
 
 
 def model_of(r: dict):
-    """The built model a whole-model measurement timed: a zoo entry, or a workload at its recorded knobs."""
+    """The built model a whole-model measurement timed: a zoo entry, a host probe, or a workload at its recorded
+    knobs."""
     from helpers.predict import zoo
     from helpers.workloads import build_model
 
     if r["set"] == "zoo":
         return zoo.build(r["name"])[0]
+    if r["set"] == "probe":
+        return zoo.probe(r["params"]["shape"])[0]
     return build_model(r["name"], {**r["params"], "backend": "jax"})
 
 
@@ -66,12 +70,13 @@ def measured_models(rows: list[dict]) -> list[dict]:
     return out
 
 
-def leave_one_out(models: list[dict], prof: dict) -> list[dict]:
-    """Each workload left out in turn: the per-step constants fitted on the others, its cells predicted. Each row:
-    the cell, measured and predicted step, and ``log_err`` = log(measured / predicted step)."""
+def leave_one_out(models: list[dict], prof: dict, probes: list[dict]) -> list[dict]:
+    """Each workload left out in turn: the per-step constants fitted on the others and the host ``probes``, its
+    cells predicted. Each row: the cell, measured and predicted step, and ``log_err`` = log(measured / predicted
+    step)."""
     out = []
     for wl in sorted({m["name"] for m in models}):
-        steps = fit_steps([m for m in models if m["name"] != wl], prof)
+        steps = fit_steps([m for m in models if m["name"] != wl] + probes, prof)
         for m in models:
             if m["name"] == wl and m["backend"] in steps:
                 p = predict_step(prof, steps, m["rows"], m["backend"], m["precision"], m["in_bytes"])["step_s"]
@@ -79,7 +84,7 @@ def leave_one_out(models: list[dict], prof: dict) -> list[dict]:
     return out
 
 
-def held_out_kinds(meas: list[dict], models: list[dict], gpu: str) -> list[dict]:
+def held_out_kinds(meas: list[dict], models: list[dict], gpu: str, probes: list[dict]) -> list[dict]:
     """Each kind the workloads hold, its profile left out in turn (fitted on nothing, read from the generic profile
     fitted without it), each workload holding it predicted with the per-step constants fitted on the other
     workloads: the errors an unprofiled kind earns, held out as the workloads' own are."""
@@ -88,7 +93,7 @@ def held_out_kinds(meas: list[dict], models: list[dict], gpu: str) -> list[dict]
     for k in kinds:
         prof = fit_profiles(meas, gpu, leave_out=k)
         for wl in sorted({m["name"] for m in models if any(r["kind"] == k for r in m["rows"])}):
-            steps = fit_steps([m for m in models if m["name"] != wl], prof)
+            steps = fit_steps([m for m in models if m["name"] != wl] + probes, prof)
             for m in models:
                 if m["name"] == wl and m["backend"] in steps:
                     p = predict_step(prof, steps, m["rows"], m["backend"], m["precision"], m["in_bytes"])["step_s"]
@@ -102,15 +107,16 @@ def _cell(m: dict) -> dict:
 
 
 def build_fit(meas: list[dict], models: list[dict], gpu: str, provenance: dict) -> dict:
-    """The profiles, the per-step constants and the intervals, fitted on ``meas`` and the workloads of
-    ``models`` (the zoo's rows are never read here)."""
+    """The profiles, the per-step constants and the intervals, fitted on ``meas``, the workloads of ``models`` and
+    its host probes (the zoo's rows are never read here)."""
     work = [m for m in models if m["set"] == "workload"]
+    probes = [m for m in models if m["set"] == "probe"]
     prof = fit_profiles(meas, gpu)
-    loo = leave_one_out(work, prof)
-    kinds = held_out_kinds(meas, work, gpu)
+    loo = leave_one_out(work, prof, probes)
+    kinds = held_out_kinds(meas, work, gpu, probes)
     return {"gpu": gpu, "level": LEVEL, "features": list(FEATURES),
             "profiles": {"|".join(k): v for k, v in sorted(prof.items())},
-            "steps": fit_steps(work, prof),
+            "steps": fit_steps(work + probes, prof), "step_terms": list(STEP_TERMS),
             # the workloads' held-out errors pooled over the backends: 8 workloads give each backend 15-16, whose 10th
             # and 90th percentiles with the finite-sample correction are their extremes (the 96th); pooled, 31
             "log_q": {b: quantiles([r["log_err"] for r in loo]) for b in sorted({r["backend"] for r in loo})},
@@ -118,4 +124,4 @@ def build_fit(meas: list[dict], models: list[dict], gpu: str, provenance: dict) 
                                   for b in sorted({r["backend"] for r in loo})},
             "kind_log_q": quantiles([r["log_err"] for r in kinds]),
             "held_out": {"workloads": loo, "kinds": kinds}, "provenance": provenance,
-            "fitted_on": sorted({m["name"] for m in work})}
+            "fitted_on": sorted({m["name"] for m in work}), "probes": sorted({m["name"] for m in probes})}

@@ -17,10 +17,16 @@ kind measured in float32 only is read from its float32 profile under mixed_bfloa
 holds (a custom layer, a kind the sweep lacks) is read from the backend's *generic* profile, fitted on every
 kind's measurements pooled, and named with its share of the step.
 
-**A model's step** (``step_parts``): ``S = sum of its layers' times``; the backend's fit loop and the batch's copy
-from the host are added on whole models (``fit_steps``, on the array-fed workloads' measured steps)::
+**A model's step** (``step_parts``): ``S`` = the sum of its arithmetic layers' times (the ``MATMUL`` kinds, and
+any kind no profile holds), ``L`` = its layers counted; the backend's constants are fitted on whole models
+(``fit_steps``: the array-fed workloads' measured steps and the host probes', ``helpers.predict.zoo.PROBES``)::
 
-    t_step = a_b + s_b x S + h_b x host bytes
+    t_step = max(a_b, h_b x host bytes) + s_b x S + k_b x L
+
+``a_b``: the fit loop's own cost a step, during which the batch's copy from the host runs (the probes: a step
+costs the larger of the two, not their sum); ``k_b``: each layer's cost in a network beyond its arithmetic (XLA
+fuses the normalisation, elementwise, pooling and reshape layers into their neighbours, so their times measured
+alone are not summed; eager PyTorch spends a layer's dispatch on each).
 
 **The interval** (``interval``): the held-out errors' 10th and 90th percentiles (``helpers.predict.gpu._quantiles``,
 the split-conformal correction): of the workloads left out one at a time where every kind is profiled, pooled over
@@ -40,6 +46,12 @@ import math
 GENERIC = "*"  # the pooled profile's kind
 FEATURES = ("units", "flops", "bytes")
 SKIP = {"InputLayer", "Scale"}  # the sweep's Scale: part of the baseline each measurement had taken off
+# the kinds whose profiled time is summed: those doing a layer's arithmetic (a weight matrix, a kernel, a
+# recurrence, a table's gather). The others (normalisation, activations, pooling, merges, dropout, reshapes) are
+# counted as layers only: XLA fuses them into their neighbours, eager PyTorch spends a layer's overhead on each
+MATMUL = frozenset({"Dense", "EinsumDense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
+                    "Conv3DTranspose", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D",
+                    "LSTM", "GRU", "SimpleRNN", "MultiHeadAttention", "Embedding"})
 RNN = ("LSTM", "GRU", "SimpleRNN")
 # a kind computing as another does: read from that one's profile (an elementwise function of one tensor)
 ALIASES = {"ReLU": "Activation", "LeakyReLU": "Activation", "ELU": "Activation", "Softmax": "Activation",
@@ -155,16 +167,21 @@ def layer_time(prof: dict, backend: str, precision: str, row: dict) -> tuple[flo
 
 
 def step_parts(rows: list[dict], prof: dict, backend: str, precision: str) -> dict:
-    """The sum of the layers' times, and the unprofiled kinds' part of it (seconds per kind)."""
-    total, unprof, fp32 = 0.0, {}, set()
+    """The sum of the arithmetic layers' times (``MATMUL`` kinds and kinds no profile holds), the layers counted,
+    and the unprofiled kinds' part (seconds per kind, layers)."""
+    total, unprof, n_unprof, fp32 = 0.0, {}, 0, set()
     for r in rows:
         t, src = layer_time(prof, backend, precision, r)
-        total += t
         if src == "unprofiled":
             unprof[r["kind"]] = unprof.get(r["kind"], 0.0) + t
+            n_unprof += 1
+        elif r["kind"] not in MATMUL:
+            continue  # fused or per-layer overhead: counted by the step's per-layer term
         elif src == "profiled in float32" and precision != "float32":
             fp32.add(r["kind"])
-    return {"sum_s": total, "unprofiled": unprof, "float32_profiles": sorted(fp32)}
+        total += t
+    return {"sum_s": total, "layers": len(rows), "unprofiled": unprof, "unprofiled_layers": n_unprof,
+            "float32_profiles": sorted(fp32)}
 
 
 def input_bytes(model, batch: int) -> int:
@@ -174,22 +191,38 @@ def input_bytes(model, batch: int) -> int:
 
 # ------------------------------------------------------------------ the whole-model fit, held-out errors
 
-STEP_TERMS = ("a", "s", "h")  # t_step = a + s x S + h x host bytes
+STEP_TERMS = ("a", "s", "h", "k")  # t_step = max(a, h x host bytes) + s x S + k x layers
+_SCALE = (1e-3, 1.0, 1e-10, 1e-5)  # each term's size on a GPU: the fit works on numbers near 1
+
+
+def step_time(c: list[float], sum_s: float, layers: int, in_bytes: float) -> float:
+    a, s, h, k = c
+    return max(a, h * in_bytes) + s * sum_s + k * layers
 
 
 def fit_steps(models: list[dict], prof: dict) -> dict:
-    """``{backend: [a, s, h]}`` fitted on ``models`` (the workloads), non-negative, on the relative error."""
+    """``{backend: [a, s, h, k]}`` fitted on ``models`` (the workloads and the host probes), non-negative, on
+    log(predicted / measured step)."""
     import numpy as np
-    from scipy.optimize import lsq_linear
+    from scipy.optimize import least_squares
 
     out = {}
     for b in sorted({m["backend"] for m in models}):
         ms = [m for m in models if m["backend"] == b]
-        x = np.array([[1.0, step_parts(m["rows"], prof, b, m["precision"])["sum_s"], m["in_bytes"]] for m in ms])
+        parts = [step_parts(m["rows"], prof, b, m["precision"]) for m in ms]
+        x = np.array([[p["sum_s"], p["layers"], m["in_bytes"]] for p, m in zip(parts, ms)], dtype=float)
         y = np.array([m["step_s"] for m in ms])
-        scale = np.maximum(x.max(axis=0), 1e-30)
-        sol = lsq_linear(x / scale / y[:, None], np.ones(len(y)), bounds=(0.0, np.inf), method="bvls")
-        out[b] = [float(c / s) for c, s in zip(sol.x, scale)]
+
+        def res(z, x=x, y=y):
+            a, s, h, k = np.asarray(z) * _SCALE
+            return np.log(np.maximum(np.maximum(a, h * x[:, 2]) + s * x[:, 0] + k * x[:, 1], 1e-12) / y)
+
+        best = None
+        for z0 in ((1.0, 1.0, 1.0, 1.0), (0.5, 0.5, 2.0, 5.0), (2.0, 2.0, 0.5, 0.2)):  # the kink of the max: starts
+            sol = least_squares(res, z0, bounds=(0.0, np.inf), method="trf", x_scale=1.0)
+            if best is None or sol.cost < best.cost - 1e-12:
+                best = sol
+        out[b] = [float(v * sc) for v, sc in zip(best.x, _SCALE)]
     return out
 
 
@@ -198,9 +231,10 @@ def predict_step(prof: dict, steps: dict, rows: list[dict], backend: str, precis
     if backend not in steps:
         raise ValueError(f"backend {backend!r}: no whole-model measurement to fit its per-step cost on")
     parts = step_parts(rows, prof, backend, precision)
-    a, s, h = steps[backend]
-    t = a + s * parts["sum_s"] + h * in_bytes
-    share = s * sum(parts["unprofiled"].values()) / t if t > 0 else 0.0
+    c = steps[backend]
+    t = step_time(c, parts["sum_s"], parts["layers"], in_bytes)
+    unp = c[1] * sum(parts["unprofiled"].values()) + c[3] * parts["unprofiled_layers"]
+    share = unp / t if t > 0 else 0.0
     return {"step_s": t, "unprofiled": parts["unprofiled"], "unprofiled_share": share,
             "float32_profiles": parts["float32_profiles"]}
 

@@ -175,3 +175,24 @@ def build(name: str):
     """(uncompiled model, loss, optimizer, batch) of the zoo's ``name``."""
     model, loss = ZOO[name]()
     return model, loss, "adam", BATCH
+
+
+# the host probes: a model of almost no compute fed batches of growing size, timed as the workloads are (``fit`` on
+# numpy arrays): what a step costs the backend's fit loop, and each byte of a batch copied from the host. Fitted
+# beside the workloads, never held out (no workload's measurement in them); shape (H, W, C) or (features,), batch
+PROBES = (((16,), 128), ((32, 32, 3), 128), ((32, 32, 3), 1000), ((32, 32, 3), 4000), ((32, 32, 3), 8000),
+          ((224, 224, 3), 64), ((224, 224, 3), 256))
+
+
+def probe_name(shape, batch: int) -> str:
+    return f"probe_{'x'.join(str(int(d)) for d in shape)}_b{int(batch)}"
+
+
+def probe(shape) -> tuple:
+    """(uncompiled model, loss) of the host probe of input ``shape``: the input averaged, one Dense unit."""
+    import keras
+    from keras import layers
+
+    inp = keras.Input(tuple(int(d) for d in shape))
+    x = layers.GlobalAveragePooling2D()(inp) if len(shape) == 3 else inp
+    return keras.Model(inp, layers.Dense(1)(x)), "mse"

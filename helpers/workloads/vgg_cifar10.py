@@ -21,8 +21,8 @@ device sync. They add no parameters. ``augment_impl`` picks the shift layer: ``m
 ``helpers.workloads.shift.RandomShift``, the same transformation (checked against Keras' own
 ``affine_transform`` to 1e-7) as two batched matrix products; ``keras`` is Keras'
 ``RandomTranslation(0.1, 0.1, fill_mode='nearest')``, whose ``map_coordinates`` is 10x slower on
-JAX/torch CPUs and made an H100 slower than a 2-core CPU (``benchmarks/augment_cost.py``). The source did the same
-augmentation on the CPU in the input pipeline, whose cost seed 004 measures; here the cost lands on
+JAX/torch CPUs and made an H100 slower than a 2-core CPU (``benchmarks/studies/augment_cost.py``). The source did the
+same augmentation on the CPU in the input pipeline, whose cost seed 004 measures; here the cost lands on
 the device instead (the record's ``data_info.augmentation`` says where).
 """
 

@@ -6,7 +6,8 @@ the reader must give for leaving it out.
 
 ``template`` is a good record (a dict); every hostile record is a copy of it with one thing changed, and an id of
 its own (so none is a duplicate of another). ``outside`` is a folder that is *not* given to the report: a record
-there is reached only through a symlink. Used by tests/test_hostile.py and benchmarks/report_render.py (--hostile).
+there is reached only through a symlink. Used by tests/test_hostile.py and benchmarks/studies/report_render.py
+(--hostile).
 """
 
 from __future__ import annotations

@@ -1,28 +1,33 @@
-"""TensorFlow's CUDA build, carried in parts to a GPU machine that reaches no package index.
+"""TensorFlow's CUDA build, carried in parts to your GPU machine that cannot reach the internet.
 
-HERE (a machine with pip and a package index)::
+The setting (scripts/offline_host/README.md): a GPU machine that reaches no package index and takes uploads of at
+most N MiB each (64 by default), the checkout of this project included in each upload. HERE is a machine of yours
+with pip and a package index; THERE is that GPU machine.
 
-    python3 benchmarks/tf_parts.py build [--part-bytes N] [--compress zstd|none]
+HERE::
 
-downloads ``tensorflow[and-cuda]==2.21.0`` for the device's Python (cp312, manylinux x86-64) into ``.tfwheels/``,
-keeps tensorflow, the ``nvidia-*-cu12`` wheels except NCCL (one GPU needs none) and TF's small needs that the
-device image lacks (``EXTRAS``), one version of each; rewrites each wheel uncompressed (still a wheel: pip installs
-it as it is) so that one compressor sees the libraries whole (zstd takes the CUDA wheels to about 60% of their
-deflated size: fewer parts, fewer calls); writes one tar of them (``tf.tar.zst``, or ``tf.tar`` with
-``--compress none``), splits it into ``.tfparts/partNN`` of ``--part-bytes`` each and writes
-``.tfparts/manifest.json`` (the parts' names, sizes and sha256, the whole's, the wheels inside). The default part
-size is what a call of the device tool still takes beside the working tree that travels with it: 64 MiB less the
-tree (``git ls-files``, tracked and untracked-not-ignored) less ``MARGIN``; it is computed and printed.
+    python3 scripts/offline_host/tf_parts.py build [--upload-mib N] [--part-bytes N] [--compress zstd|none]
 
-THERE (the GPU machine; stdlib only, called by ``benchmarks/tf_gpu.sh``)::
+downloads ``tensorflow[and-cuda]==2.21.0`` for the GPU machine's Python (``PYTHON_VERSION``: cp312; manylinux
+x86-64) into ``.tfwheels/``, keeps tensorflow, the ``nvidia-*-cu12`` wheels except NCCL (one GPU needs none) and
+TF's small needs that a Python with jax and torch but no TensorFlow lacks (``EXTRAS``), one version of each;
+rewrites each wheel uncompressed (still a wheel: pip installs it as it is) so that one compressor sees the
+libraries whole (zstd takes the CUDA wheels to about 60% of their deflated size: fewer parts, fewer uploads);
+writes one tar of them (``tf.tar.zst``, or ``tf.tar`` with ``--compress none``), splits it into
+``.tfparts/partNN`` of ``--part-bytes`` each and writes ``.tfparts/manifest.json`` (the parts' names, sizes and
+sha256, the whole's, the wheels inside). The default part size is what one upload still takes beside the checkout
+that goes with it: ``--upload-mib`` less the checkout (``git ls-files``, tracked and untracked-not-ignored) less
+``MARGIN``; it is computed and printed.
 
-    python3 benchmarks/tf_parts.py intake .tfparts /tmp/parts     # move carried parts out of the tree, check them
-    python3 benchmarks/tf_parts.py missing /tmp/parts             # the parts still to carry (exit 3 if any)
-    python3 benchmarks/tf_parts.py assemble /tmp/parts /tmp/tfwheels   # checksums, join, decompress, untar
+THERE (stdlib only, called by ``scripts/offline_host/tf_gpu.sh``)::
+
+    python3 scripts/offline_host/tf_parts.py intake .tfparts /tmp/parts   # move uploaded parts out, check them
+    python3 scripts/offline_host/tf_parts.py missing /tmp/parts           # the parts still to upload (exit 3 if any)
+    python3 scripts/offline_host/tf_parts.py assemble /tmp/parts /tmp/tfwheels   # checksums, join, untar
 
 Decompression uses the ``zstd`` command where there is one, else the Python package ``zstandard`` (its wheel is
-saved beside the parts, ``.tfparts/zstandard-*.whl``, and listed in the manifest with its size and sha256, to carry
-where neither exists).
+saved beside the parts, ``.tfparts/zstandard-*.whl``, and listed in the manifest with its size and sha256, to
+upload where neither exists).
 
 THERE trusts nothing it is carried (``Refused``: the message, exit 2): a manifest's part is a plain name
 (``partNN``: no absolute path, no ``..``, no separator), its other names plain file names; a file is read only if it
@@ -52,18 +57,19 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = "tensorflow[and-cuda]==2.21.0"
-PYTHON_VERSION = "3.12"  # the device image's (KINDS.md)
+PYTHON_VERSION = "3.12"  # the GPU machine's Python (change it to yours)
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64")
-# TF's needs that the device image lacks or holds at a version TF refuses (the suite's own wheels, .whl/, bring
-# keras, optree, namex and the rest; the image has numpy, ml_dtypes, grpcio, wrapt, six, absl-py ...)
+# TF's needs that a GPU machine with jax and torch installed lacks or holds at a version TF refuses (the suite's own
+# wheels, .whl/, bring keras, optree, namex and the rest; such a machine has numpy, ml_dtypes, grpcio, wrapt, six,
+# absl-py ...)
 EXTRAS = ("astunparse", "gast", "google_pasta", "libclang", "termcolor", "flatbuffers", "h5py", "protobuf")
 DROPPED = ("nvidia_nccl_cu12",)  # collectives: one GPU needs none (351 MB)
 ZSTANDARD = "zstandard==0.25.0"  # the decompressor's Python package, for a machine without the zstd command
-CALL_BYTES = 64 * 2**20  # what one call of the device tool carries, the tree included
-MARGIN = 3 * 2**20  # for the manifest and what the tree gains between now and the calls
+UPLOAD_BYTES = 64 * 2**20  # what one upload to the GPU machine takes by default, the checkout included
+MARGIN = 3 * 2**20  # for the manifest and what the checkout gains between now and the uploads
 MANIFEST = "manifest.json"
 MANIFEST_MAX = 16 * 2**20  # a manifest is a few kB: a larger one is refused unread
 CHUNK = 1 << 20
@@ -104,11 +110,11 @@ def select_wheels(filenames: list[str]) -> list[str]:
     return keep
 
 
-def default_part_bytes(tree_bytes: int, call_bytes: int = CALL_BYTES, margin: int = MARGIN) -> int:
-    """What one call still carries beside the tree: ``call_bytes - tree_bytes - margin`` (refused if < 1 MiB)."""
-    n = call_bytes - tree_bytes - margin
+def default_part_bytes(tree_bytes: int, upload_bytes: int = UPLOAD_BYTES, margin: int = MARGIN) -> int:
+    """What one upload still takes beside the checkout: ``upload_bytes - tree_bytes - margin`` (refused if < 1 MiB)."""
+    n = upload_bytes - tree_bytes - margin
     if n < 2**20:
-        raise ValueError(f"the tree ({tree_bytes:,} bytes) leaves less than 1 MiB a call for the parts")
+        raise ValueError(f"the checkout ({tree_bytes:,} bytes) leaves less than 1 MiB an upload for the parts")
     return n
 
 
@@ -339,7 +345,7 @@ def join_parts(manifest: dict, parts_dir: Path, out) -> int:
 # ------------------------------------------------------------------ HERE: build the parts
 
 def tree_bytes(root: Path = ROOT) -> int:
-    """Bytes of the working tree that travels with every call: tracked and untracked-not-ignored files."""
+    """Bytes of the checkout that goes with every upload: tracked and untracked-not-ignored files."""
     out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
                          check=True, capture_output=True).stdout
     total = 0
@@ -384,9 +390,10 @@ def write_manifest(parts: Path, manifest: dict) -> dict:
 def build(args) -> int:
     wheels, parts = ROOT / ".tfwheels", ROOT / ".tfparts"
     tree = tree_bytes()
-    part_bytes = args.part_bytes or default_part_bytes(tree)
-    print(f"tree that travels: {tree:,} bytes; part size: {part_bytes:,} bytes "
-          f"({CALL_BYTES:,} a call - tree - margin {MARGIN:,})")
+    upload = args.upload_mib * 2**20
+    part_bytes = args.part_bytes or default_part_bytes(tree, upload)
+    print(f"checkout that goes with each upload: {tree:,} bytes; part size: {part_bytes:,} bytes "
+          f"({upload:,} an upload - checkout - margin {MARGIN:,})")
     wheels.mkdir(exist_ok=True)
     if not args.no_download:
         pip_download(wheels, [SPEC])
@@ -594,12 +601,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="HERE: download, select, tar, split into .tfparts/")
-    b.add_argument("--part-bytes", type=int, default=0, help="bytes a part (default: 64 MiB - the tree - margin)")
+    b.add_argument("--upload-mib", type=int, default=UPLOAD_BYTES // 2**20,
+                   help="MiB the GPU machine takes in one upload, the checkout included (default %(default)s)")
+    b.add_argument("--part-bytes", type=int, default=0,
+                   help="bytes a part (default: the upload limit - the checkout - margin)")
     b.add_argument("--compress", choices=("zstd", "none"), default="zstd" if shutil.which("zstd") else "none")
     b.add_argument("--level", type=int, default=9, help="zstd's level (9: ~60%% of the deflated wheels)")
     b.add_argument("--no-download", action="store_true", help="use what .tfwheels/ holds")
     b.set_defaults(fn=build)
-    i = sub.add_parser("intake", help="THERE: move carried parts (and the manifest, the listed zstandard wheel) "
+    i = sub.add_parser("intake", help="THERE: move uploaded parts (and the manifest, the listed zstandard wheel) "
                                       "from SRC into DST, a private folder (made 0700)")
     i.add_argument("src")
     i.add_argument("dst")

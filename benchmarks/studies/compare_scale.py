@@ -4,7 +4,7 @@ configurations), a tenth of the configurations 30% slower on NEW and a tenth 30%
 
 Usage::
 
-    python benchmarks/compare_scale.py [--n 20000] [--keep DIR] [--profile FILE.prof]
+    python benchmarks/studies/compare_scale.py [--n 20000] [--keep DIR] [--profile FILE.prof]
 
 Prints the wall time and the peak resident memory of the comparing process (its ``VmHWM``, and the largest sum over
 it and any children, sampled every 0.05 s), its exit status and its summary line. ``--profile`` runs it under
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ("cnn_cifar10", "mlp_mnist", "lstm_textgen", "vgg_cifar10", "resnet_cifar10")
 BACKENDS = ("tensorflow", "jax", "torch")
 

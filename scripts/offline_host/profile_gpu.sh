@@ -1,32 +1,33 @@
 #!/usr/bin/env bash
-# The step breakdown on a lent GPU: params/profile.yaml (the 20 README cells and resnet50 at the
-# ladder's best rung on JAX and torch, every point with profile: true) through the suite's runner, in one call.
+# The step breakdown on your GPU machine: params/profile.yaml (the 20 README cells and resnet50 at the
+# ladder's best rung on JAX and torch, every point with profile: true) through the suite's runner, in one session.
 #
-#   bash benchmarks/profile_gpu.sh --wheels     # HERE, once: the suite's pure-Python packages as cp312 wheels
-#                                               # in .whl/ (git-excluded), for an image that has jax and torch
-#   bash benchmarks/profile_gpu.sh [BUDGET_S]   # THERE (the device machine, repo root): install .whl/, run the
-#                                               # grid, starting no point after BUDGET_S seconds (default 390)
+#   bash scripts/offline_host/profile_gpu.sh --wheels    # HERE, once: the suite's pure-Python packages as cp312
+#                                                        # wheels in .whl/ (git-excluded), for a Python with jax/torch
+#   bash scripts/offline_host/profile_gpu.sh [BUDGET_S]  # THERE (the GPU machine, repo root): install .whl/, run the
+#                                                        # grid, starting no point after BUDGET_S s (default 390)
 #
-# On the device: carry [".whl"], timeout_s 600. What comes back under $OUT: profile_records.tgz (the records and
-# the executed notebooks, small), profile_traces.tgz.partNN (the traces, split under 15 MB a file; join them
-# with `cat profile_traces.tgz.part* | tar xz`) and run.log. Unpack both into one folder (e.g. outputs/profile/),
+# Upload .whl/ with the checkout; a session of at most 10 minutes. What it writes into HOST_OUT (the folder you bring
+# back; default a fresh temporary one): profile_records.tgz (the records and the executed notebooks, small),
+# profile_traces.tgz.partNN (the traces, split under 15 MB a file; join them with
+# `cat profile_traces.tgz.part* | tar xz`) and run.log. Unpack both into one folder (e.g. outputs/profile/),
 # then render the report over it: ./run_all.sh report --inputs outputs/profile
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 if [ "${1:-}" = "--wheels" ]; then
     exclude="$(git rev-parse --git-dir)/info/exclude"
     mkdir -p "$(dirname "$exclude")"
     grep -qx '/.whl/' "$exclude" 2>/dev/null || echo '/.whl/' >>"$exclude"
-    # the pins of pyproject.toml, and what they need, as the device's Python (3.12, x86-64) takes them
+    # the pins of pyproject.toml, and what they need, as the GPU machine's Python (3.12, x86-64) takes them
     python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
         --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl \
         keras==3.15.1 papermill==2.7.0 nbclient==0.11.0 nbformat==5.11.1 ipykernel==7.4.0 \
         jupyter-client==8.10.0 pyyaml==6.0.3 psutil==7.2.2 nvidia-ml-py==13.615.71 pandas==3.1.1 \
         matplotlib==3.11.2 seaborn==0.13.2 pillow==13.0.0 threadpoolctl==3.7.0
-    # the image's own numerics stay (jax and torch were built against them); what is imported only on demand
-    # stays behind too (the debugger, completion, HDF5 saving, PDF fonts): the tree that travels is 64 MB at most
+    # the machine's own numerics stay (jax and torch were built against them); what is imported only on demand
+    # stays behind too (the debugger, completion, HDF5 saving, PDF fonts): an upload is 64 MiB at most
     rm -f .whl/numpy-*.whl .whl/ml_dtypes-*.whl .whl/scipy-*.whl .whl/debugpy-*.whl .whl/jedi-*.whl \
         .whl/parso-*.whl .whl/h5py-*.whl .whl/fonttools-*.whl
     ls .whl | wc -l
@@ -35,7 +36,7 @@ if [ "${1:-}" = "--wheels" ]; then
 fi
 
 BUDGET="${1:-390}"
-OUTDIR="${OUT:-$(mktemp -d)}"
+OUTDIR="${HOST_OUT:-$(mktemp -d)}"; mkdir -p "$OUTDIR"
 LOG="$OUTDIR/run.log"
 exec > >(tee "$LOG") 2>&1
 if compgen -G ".whl/*.whl" >/dev/null; then
@@ -72,8 +73,8 @@ for f in sorted(pathlib.Path("/tmp/cgb-profile").rglob("*.json")):
           f"x{b.get('profiler_overhead') or 0:.2f} | {top}")
 EOF
 
-# what comes back: the records apart from the traces, the traces split under the 16-MB limit a file (at most
-# 64 MB come back: past 40 MB of traces the largest are left out, said in this log)
+# what to bring back: the records apart from the traces, the traces split under 16 MB a file (at most 64 MB
+# in all: past 40 MB of traces the largest are left out, said in this log)
 python3 - <<'EOF'
 import pathlib, shutil
 traces = [(sum(f.stat().st_size for f in d.rglob("*") if f.is_file()), d)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/report_render.py [--source outputs/] [--n 100 1000] [--keep DIR] [--hostile] [--repeat 1]
+    python benchmarks/studies/report_render.py [--source outputs/] [--n 100 1000] [--keep DIR] [--hostile] [--repeat 1]
 
 Real records (status ok) under ``--source`` are copied N times with perturbed epoch times (±15%), spread over
 a few synthetic machines, batch sizes and thread counts (so the report aggregates many configurations,
@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from helpers.paths import outputs_dir  # noqa: E402
 from helpers.record.reader import read_records  # noqa: E402
@@ -82,7 +82,7 @@ def _measure(folders: list[Path], out_html: Path) -> int:
 
 def tree_peak_bytes(proc, every_s: float) -> int:
     """Until ``proc`` (a Popen) exits: the largest sum of resident memory over it and its children, sampled every
-    ``every_s`` seconds (also used by benchmarks/compare_scale.py)."""
+    ``every_s`` seconds (also used by benchmarks/studies/compare_scale.py)."""
     import psutil
 
     peak, top = 0, psutil.Process(proc.pid)
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         synthesise(real, n, folder)
         if args.hostile:
-            sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+            sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
             from support.hostile import write_hostile  # the tests' hostile record set
 
             hostile = base / f"hostile-{n}"

@@ -1,6 +1,6 @@
 """Does ``profile: true`` touch the timed figures? A point's samples/s with the profile on against off, alternating.
 
-    .venv/bin/python benchmarks/profile_overhead.py [--backends jax,torch] [--pairs 5] [--workload mlp_mnist]
+    .venv/bin/python benchmarks/studies/profile_overhead.py [--backends jax,torch] [--pairs 5] [--workload mlp_mnist]
         [--device cpu] [--threads 1] [--n-train 4096] [--min-steady-s 1.0]
 
 Each run is one grid point in a fresh Python (the notebook's sequence: begin, verify, data, model, fit, finish),
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 _POINT = r"""
 import json, sys

@@ -1,6 +1,6 @@
 """Benchmark of the walking skeleton: the runner's overhead per grid point and its timing fidelity.
 
-    .venv/bin/python benchmarks/skeleton.py [--backends tensorflow,jax,torch] [--device cpu|gpu] [--repeats 4]
+    .venv/bin/python benchmarks/studies/skeleton.py [--backends tensorflow,jax,torch] [--device cpu|gpu] [--repeats 4]
         [--fidelity] [--n 10000]
 
 1. Overhead per point: one small grid point through the runner (``run_point``: fresh kernel, papermill,
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

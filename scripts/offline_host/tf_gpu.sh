@@ -1,29 +1,31 @@
 #!/usr/bin/env bash
-# TensorFlow's CUDA build on a GPU machine that reaches no package index but takes small uploads: the
-# parts made HERE by benchmarks/tf_parts.py, carried one call at a time, assembled and installed THERE, then a grid.
+# TensorFlow's CUDA build on your GPU machine that reaches no package index but takes uploads of at most N MiB
+# (scripts/offline_host/README.md): the parts made HERE by scripts/offline_host/tf_parts.py, uploaded one at a time,
+# assembled and installed THERE, then a grid.
 #
-#   python3 benchmarks/tf_parts.py build          # HERE, once: .tfparts/partNN + manifest.json (+ zstandard wheel)
-#   bash benchmarks/tf_gpu.sh part                # THERE, once a part: carry [".tfparts/manifest.json",
-#                                                 #   ".tfparts/partNN"]; moves it to /tmp/parts (checksum); the
-#                                                 #   call that brings the last part also installs
-#                                                 #   (the zstandard wheel: carried beside, listed in the manifest)
-#   bash benchmarks/tf_gpu.sh install             # THERE: assemble, pip install --target /tmp/tfsite, check the GPU
-#   bash benchmarks/tf_gpu.sh grid [BUDGET_S]     # THERE: carry [".whl"]; params/reference_tf.yaml (or $GRID),
-#                                                 #   starting no point after BUDGET_S s (RUNNER_LIMIT_S: see below)
+#   python3 scripts/offline_host/tf_parts.py build   # HERE, once: .tfparts/partNN + manifest.json (+ zstandard wheel)
+#   bash scripts/offline_host/tf_gpu.sh part         # THERE, once a part: upload .tfparts/manifest.json and
+#                                                    #   .tfparts/partNN; moves it to /tmp/parts (checksum); the
+#                                                    #   session that brings the last part also installs
+#                                                    #   (the zstandard wheel: uploaded beside, listed in the manifest)
+#   bash scripts/offline_host/tf_gpu.sh install      # THERE: assemble, pip install --target /tmp/tfsite, check the GPU
+#   bash scripts/offline_host/tf_gpu.sh grid [BUDGET_S]  # THERE, .whl/ uploaded: params/reference_tf.yaml (or
+#                                                    #   $GRID), starting no point after BUDGET_S s (RUNNER_LIMIT_S)
 #
-# Files under /tmp stay while the machine is held: a machine idle for 30 s goes back, so make the calls one right
-# after another. No LD_LIBRARY_PATH is set here: the suite loads the nvidia/*/lib libraries beside tensorflow by
-# itself (helpers/point/nvidia_libs.py). The grid resumes from /tmp (the same machine) or from the runs of earlier
-# leases carried as .whl/reference_tf_runs.tgz, and sends back $OUT/reference_tf_runs.tgz: unpack it here with
-# `tar xzf reference_tf_runs.tgz -C outputs` (outputs/reference_tf_runs/).
+# Files under /tmp stay only while the machine stays up: run the sessions one right after another. No
+# LD_LIBRARY_PATH is set here: the suite loads the nvidia/*/lib libraries beside tensorflow by itself
+# (helpers/point/nvidia_libs.py). The grid resumes from /tmp (the same boot) or from the runs of earlier boots
+# uploaded as .whl/reference_tf_runs.tgz, and writes HOST_OUT/reference_tf_runs.tgz (HOST_OUT: the folder you bring
+# back; default a fresh temporary one): unpack it here with `tar xzf reference_tf_runs.tgz -C outputs`
+# (outputs/reference_tf_runs/).
 #
-# What is carried is not trusted (tf_parts.py's docstring): a part named by a path, a file that is no regular file
+# What is uploaded is not trusted (tf_parts.py's docstring): a part named by a path, a file that is no regular file
 # (a FIFO, a symlink), a wheel in no manifest or one that differs from it, a $PARTS or /tmp/tfwheels that is a
 # symlink or a folder not ours (or that others may write to) are refused, exit 2: this script stops there.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 MODE="${1:-part}"
-OUTDIR="${OUT:-$(mktemp -d)}"
+OUTDIR="${HOST_OUT:-$(mktemp -d)}"; mkdir -p "$OUTDIR"
 PARTS=/tmp/parts TFSITE=/tmp/tfsite RUNS=/tmp/cgb/reference_tf_runs
 exec > >(tee -a "$OUTDIR/tf_gpu.log") 2>&1
 export PYTHONUNBUFFERED=1
@@ -32,7 +34,7 @@ install_tf() {
     if [ -f "$TFSITE/.installed" ]; then echo "tensorflow already in $TFSITE"; return 0; fi
     local t0=$SECONDS
     rm -rf /tmp/tfwheels
-    python3 benchmarks/tf_parts.py assemble "$PARTS" /tmp/tfwheels
+    python3 scripts/offline_host/tf_parts.py assemble "$PARTS" /tmp/tfwheels
     echo "assembled in $(( SECONDS - t0 )) s"
     rm -rf "$TFSITE"
     mkdir -m 700 "$TFSITE"  # fails if anything (a symlink) took the name meanwhile
@@ -67,7 +69,7 @@ import tensorflow as tf; print('tensorflow with the finder:', tf.config.list_phy
 
 case "$MODE" in
 part)
-    rc=0; python3 benchmarks/tf_parts.py intake .tfparts "$PARTS" || rc=$?
+    rc=0; python3 scripts/offline_host/tf_parts.py intake .tfparts "$PARTS" || rc=$?
     case $rc in
     0) install_tf; check_gpu ;;
     3) echo "(the parts so far are kept in $PARTS)" ;;
@@ -76,7 +78,7 @@ part)
     ;;
 install)
     # exit 3 (parts still to carry) goes on to assemble, which says so; a refusal (2) or failure stops here
-    if [ -d .tfparts ]; then python3 benchmarks/tf_parts.py intake .tfparts "$PARTS" || [ $? -eq 3 ]; fi
+    if [ -d .tfparts ]; then python3 scripts/offline_host/tf_parts.py intake .tfparts "$PARTS" || [ $? -eq 3 ]; fi
     install_tf
     check_gpu
     ;;
@@ -85,12 +87,12 @@ grid)
     [ -f "$TFSITE/.installed" ] || install_tf
     suite_wheels
     mkdir -p /tmp/cgb
-    if [ -d "$RUNS" ]; then echo "runs of an earlier call on this machine: resumed"
-    elif [ -f .whl/reference_tf_runs.tgz ]; then tar xzf .whl/reference_tf_runs.tgz -C /tmp/cgb; echo "runs of earlier leases: resumed"
+    if [ -d "$RUNS" ]; then echo "runs of an earlier session on this machine: resumed"
+    elif [ -f .whl/reference_tf_runs.tgz ]; then tar xzf .whl/reference_tf_runs.tgz -C /tmp/cgb; echo "runs of earlier boots: resumed"
     fi
     t0=$SECONDS
     # RUNNER_LIMIT_S (0: none): the runner is interrupted then (SIGINT: the point in flight is abandoned, to run again
-    # on resume), so that a call of a limited length still sends back its runs
+    # on resume), so that a session of a limited length still writes its runs
     CGB_OUTPUTS=$RUNS timeout -s INT -k 30 "${RUNNER_LIMIT_S:-0}" python3 -m helpers.runner \
         "${GRID:-params/reference_tf.yaml}" --budget "$BUDGET" --no-report --yes || echo "runner exit $?"
     echo "runner: $(( SECONDS - t0 )) s"
@@ -106,7 +108,7 @@ for f in pathlib.Path("/tmp/cgb/reference_tf_runs").rglob("records/*.json"):
         other[key + (r.get("status"), (r.get("reason") or "")[:160])] += 1
 for k in sorted(runs):
     v = runs[k]
-    print(*k, f"runs {len(v)} leases {len({b for _, b in v})} median {statistics.median(s for s, _ in v):,.0f}/s")
+    print(*k, f"runs {len(v)} boots {len({b for _, b in v})} median {statistics.median(s for s, _ in v):,.0f}/s")
 for k, n in sorted(other.items()):
     print(*k, f"x{n}")
 EOF

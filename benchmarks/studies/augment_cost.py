@@ -1,7 +1,7 @@
 """What the in-model augmentation of vgg_cifar10 costs per training step, layer by layer.
 
-    KERAS_BACKEND=jax python benchmarks/augment_cost.py --batches 32,512 --device gpu
-    KERAS_BACKEND=torch python benchmarks/augment_cost.py --batches 32 --steps 50
+    KERAS_BACKEND=jax python benchmarks/studies/augment_cost.py --batches 32,512 --device gpu
+    KERAS_BACKEND=torch python benchmarks/studies/augment_cost.py --batches 32 --steps 50
 
 vgg_cifar10 does seed 002's augmentation (10% shifts, horizontal flips) with Keras preprocessing
 layers inside the model, so it runs on the training device. This script separates their cost: for
@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 
 def _head(keras, aug: str):

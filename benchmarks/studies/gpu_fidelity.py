@@ -1,12 +1,12 @@
 """GPU fidelity benchmark: the suite's samples/s against bare Keras and bare training loops.
 
-    python benchmarks/gpu_fidelity.py --out fidelity.json            # on a machine with an NVIDIA GPU
-    python benchmarks/gpu_fidelity.py --workloads resnet50 --precisions mixed_bfloat16 --out r.json
-    python benchmarks/gpu_fidelity.py --cpu-smoke --out /tmp/smoke.json   # tiny, on the CPU
-    python benchmarks/gpu_fidelity.py --table-from a.json b.json         # merge runs, print the table
+    python benchmarks/studies/gpu_fidelity.py --out fidelity.json            # on a machine with an NVIDIA GPU
+    python benchmarks/studies/gpu_fidelity.py --workloads resnet50 --precisions mixed_bfloat16 --out r.json
+    python benchmarks/studies/gpu_fidelity.py --cpu-smoke --out /tmp/smoke.json   # tiny, on the CPU
+    python benchmarks/studies/gpu_fidelity.py --table-from a.json b.json         # merge runs, print the table
 
 For each workload (vgg_cifar10, resnet50) and precision (float32, mixed_bfloat16), at one batch size,
-on the same machine, in one call, it measures steady-state samples/s of:
+on the same machine, in one run of this script, it measures steady-state samples/s of:
 
 * ``suite-jax``, ``suite-torch``: a grid point through ``helpers.runner.notebook.run_point`` (fresh kernel,
   papermill, the workload notebook; synthetic data as numpy arrays fed by Keras' data adapter,
@@ -26,7 +26,7 @@ out-of-memory or a missing module is recorded in its cell and the rest goes on. 
 (``--budget-s``) skips what would start too late. The JSON (``--out``) is rewritten after every run, so
 a run cut short still leaves its results.
 
-Ratios (the issue's targets): ``suite/bare-keras`` per backend (within 5%), the best suite backend over
+Ratios (the targets): ``suite/bare-keras`` per backend (within 5%), the best suite backend over
 the best bare loop (>= 1), and ResNet-50 mixed_bfloat16 at >= 4,000 images/s (best suite backend).
 """
 
@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from helpers.paths import without_prefix  # noqa: E402
