@@ -13,8 +13,9 @@ a window lasts about 0.05 s (at least 5 steps), after 2 warm-up steps; the basel
 
 ``models``: whole models through ``model.fit`` on numpy arrays, as the suite's notebooks feed them (the
 host-to-device copy of each batch included): the validation zoo (``helpers.predict.zoo``) and the workloads fed
-from arrays (``helpers.workloads``, their defaults, synthetic data of their shapes). Each run is one ``fit`` call
-of 1 + ``--epochs`` epochs of ``--steps`` steps timed by the suite's epoch timer
+from arrays (``helpers.workloads``, their defaults, synthetic data of their shapes); ``--set fresh``: the fresh
+set (``helpers.predict.zoo.FRESH``, each model at its two batches, every first batch before any second). Each run
+is one ``fit`` call of 1 + ``--epochs`` epochs of ``--steps`` steps timed by the suite's epoch timer
 (``helpers.measure.timing.make_epoch_timer``: a device sync at each epoch's end); the first epoch (compilation)
 is dropped and the run's step is the median of the others. ``--runs`` fit calls on the same model.
 
@@ -51,7 +52,7 @@ def _args(argv):
     p.add_argument("--precision", default="float32", choices=("float32", "mixed_bfloat16"))
     p.add_argument("--budget", type=float, default=120.0, help="seconds: start nothing after them")
     p.add_argument("--out", required=True)
-    p.add_argument("--set", default="zoo,workloads", help="models: zoo, workloads or both")
+    p.add_argument("--set", default="zoo,workloads", help="models: zoo, workloads, fresh (comma-separated)")
     p.add_argument("--only", default="", help="models: comma-separated names")
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--epochs", type=int, default=3)
@@ -269,7 +270,7 @@ def _loss_name(loss) -> str:
     return loss if isinstance(loss, str) else getattr(loss, "name", type(loss).__name__).lower()
 
 
-def _model_list(a) -> list[tuple[str, str]]:
+def _model_list(a) -> list[tuple]:
     from helpers.predict import zoo
     from helpers.predict.gpu import HOST_PIPELINE
     from helpers.workloads import names
@@ -280,8 +281,11 @@ def _model_list(a) -> list[tuple[str, str]]:
         out += [("zoo", n) for n in zoo.ZOO]
     if "workloads" in sets:
         out += [("workload", n) for n in names() if n not in HOST_PIPELINE and n != "custom"]
+    out = [(s, n, None) for s, n in out]
+    if "fresh" in sets:  # each at its two batches: every model's first before any second (a cut budget)
+        out += [("fresh", n, b[i]) for i in (0, 1) for n, (_, b) in zoo.FRESH.items()]
     only = set(filter(None, a.only.split(",")))
-    return [(s, n) for s, n in out if not only or n in only]
+    return [(s, n, b) for s, n, b in out if not only or n in only]
 
 
 def models(a, prov, write) -> int:
@@ -294,8 +298,8 @@ def models(a, prov, write) -> int:
     t_end = time.monotonic() + a.budget
     done = 0
     probes = {zoo.probe_name(sh, b): (sh, b) for sh, b in zoo.PROBES}
-    todo = [("probe", n) for n in probes] if a.what == "probes" else _model_list(a)
-    for where, name in todo:
+    todo = [("probe", n, None) for n in probes] if a.what == "probes" else _model_list(a)
+    for where, name, fresh_batch in todo:
         if time.monotonic() > t_end:
             print(f"budget reached: {done} models", flush=True)
             break
@@ -310,6 +314,11 @@ def models(a, prov, write) -> int:
             elif where == "zoo":
                 model, loss, opt, batch = zoo.build(name)
                 batch = int(batch * a.batch_scale)
+                model.compile(optimizer=opt, loss=loss)
+                params = {"batch_size": batch}
+            elif where == "fresh":
+                model, loss, opt, _ = zoo.build_fresh(name)
+                batch = fresh_batch
                 model.compile(optimizer=opt, loss=loss)
                 params = {"batch_size": batch}
             else:
@@ -329,8 +338,8 @@ def models(a, prov, write) -> int:
                    "samples_per_s": batch / statistics.median(r["step_s"] for r in runs),
                    "steps_an_epoch": a.steps, "wall_s": round(time.monotonic() - t0, 1), **prov}
         except Exception as exc:
-            row = {"what": "model", "set": where, "name": name, "error": f"{type(exc).__name__}: {str(exc)[:400]}",
-                   **prov}
+            row = {"what": "model", "set": where, "name": name, **({"batch": fresh_batch} if fresh_batch else {}),
+                   "error": f"{type(exc).__name__}: {str(exc)[:400]}", **prov}
         write(row)
         done += 1
         print(f"{where:8} {name:18} b{row.get('batch', 0):<5} {row.get('samples_per_s', float('nan')):12,.0f}/s "

@@ -4,6 +4,7 @@ profiled: the validation zoo (fitted on nothing of it) and the array-fed workloa
     .venv/bin/python benchmarks/predict_check.py [SLUG ...]            # the tables (SLUG: h200; default: all)
     .venv/bin/python benchmarks/predict_check.py --write               # and (re)write data/gpu_layers_SLUG.json
     .venv/bin/python benchmarks/predict_check.py --features --write    # the features rebuilt from Keras first
+    .venv/bin/python benchmarks/predict_check.py --fresh-predict       # the fresh set's predictions, before measuring
 
 Reads ``data/layer_profiles/SLUG_layers.jsonl`` (the layer profiles' measurements) and ``SLUG_models.jsonl``
 (whole models: the zoo and the workloads), both written by ``benchmarks/layer_profile.py`` on a GPU, and
@@ -13,6 +14,11 @@ stale). Prints the zoo table (measured and predicted samples/s, the error, the 8
 unprofiled kinds), the workloads' held-out table, the zoo's errors layer kind by layer kind, and the targets:
 median |error| <= 15% on each; 80-92% of the zoo's cells inside the 80% interval; no zoo cell off by more than
 3x unless an unprofiled kind is named. Exit 0 when all hold, 1 where one is missed (the figures say by how much).
+
+The third table, the fresh set (``helpers.predict.fresh``): models that entered neither the fit nor the choice of
+its formula, predicted from the committed fit (``data/gpu_layers_SLUG.json``) and committed before they were
+measured (``SLUG_fresh_predictions.json``; ``--fresh-predict`` writes it), against their measurements
+(``SLUG_fresh.jsonl``). Printed only, no target: the out-of-sample figures.
 
 The whole-model fit of the bundled H100 reference (``data/gpu_model.json``): ``benchmarks/predict_check_whole.py``.
 """
@@ -28,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from helpers.predict import layer_fit, layers  # noqa: E402
+from helpers.predict import fresh, layer_fit, layers  # noqa: E402
 
 DATA = ROOT / "data" / "layer_profiles"
 TARGET_MEDIAN = 0.15
@@ -119,6 +125,37 @@ def _loo_rows(fit: dict, models: list[dict]) -> list[dict]:
     return out
 
 
+def fresh_predict(slug: str) -> None:
+    """Write the fresh set's predictions from the committed fit (Keras on the CPU builds the models)."""
+    import hashlib
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    raw = layers.fit_path(slug).read_bytes()
+    preds = fresh.predictions(json.loads(raw), hashlib.sha256(raw).hexdigest())
+    path = DATA / f"{slug}_fresh_predictions.json"
+    path.write_text(json.dumps(preds, indent=None, sort_keys=True) + "\n")
+    print(f"wrote {path.relative_to(ROOT)}: {len(preds['cells'])} cells")
+
+
+def fresh_table(slug: str) -> dict | None:
+    """The fresh set: the committed fit's pre-registered predictions against the measurements (None: none yet)."""
+    pp, mp = DATA / f"{slug}_fresh_predictions.json", DATA / f"{slug}_fresh.jsonl"
+    if not pp.is_file() or not mp.is_file():
+        return None
+    rows, summ = fresh.check(json.loads(layers.fit_path(slug).read_text()), json.loads(pp.read_text()), _jsonl(mp))
+    print("the fresh set (out of sample: in neither the fit nor the choice of its formula; predicted before measured):")
+    _table(sorted(rows, key=lambda r: (r["name"], r["backend"], r["batch"])))
+    for k, v in summ.items():
+        if v["cells"]:
+            w = v["worst"]
+            print(f"  {k:6}: {v['cells']} cells, median |error| {v['median_abs_error']:.0%}, inside the 80% interval "
+                  f"{v['inside']} of {v['cells']} = {v['coverage']:.0%}; worst {w['name']} {w['backend']} "
+                  f"b{w['batch']} {w['error']:+.0%}")
+    return summ
+
+
 def check(slug: str, rebuild: bool, write: bool) -> bool:
     feats = features(slug, rebuild)
     gpu = feats["provenance"]["gpu"][0]
@@ -153,6 +190,7 @@ def check(slug: str, rebuild: bool, write: bool) -> bool:
           f"{len(worst)}")
     print(f"workloads held out: {len(loo)} cells, median |error| {w_med:.0%} (target <= {TARGET_MEDIAN:.0%}); inside "
           f"their interval {sum(r['inside'] for r in loo)} of {len(loo)}")
+    fresh_table(slug)
     if write:
         fit["zoo"] = zoo
         fit["summary"] = {"zoo_median_abs_error": z_med, "zoo_coverage": z_cov, "zoo_cells": len(zoo),
@@ -166,6 +204,10 @@ def main(argv: list[str]) -> int:
     rebuild, write = "--features" in argv, "--write" in argv
     slugs = [a for a in argv if not a.startswith("--")] or sorted(
         p.name[:-len("_layers.jsonl")] for p in DATA.glob("*_layers.jsonl"))
+    if "--fresh-predict" in argv:
+        for s in slugs:
+            fresh_predict(s)
+        return 0
     results = [check(s, rebuild, write) for s in slugs]
     return 0 if all(results) else 1
 

@@ -171,6 +171,112 @@ ZOO = {"mobilenet_v2": _mobilenet_v2, "efficientnet_b0": _efficientnet_b0, "dens
        "simple_rnn": _simple_rnn, "convnext_block": _convnext_block, "unet": _unet}
 
 
+
+# ------------------------------------------------------------------ the fresh set
+# Models a user brings, kept for an out-of-sample check of the step model after its formula was fixed: none entered a
+# fit (``helpers.predict.layer_fit`` reads the workloads and the host probes alone) nor the choice of the formula.
+# Their predictions (``benchmarks/fresh_predict.py``) were committed before they were measured
+# (``data/layer_profiles/h200_fresh_predictions.json``, then ``h200_fresh.jsonl``). Each at two batch sizes.
+
+
+def _mobilenet_v3_small():
+    import keras
+
+    return keras.applications.MobileNetV3Small(input_shape=(64, 64, 3), weights=None, classes=10), SPARSE
+
+
+def _resnet50_v2():
+    import keras
+
+    return keras.applications.ResNet50V2(input_shape=(32, 32, 3), weights=None, classes=10), SPARSE
+
+
+def _gru_text():
+    import keras
+    from keras import layers
+
+    inp = keras.Input((60,), dtype="int32")
+    x = layers.GRU(48)(layers.Embedding(8000, 32)(inp))
+    x = layers.Dropout(0.2)(layers.Dense(32, activation="relu")(x))
+    return keras.Model(inp, layers.Dense(1, activation="sigmoid")(x)), "binary_crossentropy"
+
+
+def _conv1d_audio():
+    import keras
+    from keras import layers
+
+    inp = keras.Input((4000, 1))  # a quarter second of 16 kHz audio
+    x = inp
+    for f, k, s in ((16, 9, 4), (32, 9, 2), (64, 5, 2), (64, 3, 1)):
+        x = layers.Conv1D(f, k, strides=s, padding="same")(x)
+        x = layers.Activation("relu")(layers.BatchNormalization()(x))
+        x = layers.MaxPooling1D(2)(x)
+    x = layers.GlobalAveragePooling1D()(x)
+    return keras.Model(inp, layers.Dense(12, activation="softmax")(x)), SPARSE
+
+
+def _encoder_wide():
+    import keras
+    from keras import layers
+
+    inp = keras.Input((64,), dtype="int32")
+    x = layers.Embedding(8000, 256)(inp)
+    for _ in range(4):
+        a = layers.MultiHeadAttention(num_heads=8, key_dim=32)(x, x)
+        x = layers.LayerNormalization()(layers.Add()([x, a]))
+        f = layers.Dense(256)(layers.Dense(512, activation="relu")(x))
+        x = layers.LayerNormalization()(layers.Add()([x, layers.Dropout(0.1)(f)]))
+    x = layers.GlobalAveragePooling1D()(x)
+    return keras.Model(inp, layers.Dense(5, activation="softmax")(x)), SPARSE
+
+
+def _unet_transpose():
+    import keras
+    from keras import layers
+
+    def block(x, f):
+        x = layers.Conv2D(f, 3, padding="same")(x)
+        return layers.Activation("relu")(layers.BatchNormalization()(x))
+
+    inp = keras.Input((48, 48, 3))
+    c1 = block(inp, 16)
+    c2 = block(layers.MaxPooling2D(2)(c1), 32)
+    c3 = block(layers.MaxPooling2D(2)(c2), 64)
+    u2 = block(layers.Concatenate()([layers.Conv2DTranspose(32, 2, strides=2)(c3), c2]), 32)
+    u1 = block(layers.Concatenate()([layers.Conv2DTranspose(16, 2, strides=2)(u2), c1]), 16)
+    return keras.Model(inp, layers.Conv2D(4, 1, activation="softmax")(u1)), SPARSE
+
+
+def _mlp_mixer():
+    import keras
+    from keras import layers
+
+    inp = keras.Input((32, 32, 3))
+    x = layers.Reshape((64, 96))(layers.Conv2D(96, 4, strides=4)(inp))  # 64 patches of 4x4, 96 channels
+    for _ in range(4):
+        y = layers.Permute((2, 1))(layers.LayerNormalization()(x))
+        y = layers.Dense(64)(layers.Dense(128, activation="gelu")(y))  # token mixing
+        x = layers.Add()([x, layers.Permute((2, 1))(y)])
+        y = layers.Dense(96)(layers.Dense(192, activation="gelu")(layers.LayerNormalization()(x)))  # channel mixing
+        x = layers.Add()([x, y])
+    x = layers.GlobalAveragePooling1D()(layers.LayerNormalization()(x))
+    return keras.Model(inp, layers.Dense(10, activation="softmax")(x)), SPARSE
+
+
+# name: (builder, the two batch sizes)
+FRESH = {"mobilenet_v3_small": (_mobilenet_v3_small, (64, 256)), "resnet50_v2": (_resnet50_v2, (32, 128)),
+         "gru_text": (_gru_text, (64, 256)), "conv1d_audio": (_conv1d_audio, (32, 128)),
+         "encoder_wide": (_encoder_wide, (32, 128)), "unet_transpose": (_unet_transpose, (16, 64)),
+         "mlp_mixer": (_mlp_mixer, (64, 256))}
+
+
+def build_fresh(name: str):
+    """(uncompiled model, loss, optimizer, the two batch sizes) of the fresh set's ``name``."""
+    builder, batches = FRESH[name]
+    model, loss = builder()
+    return model, loss, "adam", batches
+
+
 def build(name: str):
     """(uncompiled model, loss, optimizer, batch) of the zoo's ``name``."""
     model, loss = ZOO[name]()
