@@ -76,3 +76,23 @@ def test_the_committed_fresh_features_are_the_models_own(preds):
         m = next(m for m in preds["models"] if m["name"] == "gru_text" and m["batch"] == b)
         assert layers.layer_rows(model, b) == m["rows"]
         assert layers.input_bytes(model, b) == m["in_bytes"]
+
+
+def test_the_fresh_figures_are_what_the_committed_measurements_give(fit, preds):
+    """The out-of-sample figures docs/custom_model.md states, re-checked from the committed fit, the pre-registered
+    predictions and the committed measurements: each cell predicted as registered, and the summary to the digit."""
+    measured = [json.loads(ln) for ln in MEASURED.read_text().splitlines() if ln.strip()]
+    assert {r["gpu"] for r in measured} == {"NVIDIA H200"} and all(r.get("driver") for r in measured)
+    failed = {(r["name"], r["backend"]) for r in measured if "error" in r}
+    assert failed == {("unet_transpose", "torch")}  # Keras' PyTorch backend: "grad_input must be contiguous"
+    rows, summ = fresh.check(fit, preds, measured)
+    cells = {(c["name"], c["backend"], c["batch"]): c for c in preds["cells"]}
+    for r in rows:
+        c = cells[(r["name"], r["backend"], r["batch"])]
+        assert f"{r['predicted_sps']:,.0f} {r['low_sps']:,.0f}-{r['high_sps']:,.0f}" == \
+            f"{c['predicted_sps']:,.0f} {c['low_sps']:,.0f}-{c['high_sps']:,.0f}"
+    got = {k: (v["cells"], f"{v['median_abs_error']:.0%}", v["inside"], v["worst"]["name"], v["worst"]["backend"],
+               v["worst"]["batch"], f"{v['worst']['error']:+.0%}") for k, v in summ.items()}
+    assert got == {"all": (26, "18%", 20, "mlp_mixer", "torch", 256, "-45%"),
+                   "jax": (14, "20%", 12, "resnet50_v2", "jax", 32, "+66%"),
+                   "torch": (12, "16%", 8, "mlp_mixer", "torch", 256, "-45%")}
