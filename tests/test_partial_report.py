@@ -41,11 +41,13 @@ def _sections(path) -> set[str]:
 @pytest.mark.xdist_group("partial")
 def test_report_html_is_written_marked_partial_after_the_first_block_and_before_the_last(tmp_path, tiny_notebooks):
     outputs = tmp_path / "outputs"
-    proc = start([_grid(tmp_path, {2: "sleep:45"})], outputs, **tiny.env(tiny_notebooks, {2: "sleep:45"}))
+    gate = tmp_path / "gate"  # the last block's point waits in its kernel until this test has read the partial page
+    behaviour = {2: f"gate:{gate}"}
+    proc = start([_grid(tmp_path, behaviour)], outputs, **tiny.env(tiny_notebooks, behaviour))
     try:
         page = outputs / "report.html"
         wait_for(page.exists, timeout=240)
-        # the first block is over, the last has not run: its point is still sleeping in its kernel, no record of it
+        # the first block is over, the last has not run: its point is still waiting in its kernel, no record of it
         recs = all_records(outputs)
         assert [r["params"]["seed"] for r in recs] == [1], recs
         assert kernels_of(outputs), "the last block's point should still be running"
@@ -53,6 +55,7 @@ def test_report_html_is_written_marked_partial_after_the_first_block_and_before_
         assert "partial: 1 of 2 runs; this page refreshes as the grid goes" in text
         assert "verdict" in _sections(page) and "mlp_mnist" in text
         assert "Content-Security-Policy" in page.read_text() and "<script" not in page.read_text()
+        gate.touch()
         out, _ = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:

@@ -7,6 +7,8 @@ a seed not named: ``ok``):
 
 - ``ok``: the point's record written by ``helpers.point.session`` (``begin`` then ``finish``), as a notebook writes it;
 - ``sleep:S``: S seconds first (an interrupt, a timeout or ``--budget`` meets it mid-point), then ``ok``;
+- ``gate:PATH``: waits until the file PATH exists (the test creates it once it has seen what it waits for; at most
+  600 s), then ``ok``;
 - ``fail``: an exception in a cell, its failed record written first (``Point.fail``), as a workload's error is;
 - ``crash``: an exception in a cell, no record (the runner writes the failed one);
 - ``memory``: an allocation far beyond the machine (MemoryError), recorded as ``fail`` is;
@@ -31,6 +33,10 @@ what = json.loads(os.environ.get("CGB_TINY") or "{}").get(str(seed), "ok")
 print("tiny notebook:", what)
 if what.startswith("sleep:"):
     time.sleep(float(what.split(":", 1)[1]))
+elif what.startswith("gate:"):
+    t0 = time.monotonic()
+    while not os.path.exists(what.split(":", 1)[1]) and time.monotonic() - t0 < 600:
+        time.sleep(0.1)
 elif what == "fail":
     try:
         raise RuntimeError("tiny notebook: a failing cell")
