@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 
 from helpers.exits import Exit
+from helpers.record import fields as F
 
 MAX_BATCH = 1_000_000  # the reference ran batches of 32 to 5,000; a million samples a step is far past any GPU's
 MAX_SAMPLES = 10**10  # samples an epoch: ten billion (ImageNet-1k has 1.28 million, LAION-5B five billion)
@@ -225,7 +226,7 @@ def predict_main(model_path: str, batch_size: int, precision: str = "float32", o
         for r in mine:
             epoch = ""
             if samples:
-                secs = samples / r["samples_per_s"]
+                secs = samples / r[F.SAMPLES_PER_S]
                 epoch = f"; {samples:,} samples: {secs:,.1f} s an epoch"
                 if price and price[1]:
                     epoch += f", ${secs * price[1] / 3600:,.4f}"
@@ -241,7 +242,7 @@ def predict_main(model_path: str, batch_size: int, precision: str = "float32", o
         sps.setdefault(r["backend"], {})[r["gpu"]] = r
     for b, by in sorted(sps.items()):
         if len(by) >= 2:
-            (g1, r1), (g2, r2) = sorted(by.items(), key=lambda kv: -kv[1]["samples_per_s"])[:2]
+            (g1, r1), (g2, r2) = sorted(by.items(), key=lambda kv: -kv[1][F.SAMPLES_PER_S])[:2]
             overlap = r1["samples_per_s_low"] <= r2["samples_per_s_high"]
             print(f"{b}: the {g1} predicted {r1['samples_per_s'] / r2['samples_per_s']:.2f}x the {g2}"
                   + (" (their intervals overlap: no GPU shown faster; a host-bound step gains nothing from the "

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import math
 
+from helpers.record import fields as F
+
 GENERIC = "*"  # the pooled profile's kind
 FEATURES = ("units", "flops", "bytes")
 SKIP = {"InputLayer", "Scale"}  # the sweep's Scale: part of the baseline each measurement had taken off
@@ -141,7 +143,7 @@ def fit_profiles(measured: list[dict], gpu: str, leave_out: str | None = None) -
             continue
         groups.setdefault((m["backend"], m["precision"], m["kind"]), []).append(m)
         groups.setdefault((m["backend"], m["precision"], GENERIC), []).append(m)
-    return {k: _fit(v, [m["step_s"] for m in v], roofs(gpu, k[1])) for k, v in groups.items() if len(v) >= 2}
+    return {k: _fit(v, [m[F.STEP_S] for m in v], roofs(gpu, k[1])) for k, v in groups.items() if len(v) >= 2}
 
 
 def layer_time(prof: dict, backend: str, precision: str, row: dict) -> tuple[float, str]:
@@ -186,7 +188,7 @@ def fit_steps(models: list[dict], prof: dict) -> dict:
     for b in sorted({m["backend"] for m in models}):
         ms = [m for m in models if m["backend"] == b]
         x = np.array([[1.0, step_parts(m["rows"], prof, b, m["precision"])["sum_s"], m["in_bytes"]] for m in ms])
-        y = np.array([m["step_s"] for m in ms])
+        y = np.array([m[F.STEP_S] for m in ms])
         scale = np.maximum(x.max(axis=0), 1e-30)
         sol = lsq_linear(x / scale / y[:, None], np.ones(len(y)), bounds=(0.0, np.inf), method="bvls")
         out[b] = [float(c / s) for c, s in zip(sol.x, scale)]
@@ -201,7 +203,7 @@ def predict_step(prof: dict, steps: dict, rows: list[dict], backend: str, precis
     a, s, h = steps[backend]
     t = a + s * parts["sum_s"] + h * in_bytes
     share = s * sum(parts["unprofiled"].values()) / t if t > 0 else 0.0
-    return {"step_s": t, "unprofiled": parts["unprofiled"], "unprofiled_share": share,
+    return {F.STEP_S: t, "unprofiled": parts["unprofiled"], "unprofiled_share": share,
             "float32_profiles": parts["float32_profiles"]}
 
 
@@ -234,9 +236,9 @@ def predicted(fit: dict, rows: list[dict], backend: str, precision: str, batch: 
     unprofiled kinds (seconds each) and their share of the step."""
     p = predict_step(profiles_of(fit), fit["steps"], rows, backend, precision, in_bytes)
     lo, hi = interval(fit, backend, p["unprofiled_share"])
-    t = p["step_s"]
-    return {"gpu": fit["gpu"], "backend": backend, "precision": precision, "batch": int(batch), "step_s": t,
-            "samples_per_s": batch / t, "samples_per_s_low": batch / (t * math.exp(hi)),
+    t = p[F.STEP_S]
+    return {"gpu": fit["gpu"], "backend": backend, "precision": precision, "batch": int(batch), F.STEP_S: t,
+            F.SAMPLES_PER_S: batch / t, "samples_per_s_low": batch / (t * math.exp(hi)),
             "samples_per_s_high": batch / (t * math.exp(lo)), "interval": fit["level"], "mark": "predicted",
             "unprofiled": p["unprofiled"], "unprofiled_share": p["unprofiled_share"],
             "float32_profiles": p["float32_profiles"]}

@@ -13,6 +13,8 @@ import statistics
 import threading
 import time
 
+from helpers.record import fields as F
+
 LIVE_AFTER_S = 60.0  # a point running longer than this prints its epoch lines as they come
 EPOCH_LINE = re.compile(r"^epoch \d+: ")  # what helpers.measure.timing prints per epoch
 
@@ -43,7 +45,7 @@ def outcome(rec: dict) -> str:
     from helpers.report.fmt import visible
 
     tail = ""
-    if rec.get("status") == "ok" and rec.get("samples_per_s"):
+    if rec.get("status") == "ok" and rec.get(F.SAMPLES_PER_S):
         tail = (f"  first epoch {rec['first_epoch_s']:.2f}s, {rec['median_epoch_s']:.3f} s/epoch, "
                 f"{rec['samples_per_s']:.0f} samples/s ({rec.get('data_source')})")
     elif rec.get("reason"):
