@@ -7,8 +7,9 @@ import pytest
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import best, reference
-from helpers.report.sections import verdict
+from helpers.report.derive import best
+from helpers.report.load import reference
+from helpers.report.publish.sections import verdict
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
 
@@ -86,7 +87,7 @@ def test_the_default_grid_pairs_its_cpu_rows_with_the_reference():
     backend, batch size, precision, compilation, knobs), so the at-a-glance table pairs them, every workload:
     cnn_256 and resnet50 run on the CPU at the reference's batch of 64 and full image size, one step an epoch."""
     from helpers import grid
-    from helpers.report import table
+    from helpers.report.load import table
 
     ref, _, _ = table.load_table([REFERENCE])
     ref = ref[(ref["status"] == "ok") & (ref["device"] == "gpu")]

@@ -23,8 +23,11 @@ from support.fixtures import XSS
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import aggregate, charts, costs, fmt, published, sections
-from helpers.report import labels as report_labels
+from helpers.report.derive import aggregate, costs
+from helpers.report.load import published
+from helpers.report.publish import charts, sections
+from helpers.report.words import fmt
+from helpers.report.words import labels as report_labels
 
 
 def _runner(args, extra_env=None, timeout=900):
@@ -247,8 +250,8 @@ def test_every_section_keeps_the_contract_on_the_h100_reference_and_no_chart_mix
 
 def test_speedups_pair_only_matched_configurations(reference_ctx):
     """On the reference: cnn_cifar10's headline used to read 38.5x (JAX bf16 GPU over torch fp32 CPU)."""
-    from helpers.report import headline
-    from helpers.report.reference import all_pairs
+    from helpers.report.load.reference import all_pairs
+    from helpers.report.words import headline
 
     pairs = aggregate.matched_pairs(reference_ctx.summary)
     assert (pairs["n_train_cpu"] != pairs["n_train_gpu"]).any()  # per sample: epoch sizes may differ

@@ -307,8 +307,8 @@ def test_records_of_dead_runners_only_are_set_aside(tmp_path):
 # ------------------------------------------------------------------ the report's mark
 
 def test_the_report_marks_configurations_measured_on_a_shared_host():
-    from helpers.report import aggregate
-    from helpers.report.table import tidy
+    from helpers.report.derive import aggregate
+    from helpers.report.load.table import tidy
 
     base = {"workload": "mlp_mnist", "backend": "jax", "device": "cpu", "status": "ok", "n_train": 200,
             "batch_size": 50, "epochs": 2, "params": {"precision": "float32"}, "fingerprint": {"host": "h"},
