@@ -44,7 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helpers.report.derive.aggregate import run_figures  # noqa: E402
 from helpers.report.load.table import CONFIG_KEYS, load_table  # noqa: E402
-from helpers.report.words.fmt import isnull, num  # noqa: E402
+from helpers.report.load.values import isnull
+from helpers.report.words.fmt import num
 
 UNKNOWN = "unknown lease"
 SHOWN = ["workload", "backend", "device", "batch_size", "precision"]

@@ -162,7 +162,7 @@ def test_a_catsdogs_pair_on_one_against_four_workers_is_named_so_in_the_verdict(
     from support.records import _ctx
 
     from helpers import report
-    from helpers.report.load.reference import all_pairs
+    from helpers.report.derive.pairs import all_pairs
     from helpers.report.publish import csvs, sections
 
     fp = {"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4, "gpu_names": ["NVIDIA H100 80GB HBM3"],

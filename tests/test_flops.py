@@ -263,7 +263,7 @@ def test_every_ok_reference_record_gets_flops_per_sample_at_report_time(ref_ctx)
 
 
 def test_limit_section_builds_over_the_reference_and_the_sentences_say_mfu(ref_ctx):
-    from helpers.report.load.reference import all_pairs
+    from helpers.report.derive.pairs import all_pairs
     from helpers.report.publish import sections
     from helpers.report.words import headline
 

@@ -22,9 +22,9 @@ from helpers.measure import host_load
 from helpers.measure.sampler import Sampler
 from helpers.point.record_figures import host_figures
 from helpers.record.ids import notebook_path
-from helpers.report.derive.protocol import precision_marks
 from helpers.report.publish import csvs, sections
 from helpers.report.words import fmt
+from helpers.report.words.marks import precision_marks
 from helpers.runner.progress import outcome
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -157,7 +157,7 @@ def test_the_bundled_reference_is_told_by_its_files_not_by_a_name():
     could carry, however close; every disguise folds to the word and is quoted, a real GPU's name is not."""
     from helpers.report.load import reference
     from helpers.report.load.table import tidy
-    from helpers.report.words.labels import hardware_name, skeleton
+    from helpers.report.load.visible import hardware_name, skeleton
 
     df = tidy([_cpu_rec(0, _path=str(Path("/tmp") / "r.json"))])
     ref, labels = reference.reference_rows(df)

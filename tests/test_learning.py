@@ -22,7 +22,7 @@ from helpers.paths import PROJECT_ROOT
 from helpers.record.reader import read_records
 from helpers.record.writer import write_atomic
 from helpers.report.derive import best, learning
-from helpers.report.load.reference import all_pairs
+from helpers.report.derive.pairs import all_pairs
 from helpers.report.publish import csvs, sections
 
 GRID = ("defaults: {backend: jax, device: cpu, data_source: synthetic, workload: mlp_mnist, epochs: 2, n_train: 256,"

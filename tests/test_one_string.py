@@ -18,7 +18,8 @@ from support.records import _ctx, _rec
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.report.load.reference import all_pairs
+from helpers.report.derive.pairs import all_pairs
+from helpers.report.load.values import isnull
 from helpers.report.publish import sections
 from helpers.report.words import fmt, headline
 
@@ -40,7 +41,7 @@ def _figures(ctx) -> dict:
     speedup."""
     out = {}
     for i, r in enumerate(ctx.costed.to_dict("records")):
-        if not fmt.isnull(r.get("samples_per_s")):
+        if not isnull(r.get("samples_per_s")):
             out[f"config {i} {r['workload']} {r['backend']} {r['device']}"] = (r["samples_per_s"], fmt.sps_shown(r), "")
     pairs = all_pairs(ctx.costed)
     for r in (pairs.to_dict("records") if pairs is not None and len(pairs) else []):
@@ -85,8 +86,8 @@ def other_quantities(ctx) -> set:
                     out |= _renderings(float(v))
     for r in ctx.costed.to_dict("records"):  # the energy section's derived figures (per 1k samples, source epoch)
         e, n, src = r.get("energy_j_per_epoch"), r.get("n_train"), r.get("source_samples")
-        if not (fmt.isnull(e) or fmt.isnull(n) or not n):
-            for v in (1000 * e / n, *(() if fmt.isnull(src) else (e / n * src, e / n * src / 3600))):
+        if not (isnull(e) or isnull(n) or not n):
+            for v in (1000 * e / n, *(() if isnull(src) else (e / n * src, e / n * src / 3600))):
                 if math.isfinite(v) and v:
                     out |= _renderings(v)
     from helpers.report.derive import fresh

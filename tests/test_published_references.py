@@ -17,7 +17,7 @@ from helpers.record.ids import notebook_path, point_id, record_name
 from helpers.record.reader import read_records
 from helpers.record.schema import empty_record, is_record
 from helpers.record.writer import write_atomic
-from helpers.report.words.fmt import shown_path
+from helpers.report.load.visible import shown_path
 from helpers.runner import cli as runner
 from helpers.runner import notebook
 

@@ -13,7 +13,7 @@ from support.first_screen import CPU, GPU, HEIGHT, MAX_SCREENS, WIDTH, _rec, ass
 from helpers import report
 from helpers.record.writer import write_atomic
 from helpers.report.derive import best
-from helpers.report.load.reference import all_pairs
+from helpers.report.derive.pairs import all_pairs
 from helpers.report.publish import sections
 from helpers.report.words import findings, headline
 
@@ -103,7 +103,7 @@ def test_findings_from_known_numbers(known):
 
 
 def test_short_names(monkeypatch):
-    from helpers.report.words import labels
+    from helpers.report.load import reference
 
     assert headline.short_gpu(GPU) == "H100"
     assert headline.short_gpu("NVIDIA GeForce RTX 4090") == "RTX 4090"
@@ -111,7 +111,7 @@ def test_short_names(monkeypatch):
     assert headline.short_cpu("Intel(R) Xeon(R) Platinum 8480+") == "Xeon 8480+"
     label = f"reference H100 2026-11-23: {GPU} · 16 CPUs"
     assert headline.gpu_side(label).startswith("“reference H100")  # a name alone: a record's, quoted
-    monkeypatch.setattr(labels, "BUNDLED", {label})  # a name reference_rows gave rows read under reference/
+    monkeypatch.setattr(reference, "BUNDLED", {label})  # a name reference_rows gave rows read under reference/
     assert headline.gpu_side(label) == "H100 ref"
     r = {"gpu_machine": f"reference H100 2026-11-23: {GPU} · 16 CPUs", "backend": "jax", "batch_size": 32,
          "precision": "mixed_bfloat16"}

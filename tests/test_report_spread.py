@@ -20,7 +20,7 @@ from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
 from helpers.report.derive import aggregate
-from helpers.report.load.reference import all_pairs
+from helpers.report.derive.pairs import all_pairs
 from helpers.report.publish import sections
 from helpers.report.publish.sections.base import mark_bars, with_marks
 from helpers.report.publish.sections.speedup import build as build_speedup
@@ -28,6 +28,7 @@ from helpers.report.publish.sections.throughput import timing_table
 from helpers.report.publish.sections.verdict import glance_table
 from helpers.report.words import fmt, headline
 from helpers.report.words import labels as report_labels
+from helpers.report.words.marks import precision_marks
 
 GPU = {"device": "gpu", "device_used": "gpu"}
 
@@ -132,7 +133,7 @@ def test_one_run_and_a_short_window_are_marked_in_every_table(tmp_path):
     assert fmt.figure(gpu) == "4,200 †‡ (1 run, window 0.72 s < 2 s)"  # 2 significant digits
     assert fmt.figure(torch) == "2,000 † (1 run, 1.5 s)"
     assert fmt.figure(cpu) == "1,000 [990–1,010] (n=3, range; 3 s)"
-    assert "‡ window under 2 s" in aggregate.precision_marks(gpu) and "† one run" in aggregate.precision_marks(gpu)
+    assert "‡ window under 2 s" in precision_marks(gpu) and "† one run" in precision_marks(gpu)
     t = timing_table(summ)
     assert any(v == "4,200 †‡ (1 run, window 0.72 s < 2 s)" for v in t.iloc[:, 5])
     assert "0.24 †‡" in set(t["s/epoch (median run)"])  # a derived figure keeps the digits and the marks

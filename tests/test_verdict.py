@@ -15,7 +15,7 @@ from support.records import _ctx, _rec
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.report.derive import best
-from helpers.report.load.reference import all_pairs
+from helpers.report.derive.pairs import all_pairs
 from helpers.report.publish import csvs, sections
 from helpers.report.words import fmt, headline
 

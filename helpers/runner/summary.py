@@ -64,8 +64,8 @@ def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, l
     early: partial)."""
     t0 = time.perf_counter()
     out_dir = report_dir(args, out_root)
+    from helpers.report.load.visible import visible
     from helpers.report.publish.index_folder import found_in
-    from helpers.report.words.fmt import visible
 
     def said(text) -> str:  # names from records and folders on the terminal as the page shows them: one line each
         return visible(str(text), line=True)

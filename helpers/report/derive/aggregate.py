@@ -15,22 +15,13 @@ their epochs hold different numbers of samples.
 
 from __future__ import annotations
 
-import csv
-import functools
-
-from helpers.paths import PROJECT_ROOT
 from helpers.report.derive import learning, mfu
-from helpers.report.derive.protocol import (  # noqa: F401 - this module's too
-    MIN_STEPS,
-    current_protocol,
-    precision_marks,
-    quiet_host,
-)
+from helpers.report.derive.protocol import MIN_STEPS, current_protocol, quiet_host
+from helpers.report.load.published import source_epochs
 from helpers.report.load.table import CONFIG_KEYS
+from helpers.report.load.values import isnull, yes
 from helpers.report.words import fmt
-from helpers.report.words.fmt import isnull
 
-SOURCE_EPOCHS = PROJECT_ROOT / "data" / "source_epochs.csv"
 BOOT_FROM = 5  # runs from which the between-run interval is a bootstrap interval (below: the range)
 BOOT_SEED = 14  # fixed: the same records give the same report
 BOOT_RESAMPLES = 9999
@@ -51,17 +42,6 @@ SUMMARY_COLUMNS = CONFIG_KEYS + [
     "host_busy", "n_host_busy", "run_index", *mfu.COLUMNS]
 _TEXT = set(CONFIG_KEYS) | {"config", "host", "gpu", "cpu_model", "fixture", "point_ids", "energy_method",
                             "sps_interval", "run_sps", "short_window", "host_busy", "run_index", *mfu.TEXT}
-
-
-@functools.lru_cache(maxsize=4)
-def source_epochs(path: str | None = None) -> dict[str, dict]:
-    """workload -> {'samples': samples in one epoch of the source's full dataset, 'basis', 'inferred'}."""
-    p = PROJECT_ROOT / path if path else SOURCE_EPOCHS
-    if not p.is_file():
-        return {}
-    with p.open(newline="") as f:
-        return {r["workload"]: {"samples": int(r["samples_per_epoch"]), "basis": r["basis"],
-                                "inferred": r.get("inferred") == "yes"} for r in csv.DictReader(f)}
 
 
 def _bootstrap(samples: tuple, statistic) -> tuple[float, float]:
@@ -230,7 +210,7 @@ def add_speedup(m):
     m["speedup_lo"], m["speedup_hi"], m["interval"] = ([v[i] for v in iv] for i in range(3))
     m["n_runs"] = m[["n_runs_cpu", "n_runs_gpu"]].min(axis=1)
     m["short_window"] = m["short_window_cpu"].astype(bool) | m["short_window_gpu"].astype(bool)
-    m["host_busy"] = [fmt.yes(r.get("host_busy_cpu")) or fmt.yes(r.get("host_busy_gpu")) for r in m.to_dict("records")]
+    m["host_busy"] = [yes(r.get("host_busy_cpu")) or yes(r.get("host_busy_gpu")) for r in m.to_dict("records")]
     m["digits"] = [fmt.sig_digits(r["speedup"], r["speedup_lo"], r["speedup_hi"], r["n_runs"], r["short_window"])
                    if r["interval"] != "none" else min(fmt.digits(r, "_cpu"), fmt.digits(r, "_gpu"))
                    for r in m.to_dict("records")]

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 
-from helpers.report.words.fmt import isnull, row_marks
+from helpers.report.load.values import isnull
+from helpers.report.words.fmt import row_marks
 from helpers.report.words.headline import duration
 
 HORIZON = 100  # epochs looked at for the break-even

@@ -70,7 +70,7 @@ def shown(text) -> str:
     characters written out), then every control character (C0 with newline, carriage return and ESC, DEL, C1 with
     the 8-bit CSI ``\\x9b``) written out as ``\\xNN``: a record's name cannot erase a CI log's lines, retitle its
     window or clear its screen."""
-    from helpers.report.words.fmt import visible
+    from helpers.report.load.visible import visible
 
     t = visible("" if text is None else str(text))
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", t) if _CONTROL.search(t) else t

@@ -16,7 +16,7 @@ from pathlib import Path
 from helpers.record.reader import split_duplicates
 from helpers.report.derive import aggregate, costs, fresh
 from helpers.report.load import bare, published, reference, table
-from helpers.report.words.fmt import visible
+from helpers.report.load.visible import visible
 
 
 @dataclass(frozen=True)

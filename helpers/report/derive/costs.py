@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 
 from helpers.paths import PROJECT_ROOT
-from helpers.report.words.fmt import isnull, spread_text
+from helpers.report.load.values import isnull
+from helpers.report.words.fmt import spread_text
 
 PRICES = PROJECT_ROOT / "params" / "prices.yaml"
 

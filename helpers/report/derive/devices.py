@@ -20,7 +20,8 @@ from helpers.params import LATER_DEFAULTS
 from helpers.report.derive.learning import learned
 from helpers.report.load.published import published_devices as published_devices  # the anchors, kept there
 from helpers.report.load.table import CONFIG_KEYS
-from helpers.report.words.fmt import digits, isnull, marked, num, rounded, row_marks, union_marks
+from helpers.report.load.values import isnull
+from helpers.report.words.fmt import digits, marked, num, rounded, row_marks, union_marks
 from helpers.report.words.labels import _knob_items
 
 DEVICE_KNOBS = ("gpus", "hosts", "processes")

@@ -37,10 +37,10 @@ from helpers import params as _params
 from helpers.record.learned import NO, NOT_CHECKED, YES, run_check  # noqa: F401 - this module's words too
 from helpers.record.learned import finite as _finite
 from helpers.record.learned import shown as _g
+from helpers.report.load.values import isnull
 from helpers.report.words.fmt import (
     NOT_LEARNED as MARK,  # a configuration that did not learn: a mark of its own (fmt.MARKS_NOTE)
 )
-from helpers.report.words.fmt import isnull
 
 GROUP = ["workload", "data_source", "n_train", "batch_size", "augment", "_model_knobs"]
 BATCH_GROUP = ["machine", "workload", "backend", "device", "precision", "data_source", "n_train", "augment",
@@ -127,7 +127,7 @@ def judge(summ, df):
             s.at[i, "learned_why"] = "no run with a history"
     # in line: each group at its last common epoch; the bundled reference's rows beside a CPU-only report are a part
     # of that reference, compared in line in its own report (its configurations.csv), never against a subset of it
-    from helpers.report.words.labels import is_reference
+    from helpers.report.load.reference import is_reference
 
     groups = {}
     for gk, g in s.groupby([s[c].map(str) for c in GROUP], sort=False):

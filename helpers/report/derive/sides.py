@@ -7,7 +7,7 @@ versions of Keras and the backends, and epochs of another length, before reading
 
 from __future__ import annotations
 
-from helpers.report.words.fmt import isnull
+from helpers.report.load.values import isnull
 from helpers.report.words.style import BACKEND_NAMES
 
 

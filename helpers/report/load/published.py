@@ -17,6 +17,7 @@ epoch includes, and whether the pair is like with like and if not, why.
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import re
 from pathlib import Path
@@ -85,12 +86,9 @@ def load_published(path: Path | str | None = None):
     return df
 
 
-def source_epochs(path: Path | str | None = None) -> dict:
-    """workload -> (samples in one epoch of the source's dataset, inferred?): data/source_epochs.csv as
-    ``aggregate.source_epochs`` reads it (once, cached)."""
-    from helpers.report.derive.aggregate import source_epochs as read
-
-    return {w: (e["samples"], e["inferred"]) for w, e in read(str(path) if path else None).items()}
+def epoch_sizes(path: Path | str | None = None) -> dict:
+    """workload -> (samples in one epoch of the source's dataset, inferred?): ``source_epochs`` as a pair."""
+    return {w: (e["samples"], e["inferred"]) for w, e in source_epochs(str(path) if path else None).items()}
 
 
 def _epoch_samples(p, epochs: dict):
@@ -115,7 +113,7 @@ def published_throughput(pub, epochs: dict | None = None):
 
     if pub.empty:
         return pd.DataFrame(columns=list(pub.columns))
-    epochs = source_epochs() if epochs is None else epochs
+    epochs = epoch_sizes() if epochs is None else epochs
     sps = pub[pub["metric"] == "samples_per_s"].copy()
     have = set(_key(sps))
     spe = pub[pub["metric"] == "s_per_epoch"].copy()
@@ -140,7 +138,7 @@ def coverage(pub, workloads=None, epochs: dict | None = None):
     ``workloads``: the suite's workload names (default: data/source_epochs.csv's)."""
     import pandas as pd
 
-    epochs = source_epochs() if epochs is None else epochs
+    epochs = epoch_sizes() if epochs is None else epochs
     known = set(workloads) if workloads is not None else set(epochs)
     thr_rows = set(published_throughput(pub, epochs)["row"]) if len(pub) else set()
     have = set(_key(pub[pub["metric"] == "samples_per_s"])) if len(pub) else set()
@@ -193,3 +191,17 @@ def published_devices(pub, workloads):
                          "efficiency": r["value"] / (n * float(one.iloc[0])) if len(one) else math.nan,
                          "source": f"{r['source']}: {r['ref']}"})
     return pd.DataFrame(rows) if rows else None
+
+
+SOURCE_EPOCHS = PROJECT_ROOT / "data" / "source_epochs.csv"
+
+
+@functools.lru_cache(maxsize=4)
+def source_epochs(path: str | None = None) -> dict[str, dict]:
+    """workload -> {'samples': samples in one epoch of the source's full dataset, 'basis', 'inferred'}."""
+    p = PROJECT_ROOT / path if path else SOURCE_EPOCHS
+    if not p.is_file():
+        return {}
+    with p.open(newline="") as f:
+        return {r["workload"]: {"samples": int(r["samples_per_epoch"]), "basis": r["basis"],
+                                "inferred": r.get("inferred") == "yes"} for r in csv.DictReader(f)}

@@ -21,9 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.paths import PROJECT_ROOT
-from helpers.report.derive import aggregate
 from helpers.report.load import table
-from helpers.report.words.labels import BUNDLED, is_reference  # noqa: F401 - is_reference: this module's API too
 
 REFERENCE_ROOT = PROJECT_ROOT / "reference"
 PREFIX = "reference "  # machine names of reference rows start with this
@@ -51,7 +49,8 @@ def bundled(path) -> bool:
         return False
 
 
-def _key(df):
+def match_key(df):
+    """A row's ``MATCH`` values as one string: what a CPU configuration and a reference GPU one must share."""
     return df[MATCH].apply(lambda col: col.map(str)).agg("|".join, axis=1)
 
 
@@ -85,7 +84,7 @@ def reference_rows(df, folders: list[Path] | None = None):
     own_cpu = df[(df["status"] == "ok") & (df["device"] == "cpu")] if len(df) else df
     if not len(own_cpu) or not folders:
         return df.iloc[0:0], []
-    wanted = set(_key(own_cpu))
+    wanted = set(match_key(own_cpu))
     parts, labels = [], []
     for folder in folders:
         ref = _reference_table(folder)
@@ -94,7 +93,7 @@ def reference_rows(df, folders: list[Path] | None = None):
         ref = ref[(ref["status"] == "ok") & (ref["device"] == "gpu") & ref["path"].map(bundled)]  # the suite's files
         if not len(ref):
             continue
-        matched = ref[_key(ref).isin(wanted)]
+        matched = ref[match_key(ref).isin(wanted)]
         # a workload and backend your CPU ran at a configuration the reference lacks: the reference's float32
         # configuration at the nearest batch size, shown (never paired: "no matched pair", "not matched")
         done = set(zip(matched["workload"], matched["backend"]))
@@ -122,40 +121,10 @@ def reference_rows(df, folders: list[Path] | None = None):
     return pd.concat(parts, ignore_index=True), labels
 
 
-def all_pairs(summ):
-    """``aggregate.matched_pairs`` plus, for every own CPU configuration without a GPU twin on its own
-    machine, the matching reference GPU configuration (``MATCH``): ``machine`` is the CPU's machine and
-    ``gpu_machine`` the reference's (own pairs: ``gpu_machine`` = ``machine``)."""
-    import pandas as pd
-
-    own = aggregate.matched_pairs(summ[~summ["machine"].map(is_reference)]) if len(summ) else pd.DataFrame()
-    if len(own):
-        own = own.assign(gpu_machine=own["machine"])
-    ref = summ[summ["machine"].map(is_reference) & (summ["device"] == "gpu")] if len(summ) else summ
-    cpu = summ[~summ["machine"].map(is_reference) & (summ["device"] == "cpu")] if len(summ) else summ
-    if not len(ref) or not len(cpu):
-        return own
-    out = []
-    for machine, c in cpu.groupby("machine", sort=True):
-        done = set(_key(own[own["machine"] == machine])) if len(own) else set()
-        c = c[~_key(c).isin(done)]
-        for label, g in ref.groupby("machine", sort=True):
-            # the two machines made one: matched_pairs pairs on PAIR_KEYS, which name the machine, the loader's
-            # workers and the data source (yours may be the real dataset, the reference's is synthetic)
-            g = g.assign(machine=machine)
-            both = pd.concat([c, g], ignore_index=True)
-            data = both["data_source"]
-            both = both.assign(input_workers=both["workers"], workers="", data_source="")  # workers: said
-            p = aggregate.matched_pairs(both)
-            if len(p):
-                p = p.assign(gpu_machine=label, data_source=data.iloc[0] if len(data) else None)
-                out.append(p)
-    if not out:
-        return own
-    return pd.concat(([own] if len(own) else []) + out, ignore_index=True)
+BUNDLED: set = set()  # the machine names reference.reference_rows gave rows it read from the suite's own reference/
 
 
-def speedup_label(p) -> str:
-    """'your CPU → reference H100 2026-11-23' for a reference pair, '' for a pair on one machine."""
-    gm = p.get("gpu_machine")
-    return f"your CPU → {gm.split(':')[0]}" if is_reference(gm) else ""
+def is_reference(machine) -> bool:
+    """Whether ``machine`` names rows of the bundled reference: a name ``reference_rows`` gave rows it read from the
+    suite's own files (``BUNDLED``), never one a record carries (those read as records' names: ``hardware_name``)."""
+    return isinstance(machine, str) and machine in BUNDLED

@@ -16,7 +16,7 @@ from pathlib import Path
 from helpers import params as _params
 from helpers.record.learned import check_inputs
 from helpers.record.reader import read_records
-from helpers.report.words.labels import hardware_name
+from helpers.report.load.visible import hardware_name
 
 COLUMNS = ["workload", "backend", "device", "device_used", "status", "reason", "host", "cpu_model",
            "cpus", "machine_cpus", "ram_gb", "gpu", "gpus", "gpu_driver", "cuda", "precision", "jit_compile",

@@ -8,9 +8,11 @@ re-exports both: every text shown goes through them.
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 from helpers.paths import PROJECT_ROOT
+from helpers.report.load.values import isnull
 
 # Safe for no sink: a lone surrogate (a JSON escape "\\ud800", a file name not UTF-8: no UTF-8 holds it); controls
 # but tab, LF and CR (C0, DEL, C1: ESC and U+009B begin a terminal's sequences); bidi controls (U+202A-E, U+2066-9,
@@ -39,3 +41,37 @@ def shown_path(path) -> str:
         if p.is_relative_to(base):
             return prefix + (p.relative_to(base).as_posix() or ".")
     return str(path)
+
+
+RECORD_NAME = " (a record's name)"  # after a quoted hardware name that reads like the bundled reference's
+
+
+REFERENCE_WORD = "reference"  # the bundled reference's machine names begin with it (reference.PREFIX)
+
+
+# letters of other scripts (and Latin small capitals) drawn like Latin ones: the check reads them as those
+_LOOKALIKE = str.maketrans(
+    "АВЕЅІЈКМНОРСТХУаеіјосрхуѕԁԛԝһӏвкмнтгԌԍαβγεηικμνορτυχωΑΒΕΖΗΙΚΜΝΟΡΤΥΧϲϳօոսհզɑɡɩıʀᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꜱᴛᴜᴠᴡʏᴢ"
+    "ᎡᎬᏒᎪᏴᏟᎻᎢᏚᏞᎷᏀ",
+    "ABESIJKMHOPCTXYaeijocpxysdqwhlbkmhtrGgabyenikuvoptuxwABEZHIKMNOPTYXcjonuhqagiirabcdefghijklmnopstuvwyz"
+    "RERABCHTSLMG")
+
+
+def skeleton(text) -> str:
+    """``text`` as the check for the bundled reference's name reads it: NFKC-folded ('ｒｅｆ', '𝐫𝐞𝐟': 'ref'), accents
+    and every invisible or format character dropped (soft hyphen, U+034F, variation selectors, tags, Hangul fillers,
+    and their escapes' backslashes), look-alike letters of other scripts read as the Latin ones (Cyrillic 'е',
+    Greek 'ο'), lower case; only Latin letters and digits kept."""
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", str(text))).translate(_LOOKALIKE)
+    return "".join(c for c in folded.casefold() if c.isascii() and c.isalnum())
+
+
+def hardware_name(raw) -> str:
+    """A record's hardware (GPU or CPU model) as every part of the report names it (the machine column, so every
+    table, chart, CSV and verdict row; the opening sentence; short names): as recorded (``fmt.visible``), but where
+    its ``skeleton`` holds "reference", in quotes and said to be a record's name, whatever hides the word. The
+    bundled reference is told by its files (``reference.is_reference``), never by a name."""
+    text = visible("" if isnull(raw) else str(raw))
+    if REFERENCE_WORD not in skeleton(text) or (text.startswith("“") and text.endswith("”" + RECORD_NAME)):
+        return text  # not the reference's word, or named so already
+    return f"“{text}”{RECORD_NAME}"

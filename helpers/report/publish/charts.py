@@ -15,7 +15,8 @@ import hashlib
 import io
 import re
 
-from helpers.report.words.fmt import esc, isnull, num
+from helpers.report.load.values import isnull
+from helpers.report.words.fmt import esc, num
 from helpers.report.words.style import bars_look, column, key_above, style_key
 
 MAX_BARS = 30  # bars per panel; more configurations are listed in the tables, not drawn

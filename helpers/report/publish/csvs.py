@@ -16,10 +16,12 @@ from pathlib import Path
 
 from helpers.report.derive import breakeven, predicted
 from helpers.report.derive.best import best_over_best, did_not_learn
-from helpers.report.derive.protocol import HOST_BUSY, busy_sides, marked
+from helpers.report.derive.protocol import marked
+from helpers.report.load.visible import shown_path, visible
 from helpers.report.publish.render import write_text_atomic
-from helpers.report.words.fmt import BUSY, NOT_LEARNED, marks, row_marks, shown_path, speedup_shown, sps_shown, visible
+from helpers.report.words.fmt import BUSY, NOT_LEARNED, marks, row_marks, speedup_shown, sps_shown
 from helpers.report.words.headline import sides
+from helpers.report.words.marks import HOST_BUSY, busy_sides
 
 RESULTS = "results.csv"
 CONFIGURATIONS = "configurations.csv"

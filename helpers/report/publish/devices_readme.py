@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from helpers.report.derive.devices import INPUTS, PER_GPU, _kind, _path, _way_words, eff_shown, range_shown
-from helpers.report.words.fmt import isnull, rounded
+from helpers.report.load.values import isnull
+from helpers.report.words.fmt import rounded
 
 README_COLUMNS = ("model (batch per GPU)", "input path", "GPUs", "way", "samples/s", "efficiency", "runs")
 

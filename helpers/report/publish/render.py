@@ -33,7 +33,7 @@ def write_text_atomic(path: Path, text: str) -> Path:
     """A page or CSV of the report, written atomically (``record.writer.write_text_atomic``) with lone surrogates,
     bidi controls and zero-width characters made visible (``fmt.visible``), whatever the text."""
     from helpers.record.writer import write_text_atomic as write
-    from helpers.report.words.fmt import visible
+    from helpers.report.load.visible import visible
 
     return write(path, visible(text))
 

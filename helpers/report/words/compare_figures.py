@@ -67,21 +67,22 @@ def near(only: list[dict], keys: list[tuple], other, side: str, names: list[str]
 def figure_shown(v, digits: int = 3) -> str:
     """A figure for people (``fmt.rounded``: separators, never powers of ten), except past 1e15 or under a millionth
     (1e+300, not 301 digits: such a figure is no measurement's)."""
-    from helpers.report.words.fmt import isnull, rounded
+    from helpers.report.load.values import isnull
+    from helpers.report.words.fmt import rounded
 
     return rounded(v, digits) if isnull(v) or 1e-6 <= abs(v) < 1e15 else f"{v:.{digits}g}"
 
 
 def ratio_shown(r) -> str:
     """'0.82×': NEW ÷ OLD of the medians printed beside it, to the digits of its less precise side; '' where none."""
-    from helpers.report.words.fmt import isnull
+    from helpers.report.load.values import isnull
 
     return "" if isnull(r.get("ratio")) else f"{figure_shown(r['ratio'], int(r.get('ratio_digits') or 3))}×"
 
 
 def interval_shown(r) -> str:
     """'0.75–0.90': the ratio's between-run interval (its digits); '' where a side has one run."""
-    from helpers.report.words.fmt import isnull
+    from helpers.report.load.values import isnull
 
     if isnull(r.get("ratio_low")):
         return ""

@@ -9,7 +9,8 @@ fixtures whose numbers are known. Each returns a ``(template, *values)`` tuple (
 from __future__ import annotations
 
 from helpers.report.derive.best import best_over_best
-from helpers.report.words.fmt import isnull, mfu_shown, rounded, speedup_shown, sps_shown
+from helpers.report.load.values import isnull
+from helpers.report.words.fmt import mfu_shown, rounded, speedup_shown, sps_shown
 from helpers.report.words.headline import duration
 
 

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from helpers.params import COMMON_DEFAULTS
+from helpers.report.load.values import isnull, yes
 from helpers.report.load.visible import shown_path, visible  # noqa: F401 - fmt's API: text made safe, paths as shown
 
 MAX_ROWS = 80  # rows per HTML table; the rest is said in a line
@@ -26,7 +27,7 @@ WRAP_HEAD = 24  # column headers up to this many characters stay on one line; lo
 # Marks on a figure, in every table and chart that shows it (never a precision the runs do not have)
 ONE_RUN = "†"  # the figure rests on one run: there is no between-run spread to judge it by
 SHORT = "‡"  # its steady-state window (median run) is under the run's min_steady_s (MIN_STEADY_S when unrecorded)
-BUSY = "§"  # every run it rests on was measured while another process used the host's cores (protocol.HOST_BUSY)
+BUSY = "§"  # every run it rests on was measured while another process used the host's cores (marks.HOST_BUSY)
 MARKS_SHORT = (f"{ONE_RUN} one run, {SHORT} steady window under min_steady_s (the seconds a figure needs), {BUSY} host "
                "busy (measured beside another process's load)")  # where a mark is first met: one line
 NOT_LEARNED = "✗"  # the configuration did not learn (helpers.report.derive.learning)
@@ -48,16 +49,6 @@ REPORT_CSS = f"<style>\n{_CSS.read_text(encoding='utf-8')}</style>"
 def esc(value) -> str:
     """HTML-escape anything shown in the report that came from a record (made ``visible`` first)."""
     return html.escape(visible("" if value is None else str(value)))
-
-
-def isnull(v) -> bool:
-    """None or NaN (pandas' missing values included); False for lists, dicts and strings."""
-    try:
-        import pandas as pd
-
-        return v is None or (not isinstance(v, (list, dict, str)) and bool(pd.isna(v)))
-    except (TypeError, ValueError):
-        return False
 
 
 def short_path(p) -> str:
@@ -139,11 +130,6 @@ def rounded(v, digits: int = 3) -> str:
     if q == 0:
         return "0"
     return f"{q:,.{max(0, digits - 1 - math.floor(math.log10(abs(q))))}f}"
-
-
-def yes(v) -> bool:
-    """A flag cell that says yes (a bool or numpy bool; missing and NaN say no)."""
-    return not isnull(v) and not isinstance(v, str) and bool(v)
 
 
 def marks(n_runs, short, busy=False, learned=None) -> str:

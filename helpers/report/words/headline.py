@@ -15,9 +15,11 @@ import re
 from pathlib import Path
 
 from helpers.report.load.reference import is_reference
+from helpers.report.load.values import isnull
+from helpers.report.load.visible import hardware_name
 from helpers.report.words import fmt
-from helpers.report.words.fmt import isnull, speedup_shown
-from helpers.report.words.labels import PRECISION_SHORT, hardware_name
+from helpers.report.words.fmt import speedup_shown
+from helpers.report.words.labels import PRECISION_SHORT
 from helpers.report.words.style import BACKEND_SHORT
 from helpers.report.words.words import differs, duration, money  # noqa: F401 - the verdict's words use them from here
 

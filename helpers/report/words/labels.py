@@ -9,39 +9,9 @@ names it (``hardware_name``: a name that reads like the bundled reference's, in 
 
 from __future__ import annotations
 
-import unicodedata
-
-from helpers.report.words.fmt import isnull, visible
+from helpers.report.load.values import isnull
 
 DEVICE_KEYS = ("gpus", "processes", "hosts")  # said together, in words (``devices_words``)
-RECORD_NAME = " (a record's name)"  # after a quoted hardware name that reads like the bundled reference's
-REFERENCE_WORD = "reference"  # the bundled reference's machine names begin with it (reference.PREFIX)
-# letters of other scripts (and Latin small capitals) drawn like Latin ones: the check reads them as those
-_LOOKALIKE = str.maketrans(
-    "АВЕЅІЈКМНОРСТХУаеіјосрхуѕԁԛԝһӏвкмнтгԌԍαβγεηικμνορτυχωΑΒΕΖΗΙΚΜΝΟΡΤΥΧϲϳօոսհզɑɡɩıʀᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꜱᴛᴜᴠᴡʏᴢ"
-    "ᎡᎬᏒᎪᏴᏟᎻᎢᏚᏞᎷᏀ",
-    "ABESIJKMHOPCTXYaeijocpxysdqwhlbkmhtrGgabyenikuvoptuxwABEZHIKMNOPTYXcjonuhqagiirabcdefghijklmnopstuvwyz"
-    "RERABCHTSLMG")
-
-
-def skeleton(text) -> str:
-    """``text`` as the check for the bundled reference's name reads it: NFKC-folded ('ｒｅｆ', '𝐫𝐞𝐟': 'ref'), accents
-    and every invisible or format character dropped (soft hyphen, U+034F, variation selectors, tags, Hangul fillers,
-    and their escapes' backslashes), look-alike letters of other scripts read as the Latin ones (Cyrillic 'е',
-    Greek 'ο'), lower case; only Latin letters and digits kept."""
-    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", str(text))).translate(_LOOKALIKE)
-    return "".join(c for c in folded.casefold() if c.isascii() and c.isalnum())
-
-
-def hardware_name(raw) -> str:
-    """A record's hardware (GPU or CPU model) as every part of the report names it (the machine column, so every
-    table, chart, CSV and verdict row; the opening sentence; short names): as recorded (``fmt.visible``), but where
-    its ``skeleton`` holds "reference", in quotes and said to be a record's name, whatever hides the word. The
-    bundled reference is told by its files (``reference.is_reference``), never by a name."""
-    text = visible("" if isnull(raw) else str(raw))
-    if REFERENCE_WORD not in skeleton(text) or (text.startswith("“") and text.endswith("”" + RECORD_NAME)):
-        return text  # not the reference's word, or named so already
-    return f"“{text}”{RECORD_NAME}"
 
 
 def devices_words(gpus, processes=1, hosts=1) -> str:
@@ -145,11 +115,3 @@ def knob_short(key: str, value) -> str:
     form, unset = _KNOB_SHORT.get(key, ("", ""))
     return form.format(unset if str(value) == "-" else value) if form else f"{key}={value}"
 
-
-BUNDLED: set = set()  # the machine names reference.reference_rows gave rows it read from the suite's own reference/
-
-
-def is_reference(machine) -> bool:
-    """Whether ``machine`` names rows of the bundled reference: a name ``reference_rows`` gave rows it read from the
-    suite's own files (``BUNDLED``), never one a record carries (those read as records' names: ``hardware_name``)."""
-    return isinstance(machine, str) and machine in BUNDLED

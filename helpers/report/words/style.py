@@ -13,7 +13,7 @@ free for the figures' marks (one run, short window: sections.base.mark_bars). Co
 
 from __future__ import annotations
 
-from helpers.report.words.fmt import isnull
+from helpers.report.load.values import isnull
 
 # one colour per backend (Okabe & Ito's palette: told apart with any colour vision), in the key's order
 BACKEND_COLOURS = {"jax": "#0072B2", "tensorflow": "#009E73", "torch": "#E69F00"}

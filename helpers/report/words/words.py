@@ -7,8 +7,9 @@ workers: 1 on the CPU, 4 on the GPU').
 
 from __future__ import annotations
 
+from helpers.report.load.values import isnull
 from helpers.report.words import fmt
-from helpers.report.words.fmt import isnull, rounded
+from helpers.report.words.fmt import rounded
 
 
 def _workers(r, suffix: str) -> str:

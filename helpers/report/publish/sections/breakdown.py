@@ -6,9 +6,10 @@ from __future__ import annotations
 from helpers.measure import peaks
 from helpers.measure.trace_breakdown import collective_per_device
 from helpers.report.load.table import CONFIG_KEYS
+from helpers.report.load.values import isnull
 from helpers.report.publish.charts import grid
 from helpers.report.publish.sections.base import Section
-from helpers.report.words.fmt import isnull, mfu_shown, rounded
+from helpers.report.words.fmt import mfu_shown, rounded
 from helpers.report.words.labels import labels
 from helpers.report.words.style import PALETTE
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from helpers.report.derive.costs import price_sources, relative_table
+from helpers.report.load.values import isnull
 from helpers.report.publish.charts import grid, plain_log
 from helpers.report.publish.sections.base import Section, mark_bars
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import digits, figure, html_table, isnull, marked, rounded, row_marks, union_marks
+from helpers.report.words.fmt import digits, figure, html_table, marked, rounded, row_marks, union_marks
 from helpers.report.words.labels import labels
 from helpers.report.words.style import PALETTE, bars_look, key_above, style_key
 

@@ -8,9 +8,10 @@ import functools
 from helpers.params import LATER_DEFAULTS
 from helpers.paths import PROJECT_ROOT
 from helpers.report.load import bare as _bare
+from helpers.report.load.values import isnull
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import isnull, mfu_shown, note, num, rounded, shown
+from helpers.report.words.fmt import mfu_shown, note, num, rounded, shown
 from helpers.report.words.labels import _knob_items, describe
 
 TITLE = "How far from the limit"

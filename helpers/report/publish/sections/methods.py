@@ -4,8 +4,8 @@ reproduce the report; the records read and their provenance follow it."""
 from __future__ import annotations
 
 from helpers.report.load.reference import is_reference
+from helpers.report.load.visible import shown_path
 from helpers.report.publish.sections.base import Section
-from helpers.report.words.fmt import shown_path
 
 TITLE = "Methods and provenance"
 NAV = "Methods"  # its name in the one-line contents

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from helpers.record.upgrade import ENERGY_MEDIAN, TIMING
 from helpers.report.load.reference import is_reference
+from helpers.report.load.visible import shown_path
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import ONE_RUN, SHORT, shown_path
+from helpers.report.words.fmt import ONE_RUN, SHORT
 
 TITLE = "Records read"
 NAV = "Records read"  # its name in the one-line contents

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from helpers.report.load.values import isnull
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import html_table, isnull, num, short_path
+from helpers.report.words.fmt import html_table, num, short_path
 
 TITLE = "Provenance"
 NAV = "Provenance"  # its name in the one-line contents

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from helpers.report.derive import learning
-from helpers.report.load.reference import all_pairs, speedup_label
+from helpers.report.derive.pairs import all_pairs, speedup_label
 from helpers.report.publish.charts import bar_facets
 from helpers.report.publish.sections.base import Section, at_digits, mark_bars, with_marks
 from helpers.report.words import findings as said

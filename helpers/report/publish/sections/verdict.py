@@ -13,8 +13,9 @@ from helpers.paths import outputs_dir
 from helpers.report.derive import breakeven, fresh, predicted, sides
 from helpers.report.derive.best import best_over_best, did_not_learn, one_side
 from helpers.report.derive.devices import leads
-from helpers.report.derive.protocol import busy_sides
-from helpers.report.load.reference import all_pairs, is_reference
+from helpers.report.derive.pairs import all_pairs
+from helpers.report.load.reference import is_reference
+from helpers.report.load.values import isnull
 from helpers.report.publish.charts import plain_log
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import headline as hl
@@ -23,7 +24,6 @@ from helpers.report.words.fmt import (
     NOT_LEARNED,
     esc,
     html_table,
-    isnull,
     note,
     rounded,
     row_marks,
@@ -31,6 +31,7 @@ from helpers.report.words.fmt import (
     sps_shown,
 )
 from helpers.report.words.labels import PRECISION_SHORT
+from helpers.report.words.marks import busy_sides
 from helpers.report.words.style import PALETTE, key_handles, scatter_look
 
 TITLE = "The verdict: how much faster the GPU trains, per workload"
