@@ -332,8 +332,8 @@ def test_notebook_times_a_model_saved_under_another_backend(kernel, tmp_path, sa
     # no GPU measured it: the report's verdict predicts its GPU side, each backend with its interval and the mark
     assert rec["model_shape"] == {"layers": 2, "launches": 2, "weights": 4, "input_bytes": 48}
     from helpers import report
-    from helpers.report import sections
-    from helpers.report.csvs import verdict_frame
+    from helpers.report.publish import sections
+    from helpers.report.publish.csvs import verdict_frame
 
     report.setup_plots()
     ctx = report.build_context([tmp_path / "records"], use_reference=False)

@@ -209,11 +209,12 @@ def test_knobs_page_has_every_knob_with_its_default():
 
 
 def test_report_page_names_every_section():
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     text = (PROJECT_ROOT / "docs" / "report.md").read_text(encoding="utf-8")
     missing = [name for name in sections.ORDER if f"`{name}`" not in text]
-    assert not missing, f"docs/report.md does not describe the report sections {missing} (helpers/report/sections)"
+    assert not missing, (f"docs/report.md does not describe the report sections {missing} "
+                         "(helpers/report/publish/sections)")
 
 
 def test_the_exit_status_table_of_the_docs_is_the_enum():
@@ -260,7 +261,7 @@ def test_no_figure_of_the_old_readme_is_lost():
     new: set[str] = set()
     for page in pages():
         new |= numbers(page.read_text(encoding="utf-8"))
-    from helpers.report.fmt import rounded
+    from helpers.report.words.fmt import rounded
 
     def kept(n: str) -> bool:  # as written, or to the digits its runs support now (one string per figure)
         if n in new:

@@ -292,7 +292,7 @@ def _rec(i, host="h1", **fp) -> dict:
 
 def _provenance(folder):
     from helpers import report
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     ctx = report.build_context([folder])
     s = sections.build(sections.get("provenance"), ctx)
@@ -303,7 +303,7 @@ def _provenance(folder):
 def test_provenance_over_old_records_says_not_recorded():
     """The H100 reference: the re-published cells' five leases, each with its calibration, and the earlier
     single runs, which recorded neither ("not recorded")."""
-    from helpers.report.sections import provenance
+    from helpers.report.publish.sections import provenance
 
     ctx, s = _provenance(PROJECT_ROOT / "reference" / "h100" / "records")
     assert s.present and "Machines by lease" in s._repr_html_()
@@ -321,7 +321,7 @@ def test_provenance_over_old_records_says_not_recorded():
 
 
 def test_provenance_shows_one_row_per_machine_and_lease_with_calibration_medians(tmp_path):
-    from helpers.report.sections import provenance
+    from helpers.report.publish.sections import provenance
 
     ident = {"cpu_vendor": "GenuineIntel", "cpu_family": 6, "cpu_model_number": 143, "cpu_stepping": 8,
              "cpu_flags": ["avx2", "avx512f"], "gpu_state": []}
@@ -369,7 +369,7 @@ def test_provenance_shows_one_row_per_machine_and_lease_with_calibration_medians
 
 
 def test_gpu_state_is_shown_per_gpu_and_identical_gpus_once():
-    from helpers.report import table
+    from helpers.report.load import table
 
     g = GPU
     fp = {"gpu_state": [g, g, {**g, "persistence_mode": None, "sm_clock_mhz": 1755}]}

@@ -22,8 +22,9 @@ from helpers.measure import host_load
 from helpers.measure.sampler import Sampler
 from helpers.point.record_figures import host_figures
 from helpers.record.ids import notebook_path
-from helpers.report import csvs, fmt, sections
-from helpers.report.protocol import precision_marks
+from helpers.report.publish import csvs, sections
+from helpers.report.words import fmt
+from helpers.report.words.marks import precision_marks
 from helpers.runner.progress import outcome
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -250,7 +251,7 @@ def test_a_figure_on_busy_host_runs_only_carries_its_mark_in_every_section_that_
     backends sections, the CSVs), the mark explained once; a quiet configuration beside it carries none."""
     import re
 
-    from helpers.report import fmt
+    from helpers.report.words import fmt
 
     load = {"window_s": 2.0, "process_cpu_s": 2.0, "cores_busy_s": 4.0, "allowed_cores": 2, "process_cores": 1.0,
             "others_cores": 1.0, "threshold_cores": 0.5, "host_busy": True}

@@ -19,7 +19,7 @@ The package-registration pattern, handled explicitly: a package loads its own su
 ``REGISTRATION_PACKAGES`` (none today), by dropping the loader's edge P -> P.m where P.m imports
 P directly; every other cycle still counts. Neither registry has such a cycle: the workload modules
 import ``Workload``/``register`` from ``helpers.workloads.registry`` and the report's sections import
-``Section`` from ``helpers.report.sections.base``, each re-exported by its package.
+``Section`` from ``helpers.report.publish.sections.base``, each re-exported by its package.
 """
 
 from __future__ import annotations

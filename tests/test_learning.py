@@ -21,8 +21,9 @@ from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.reader import read_records
 from helpers.record.writer import write_atomic
-from helpers.report import best, csvs, learning, sections
-from helpers.report.reference import all_pairs
+from helpers.report.derive import best, learning
+from helpers.report.derive.pairs import all_pairs
+from helpers.report.publish import csvs, sections
 
 GRID = ("defaults: {backend: jax, device: cpu, data_source: synthetic, workload: mlp_mnist, epochs: 2, n_train: 256,"
         " batch_size: 128, min_steady_s: 0.1}\npoints:\n  - {learning_rate: 1000}\n  - {threads: 1}\n"

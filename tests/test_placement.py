@@ -201,8 +201,8 @@ def test_scaling_section_says_where_the_time_goes_and_what_n_gpus_cost(tmp_path)
     """The input path: the copy's share of the host row's step, the device row's gain over its host twin; the
     scaling table: the data's placement and the machine's price per 1,000 samples and per epoch."""
     from helpers import report
-    from helpers.report import sections
-    from helpers.report.sections import scaling
+    from helpers.report.publish import sections
+    from helpers.report.publish.sections import scaling
 
     # 1 GPU from the host: 2,560 samples/s -> a step of 0.1 s, of which one batch's copy takes 0.04 s (40%);
     # with the data on the device 3,840 samples/s (1.5x); 2 GPUs from the host 4,096 (efficiency 0.8)
@@ -229,7 +229,8 @@ def test_scaling_sets_one_process_per_gpu_beside_one_process_driving_both(tmp_pa
     """2 GPUs reached two ways, each against the same one-GPU run: gpus: 2 (one process) and gpus: 1 x
     processes: 2 (one process per GPU); the table's way, the finding's two efficiencies, the section's note."""
     from helpers import report
-    from helpers.report import devices, devices_chart, sections
+    from helpers.report.derive import devices
+    from helpers.report.publish import devices_chart, sections
 
     # 1 GPU 2,500 samples/s; one process driving 2 GPUs 3,000 (0.60); one process per GPU 4,500 (0.90)
     _records(tmp_path, [(1, "host", 2500.0, 0.04), (2, "host", 3000.0, 0.07), (1, "host", 4500.0, 0.04, 2)])
@@ -304,7 +305,9 @@ def test_scaling_section_sets_published_anchors_beside_and_says_the_efficiency_p
     draws them with their efficiency; the single-device comparison section leaves them out; each model gets a
     sentence with its efficiency per input path and the range over its runs."""
     from helpers import report
-    from helpers.report import devices, published, published_match, sections
+    from helpers.report.derive import devices, published_match
+    from helpers.report.load import published
+    from helpers.report.publish import sections
 
     pub = published.load_published()
     anchors = devices.published_devices(pub, {"resnet50"})
@@ -371,7 +374,8 @@ def test_a_gpu_count_grid_leads_the_report_with_its_efficiency_per_count_way_and
     import re
 
     from helpers import report
-    from helpers.report import devices, devices_chart, devices_readme, sections
+    from helpers.report.derive import devices
+    from helpers.report.publish import devices_chart, devices_readme, sections
 
     # one GPU: staged 4,900 and 5,100 (median 5,000), host 3,900 and 4,100 (4,000); then one run each
     _staged_grid(tmp_path, [(1, "staged", 4900.0, 0.0), (1, "staged", 5100.0, 0.0), (1, "host", 3900.0, 0.04),
@@ -417,12 +421,12 @@ def test_a_gpu_count_grid_leads_the_report_with_its_efficiency_per_count_way_and
 
 def test_the_default_report_still_leads_with_the_verdict_and_old_grids_read_in_words(tmp_path, capsys):
     """A CPU run beside the GPU counts: the verdict first, as ever. The published two-H100 grid with its uint8 rows
-    staged: the README table from the records (python -m helpers.report.devices_readme) gives the figures its
+    staged: the README table from the records (python -m helpers.report.publish.devices_readme) gives the figures its
     README quotes."""
     import shutil
 
     from helpers import report
-    from helpers.report import devices_readme, sections
+    from helpers.report.publish import devices_readme, sections
 
     src = PROJECT_ROOT / "reference" / "h100x2" / "multi_gpu" / "records"
     for f in src.glob("*.json"):

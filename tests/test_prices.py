@@ -1,5 +1,5 @@
 """params/prices.yaml and its price sets: every profile sourced and dated, today's prices by default, the seed's
-2017 prices on request, and which machine gets which price (helpers/report/costs.py)."""
+2017 prices on request, and which machine gets which price (helpers/report/derive/costs.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import yaml
 
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import aggregate, costs, table
+from helpers.report.derive import aggregate, costs
+from helpers.report.load import table
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
 PRICE_KEYS = ("on_demand_per_hour", "preemptible_per_hour")

@@ -23,8 +23,12 @@ from support.fixtures import XSS
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import aggregate, charts, costs, fmt, published, sections
-from helpers.report import labels as report_labels
+from helpers.report.derive import aggregate, costs
+from helpers.report.load import published
+from helpers.report.load.values import isnull
+from helpers.report.publish import charts, sections
+from helpers.report.words import fmt
+from helpers.report.words import labels as report_labels
 
 
 def _runner(args, extra_env=None, timeout=900):
@@ -247,8 +251,8 @@ def test_every_section_keeps_the_contract_on_the_h100_reference_and_no_chart_mix
 
 def test_speedups_pair_only_matched_configurations(reference_ctx):
     """On the reference: cnn_cifar10's headline used to read 38.5x (JAX bf16 GPU over torch fp32 CPU)."""
-    from helpers.report import headline
-    from helpers.report.reference import all_pairs
+    from helpers.report.derive.pairs import all_pairs
+    from helpers.report.words import headline
 
     pairs = aggregate.matched_pairs(reference_ctx.summary)
     assert (pairs["n_train_cpu"] != pairs["n_train_gpu"]).any()  # per sample: epoch sizes may differ
@@ -321,7 +325,7 @@ def test_costs_price_the_rented_machine_per_sample_and_unknown_profiles_have_non
     by = costs.add_costs(ctx.summary, prices).set_index("device")
     assert by.loc["cpu", "profile"] == "four"
     assert by.loc["cpu", "on_demand_per_1k"] == pytest.approx(0.4 / 3600 * 1000 / (1000 / 1.0))
-    assert fmt.isnull(by.loc["gpu", "profile"]) and fmt.isnull(by.loc["gpu", "on_demand_per_1k"])
+    assert isnull(by.loc["gpu", "profile"]) and isnull(by.loc["gpu", "on_demand_per_1k"])
     real = costs.load_prices(price_set="2017")  # the seed's table: a P100 has no price today
     costed = costs.add_costs(ctx.summary, real)
     p100 = real["profiles"]["gcp-n1-standard-1-p100"]
@@ -331,7 +335,7 @@ def test_costs_price_the_rented_machine_per_sample_and_unknown_profiles_have_non
     # a colleague's record names a profile only their prices.yaml has: no price, said once, no crash
     ctx2 = _ctx(tmp_path / "b", [_rec(0, price_profile="their-own-box")])
     assert any("their-own-box" in str(v) for _, v, _ in ctx2.notes)
-    assert fmt.isnull(ctx2.costed.iloc[0]["profile"])
+    assert isnull(ctx2.costed.iloc[0]["profile"])
     # no hard-coded price in the code: every profile cites its source and date
     for name, p in real["profiles"].items():
         assert p.get("source") and p.get("date"), name
@@ -345,7 +349,7 @@ def test_costs_price_the_rented_machine_per_sample_and_unknown_profiles_have_non
 def test_published_figures_cite_sources_and_use_suite_workload_names():
     pub = published.load_published()
     assert len(pub) > 50
-    known = set(aggregate.source_epochs())
+    known = set(published.source_epochs())
     assert len(known) == 10 and set(pub["workload"]) <= known
     assert pub["source"].str.len().gt(0).all() and pub["ref"].str.len().gt(0).all()
     for seed in ("000_", "001_", "002_", "003_", "004_"):

@@ -11,7 +11,9 @@ import pytest
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.report import devices, fmt, sections
+from helpers.report.derive import devices
+from helpers.report.publish import sections
+from helpers.report.words import fmt
 
 REF = PROJECT_ROOT / "reference"
 
@@ -25,7 +27,7 @@ def page(request):
     ``charts_not_drawn`` fixture does: drawing is the rendered reports' test)."""
     import matplotlib.pyplot as plt
 
-    from helpers.report import charts
+    from helpers.report.publish import charts
 
     def not_drawn(fig, alt=""):
         plt.close(fig)

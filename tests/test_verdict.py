@@ -14,8 +14,10 @@ from support.records import _ctx, _rec
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.report import best, csvs, fmt, headline, sections
-from helpers.report.reference import all_pairs
+from helpers.report.derive import best
+from helpers.report.derive.pairs import all_pairs
+from helpers.report.publish import csvs, sections
+from helpers.report.words import fmt, headline
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -151,7 +153,7 @@ def _figures(ctx):
 
 def _page(ctx, names) -> str:
     html = " ".join(sections.build(sections.get(n), ctx)._repr_html_() for n in names)
-    # predicted figures are another kind (helpers/report/predicted.py: marked, each with its interval), not
+    # predicted figures are another kind (helpers/report/derive/predicted.py: marked, each with its interval), not
     # strings of the measured ones: left out here
     html = re.sub(r'<ul class="cgb-predicted">.*?</ul>', " ", html, flags=re.S)
     html = re.sub(r"<details><summary>Predicted beside measured.*?</details>", " ", html, flags=re.S)
@@ -212,7 +214,7 @@ def _side(first, steady, source_epoch, d):
 
 
 def test_the_break_even_by_hand():
-    from helpers.report import breakeven as be
+    from helpers.report.derive import breakeven as be
 
     rows = pd.DataFrame([
         # GPU: compiles 60 s, 2 s a source epoch; CPU: compiles 1 s, 20 s an epoch. 60 + 2n <= 1 + 20n from
@@ -314,7 +316,7 @@ def test_every_workload_left_out_of_the_verdict_is_named_with_its_reason(tmp_pat
 def test_the_verdict_names_what_differs_between_its_sides_besides_the_device(tmp_path):
     """A CPU side on JAX 0.10.2 in epochs of 4 steps against a GPU side on JAX 0.11.2 in epochs of 100: the verdict
     says both; sides that agree say nothing."""
-    from helpers.report import sides
+    from helpers.report.derive import sides
 
     cpu = _rec(0, workload="cnn_cifar10", backend="jax", device="cpu", device_used="cpu", batch_size=100,
                n_train=400, steps_per_epoch=4)

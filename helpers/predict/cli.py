@@ -179,7 +179,7 @@ def _in_child(path: Path, batch_size: int, precision: str, optimizer: str, loss:
 def predict_main(model_path: str, batch_size: int, precision: str = "float32", optimizer: str = "",
                  loss: str = "", samples: int = 0, grids=(), price_of=None) -> int:
     """``price_of(gpu name) -> (machine, $ an hour)`` or None: the price of a machine of one such GPU
-    (``helpers.report.costs``, passed in by the runner: this layer imports nothing of the report's)."""
+    (``helpers.report.derive.costs``, passed in by the runner: this layer imports nothing of the report's)."""
     from helpers.params import ParamError
 
     bad = _bad_options(batch_size, samples, optimizer, grids)

@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.predict is not None:  # the model's predicted GPU figures: no grid, nothing run
         from helpers.predict.cli import predict_main
-        from helpers.report.costs import one_gpu_price
+        from helpers.report.derive.costs import one_gpu_price
 
         return predict_main(str(args.predict), args.batch_size, args.precision or "float32", args.optimizer or "",
                             samples=args.samples or 0, grids=args.grids, price_of=one_gpu_price)

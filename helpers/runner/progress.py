@@ -42,7 +42,7 @@ def outcome(rec: dict) -> str:
     ``HOST BUSY`` and by how much where another process ate its cores while it was timed. A record's words as the
     page shows them (``fmt.visible``): no escape sequence, control character or carriage return reaches the terminal."""
     from helpers.measure.host_load import busy_text
-    from helpers.report.fmt import visible
+    from helpers.report.load.visible import visible
 
     tail = ""
     if rec.get("status") == "ok" and rec.get(F.SAMPLES_PER_S):
@@ -106,7 +106,7 @@ class LiveEpochs:
                 self._flush()
 
     def _flush(self) -> None:  # the kernel's words through ``fmt.visible``, as a page shows them: one line each
-        from helpers.report.fmt import visible
+        from helpers.report.load.visible import visible
 
         if self.title is not None:
             self.log(visible(self.title, line=True))
