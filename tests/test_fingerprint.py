@@ -369,14 +369,14 @@ def test_provenance_shows_one_row_per_machine_and_lease_with_calibration_medians
 
 
 def test_gpu_state_is_shown_per_gpu_and_identical_gpus_once():
-    from helpers.report.load import table
+    from helpers.report.load import columns
 
     g = GPU
     fp = {"gpu_state": [g, g, {**g, "persistence_mode": None, "sm_clock_mhz": 1755}]}
-    assert table._gpu_state(fp) == ("2 × SM max 1980 MHz · mem max 2619 MHz · 700 W limit · persistence on; "
+    assert columns._gpu_state(fp) == ("2 × SM max 1980 MHz · mem max 2619 MHz · 700 W limit · persistence on; "
                                     "SM max 1980 MHz · mem max 2619 MHz · 700 W limit")
-    assert table._gpu_clocks_now(fp, "sm_clock_mhz") == 1755 and table._gpu_clocks_now({}, "sm_clock_mhz") is None
-    assert table._gpu_state({}) is None and table._gpu_state({"gpu_state": []}) == "no GPU"
+    assert columns._gpu_clocks_now(fp, "sm_clock_mhz") == 1755 and columns._gpu_clocks_now({}, "sm_clock_mhz") is None
+    assert columns._gpu_state({}) is None and columns._gpu_state({"gpu_state": []}) == "no GPU"
 
 
 def test_a_calibration_of_this_boot_from_within_the_hour_is_reused_and_no_other(monkeypatch):

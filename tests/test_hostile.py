@@ -72,7 +72,7 @@ def test_a_record_that_breaks_the_checks_or_the_table_costs_only_itself(tmp_path
 
     for i in range(3):
         write(tmp_path, f"r{i}.json", good_record(i))
-    real_row, real_problem = table._row, schema._problem
+    real_row, real_problem = table.row, schema._problem
 
     def row(r):
         if r["point_id"] == "p1":
@@ -84,7 +84,7 @@ def test_a_record_that_breaks_the_checks_or_the_table_costs_only_itself(tmp_path
             raise OverflowError("int too large")
         return real_problem(obj)
 
-    monkeypatch.setattr(table, "_row", row)
+    monkeypatch.setattr(table, "row", row)
     monkeypatch.setattr(schema, "_problem", problem)
     ctx = report.build_context([tmp_path], use_reference=False)
     assert list(ctx.df["point_id"]) == ["p0"]

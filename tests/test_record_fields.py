@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.record import check, fields as F, schema
+from helpers.record import check, schema
+from helpers.record import fields as F
 
 
 def test_every_constant_is_its_declared_name():

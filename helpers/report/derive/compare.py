@@ -178,7 +178,7 @@ def load(folders):
         good = []
         for r in records:
             try:
-                table._row(r)
+                table.row(r)
             except Exception as exc:  # noqa: BLE001
                 skipped.append((str(r.get("_path")), f"could not be tabulated ({type(exc).__name__})"))
             else:

@@ -77,7 +77,7 @@ def load_rows(folders):
     good = []
     for r in records:
         try:
-            table._row(r)
+            table.row(r)
         except Exception as exc:  # noqa: BLE001 - one record's problem, never the report's
             skipped.append((r.get("_path"), f"could not be tabulated ({type(exc).__name__})"))
         else:

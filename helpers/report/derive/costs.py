@@ -163,7 +163,7 @@ def machine_profiles(records) -> tuple[dict, list]:
     """(machine key -> price profile, [machine keys whose records name different profiles]) from the records'
     ``price_profile`` (``run_all.sh --price-profile NAME``): a record prices its own machine (``priced_machine``) only.
     A machine whose records disagree gets none of their profiles (its price comes from the hardware match)."""
-    from helpers.report.load.table import _row
+    from helpers.report.load.columns import row as _row
 
     out, conflicts = {}, set()
     for r in records:

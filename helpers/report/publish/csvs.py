@@ -17,6 +17,14 @@ from pathlib import Path
 from helpers.report.derive import breakeven, predicted
 from helpers.report.derive.best import best_over_best, did_not_learn
 from helpers.report.derive.protocol import marked
+from helpers.report.load.columns import (
+    BREAKEVEN_SIDE,
+    CONFIG_COLUMNS,
+    RESULT_DROP,
+    RESULT_HEADERS,
+    VERDICT_COLUMNS,
+    VERDICT_SIDE,
+)
 from helpers.report.load.visible import shown_path, visible
 from helpers.report.publish.render import write_text_atomic
 from helpers.report.words.fmt import BUSY, NOT_LEARNED, marks, row_marks, speedup_shown, sps_shown
@@ -27,41 +35,10 @@ RESULTS = "results.csv"
 CONFIGURATIONS = "configurations.csv"
 VERDICT = "verdict.csv"
 
-# the tidy table's columns, renamed where the name lacks its unit; lists and local paths are left out
-RESULT_UNITS = {"ram_gb": "ram_gib", "cpus": "cpus_used", "machine_cpus": "machine_logical_cpus", "gpus": "gpu_count",
-                "epoch_q1": "epoch_q1_s", "epoch_q3": "epoch_q3_s", "epoch_min": "epoch_min_s",
-                "epoch_max": "epoch_max_s", "cpu_pct": "cpu_busy_pct", "proc_cpu_pct": "process_cpu_pct",
-                "gpu_pct": "gpu_busy_pct", "gpu_pct_max": "gpu_busy_max_pct", "gpu_sm_now": "gpu_sm_clock_mhz",
-                "gpu_mem_now": "gpu_mem_clock_mhz", "cal_dispatch": "cal_dispatch_mcalls_per_s",
-                "cal_matmul": "cal_matmul_gflop_per_s", "cal_matmul_1t": "cal_matmul_1thread_gflop_per_s",
-                "peak_flops": "peak_flop_per_s", "input_mb_per_step": "input_mb_per_step",
-                "energy_j_per_epoch": "energy_j_per_epoch", "power_w": "power_w"}
-# protocol: the reader's, from the record's schema column; loss_curve: a list (the loss per epoch is in the record)
-RESULT_DROP = ("epoch_list", "notebook", "protocol", "loss_curve")
-
-CONFIG_COLUMNS = {  # configurations.csv: summary column -> CSV column
-    "machine": "machine", "workload": "workload", "backend": "backend", "device": "device",
-    "precision": "precision", "jit_compile": "jit_compile", "batch_size": "batch_size", "threads": "threads",
-    "n_train": "samples_per_epoch", "augment": "augment", "workers": "workers", "knobs": "knobs",
-    "data_source": "data_source", "n_runs": "runs", "n_leases": "leases",
-    "n_earlier": "earlier_protocol_runs_left_out", "n_host_busy": "host_busy_runs_left_out",
-    "samples_per_s": "samples_per_s_median",
-    "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "sps_interval": "interval_kind",
-    "fresh_lo": "fresh_machine_samples_per_s_low", "fresh_hi": "fresh_machine_samples_per_s_high",
-    "fresh_basis": "fresh_machine_interval",
-    "runs_sps_min": "samples_per_s_min_run", "runs_sps_max": "samples_per_s_max_run",
-    "steady_s": "steady_window_s", "min_steady_s": "min_steady_s", "short_window": "short_window",
-    "s_per_epoch": "steady_epoch_s", "s_per_step": "step_s", "first_epoch_s": "first_epoch_s",
-    "source_samples": "source_epoch_samples", "source_epoch_s": "source_epoch_s",
-    "flops_per_sample": "model_flop_per_sample", "optimizer_flops_per_step": "optimizer_flop_per_step",
-    "achieved_tflops": "achieved_tflop_per_s", "mfu": "mfu_fraction",
-    "cpu_pct": "cpu_busy_pct", "gpu_pct": "gpu_busy_pct", "gpu_mem_mb": "gpu_mem_peak_mb",
-    "energy_j_per_epoch": "energy_j_per_epoch", "on_demand_per_h": "on_demand_{cur}_per_h",
-    "on_demand_per_source_epoch": "on_demand_{cur}_per_source_epoch",
-    "preemptible_per_source_epoch": "preemptible_{cur}_per_source_epoch", "profile": "price_profile",
-    "fixture": "fixture", "learned": "learned", "learned_why": "learned_why", "loss_epoch": "loss_compared_epoch",
-    "loss_at": "loss_compared", "loss_tolerance": "loss_tolerance",
-}
+# the columns' CSV headers are declared with them (helpers.report.load.columns): the tidy table's renamed where the
+# name lacks its unit (RESULT_HEADERS), lists and local paths left out (RESULT_DROP); configurations.csv's
+# (CONFIG_COLUMNS: summary column -> CSV column); verdict.csv's (VERDICT_COLUMNS, each side's VERDICT_SIDE and
+# BREAKEVEN_SIDE); docs/csv_columns.md lists them with their units and meanings
 
 
 FORMULA = ("=", "+", "-", "@", "\t", "\r")  # a text cell a spreadsheet would run as a formula (CSV injection)
@@ -97,8 +74,7 @@ def results_frame(df):
     out = df.drop(columns=[c for c in RESULT_DROP if c in df.columns]).copy()
     if "path" in out:
         out["path"] = [shown_path(p) if isinstance(p, str) and p else p for p in out["path"]]
-        out = out.rename(columns={"path": "record"})
-    return out.rename(columns=RESULT_UNITS)
+    return out.rename(columns=RESULT_HEADERS)
 
 
 def configurations_frame(costed, currency: str = "USD"):
@@ -114,25 +90,6 @@ def configurations_frame(costed, currency: str = "USD"):
     out["marks"] = [marks(n, bool(s), marked(b), lr)
                     for n, s, b, lr in zip(costed["n_runs"], costed["short_window"], busy, learned)]
     return out
-
-
-# when the GPU pays off (breakeven.add): each side's first epoch, its compile overhead (first − steady epoch), a
-# steady epoch of the source's dataset and the time for epochs_planned of them, the first included
-BREAKEVEN_SIDE = {"first_epoch_s": "first_epoch_s", "compile_s": "compile_overhead_s", "epoch_s": "source_epoch_s",
-                  "planned_s": "s_for_epochs_planned"}
-BREAKEVEN_SIDE_COLUMNS = [f"{d}_{v}" for d in ("cpu", "gpu") for v in BREAKEVEN_SIDE.values()]
-
-# verdict.csv: each side's columns (as configurations.csv names them), then the speedup
-VERDICT_SIDE = {"machine": "machine", "backend": "backend", "threads": "threads", "jit_compile": "jit_compile",
-                "batch_size": "batch_size", "precision": "precision", "samples_per_s": "samples_per_s_median",
-                "sps_lo": "samples_per_s_low", "sps_hi": "samples_per_s_high", "n_runs": "runs",
-                "fresh_lo": "fresh_machine_samples_per_s_low", "fresh_hi": "fresh_machine_samples_per_s_high",
-                "learned": "learned"}
-VERDICT_COLUMNS = (["workload", "sides"] + [f"{d}_{v}" for d in ("cpu", "gpu") for v in VERDICT_SIDE.values()]
-                   + ["cpu_samples_per_s_shown", "gpu_samples_per_s_shown", "speedup", "speedup_low", "speedup_high",
-                      "interval_kind", "speedup_shown", "marks", "fresh_machine_interval"]
-                   + BREAKEVEN_SIDE_COLUMNS + ["epochs_planned", "epochs_planned_from", "gpu_ahead_after_epochs",
-                                               "gpu_behind_again_from_epoch", "figure", "not_learned_left_out"])
 
 
 def verdict_frame(costed, records=()):
