@@ -178,7 +178,7 @@ def test_a_catsdogs_pair_on_one_against_four_workers_is_named_so_in_the_verdict(
     said = "input workers: 1 on the CPU, 4 on the GPU"
     verdict = re.sub(r"<[^>]+>", " ", sections.build(sections.get("verdict"), ctx)._repr_html_())
     assert said in html.unescape(verdict)
-    assert list(csvs.verdict_frame(ctx.costed, ctx.records)["sides"]) == [f"JAX on 4 CPU cores → JAX on the H100 "
+    assert list(csvs.verdict_frame(ctx)["sides"]) == [f"JAX on 4 CPU cores → JAX on the H100 "
                                                                           f"({said})"]
     # your CPU on 1 worker against the reference's GPU on 4: the like-for-like pair says so
     report.setup_plots()

@@ -104,7 +104,7 @@ def test_a_workload_whose_only_gpu_configuration_diverged_says_did_not_learn_in_
     ctx = report.build_context([folder], use_reference=False)
     assert set(ctx.summary["device"]) == {"cpu", "gpu"}
     assert not len(best.best_over_best(ctx.costed))  # no speedup ...
-    dnl = best.did_not_learn(ctx.costed)
+    dnl = ctx.not_learned
     assert list(dnl["workload"]) == ["mlp_mnist"] and list(dnl["side"]) == ["GPU"]
     page = _text(sections.build(sections.get("verdict"), ctx))
     assert "mlp_mnist: did not learn on the GPU side" in page and "so no speedup" in page, page[:2000]

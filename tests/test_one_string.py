@@ -164,7 +164,7 @@ def _verdict_csv_reads_as_the_page(ctx, text: str) -> None:
     powers of ten; its marks are the page's symbols; its counts are integers."""
     from helpers.report.publish import csvs
 
-    frame = csvs.whole(csvs.verdict_frame(ctx.costed, ctx.records))
+    frame = csvs.whole(csvs.verdict_frame(ctx))
     measured = frame[frame["figure"] == "measured"]
     for col in [c for c in frame.columns if c.endswith("_shown")]:
         for v in measured[col].dropna():

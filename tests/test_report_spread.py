@@ -380,7 +380,7 @@ def test_what_a_fresh_machine_of_each_kind_is_expected_to_give(tmp_path):
     assert f"of the bundled reference {name}" in c.loc[("jax", "gpu"), "fresh_basis"]
     conf = csvs.configurations_frame(ctx.costed)
     assert conf["fresh_machine_samples_per_s_low"].notna().all() and conf["fresh_machine_interval"].str.len().min() > 20
-    v = csvs.verdict_frame(ctx.costed)
+    v = csvs.verdict_frame(ctx)
     assert v["gpu_fresh_machine_samples_per_s_high"].iloc[0] == pytest.approx(50_000 * math.exp(gpu_half))
     page = sections.build(sections.get("verdict"), ctx)._repr_html_()
     assert f"the GPU side within about ±{round(100 * (math.exp(gpu_half) - 1))}%" in page

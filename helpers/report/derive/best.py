@@ -113,9 +113,10 @@ def best_over_best(summ):
     return aggregate.add_speedup(rows).sort_values("workload").reset_index(drop=True)
 
 
-def did_not_learn(summ):
+def did_not_learn(summ, best):
     """One row per workload setting (``SAME``) with configurations on both devices where every configuration of one
-    side did not learn (``learning``), and so no verdict row: ``workload``, ``side`` ('CPU', 'GPU' or 'CPU and
+    side did not learn (``learning``), and so no verdict row (``best``: ``best_over_best(summ)``, as the report context
+holds it: ``Context.best``): ``workload``, ``side`` ('CPU', 'GPU' or 'CPU and
     GPU'), ``configurations`` (each named with its reason), ``batch_size``, ``precision``. Empty when none."""
     import pandas as pd
 
@@ -127,7 +128,7 @@ def did_not_learn(summ):
         return pd.DataFrame(columns=cols)
     ok["knobs"] = ok["knobs"].map(str).map(without_copy).map(learning.model_knobs)
     ok["_same"] = _key(ok, _same(ok))
-    done = set(best_over_best(summ)["workload"]) if len(best_over_best(summ)) else set()
+    done = set(best["workload"]) if len(best) else set()
     out = []
     for _, g in ok.groupby("_same", sort=True):
         if set(g["device"]) != {"cpu", "gpu"} or g["workload"].iloc[0] in done:

@@ -1,7 +1,7 @@
 """When the GPU pays off: per verdict row (``best.best_over_best``), the time to train N epochs of the source's
 dataset on each side, the first (compiling) epoch included, and the epoch count after which the GPU side is ahead.
 
-    rows = add(best_over_best(ctx.costed), planned(ctx.records))   # adds the columns below, one row per workload
+    rows = add(ctx.best, planned(ctx.records))   # adds the columns below, one row per workload
     sentence(rows.iloc[0])   # 'resnet50: 10 epochs (the suite's default ...) take 4.1 days on the CPU and ...'
 
 Each side: a compile overhead ``compile_s`` = its first epoch − its steady epoch, both of the run's own ``n_train``

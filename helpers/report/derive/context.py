@@ -4,37 +4,65 @@
     ctx.df, ctx.summary, ctx.costed, ctx.published, ctx.records, ctx.skipped, ctx.notes
     ctx.skipped_reasons, ctx.duplicates
 
-Sections read only this object (never files), so each can be tested from literal records.
+Sections read only this object (never files), so each can be tested from literal records. The derived tables are
+computed here, once a context (``best``: the verdict's best over best; ``not_learned``; ``predicted``), never again by a
+reader.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from helpers.record.reader import split_duplicates
-from helpers.report.derive import aggregate, costs, fresh
+from helpers.report.derive import aggregate, best, costs, fresh
 from helpers.report.load import bare, published, reference, table
 from helpers.report.load.visible import visible
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from helpers.record.schema import Record
 
 
 @dataclass(frozen=True)
 class Context:
-    folders: tuple  # folders the records were read from
-    df: object  # the tidy table: one row per record (table.COLUMNS)
-    records: tuple  # the raw records (dicts with _path)
-    skipped: tuple  # (file, why) of the JSON files that are not usable records
-    summary: object  # one row per configuration (aggregate.summarise), per-sample columns added
-    costed: object  # summary with profiles, prices and costs (costs.add_costs)
-    prices: dict
-    published: object  # data/published_figures.csv
-    base_config: dict = field(default_factory=dict)
+    folders: tuple[Path, ...]  # folders the records were read from
+    df: pd.DataFrame  # the tidy table: one row per record (columns.COLUMNS)
+    records: tuple[Record, ...]  # the raw records (with _path)
+    skipped: tuple[tuple[str, str], ...]  # (file, why) of the JSON files that are not usable records
+    summary: pd.DataFrame  # one row per configuration (aggregate.summarise), per-sample columns added
+    costed: pd.DataFrame  # summary with profiles, prices and costs (costs.add_costs), fresh-machine intervals (fresh)
+    prices: dict[str, Any]  # costs.load_prices
+    published: pd.DataFrame  # data/published_figures.csv
+    base_config: dict[str, Any] = field(default_factory=dict)
     timeline_run: str = ""
-    notes: tuple = ()  # (template, values, kind): said once, at the top
-    duplicates: tuple = ()  # (file, 'duplicate of <file>'): copies of runs already read, dropped
-    skipped_reasons: tuple = ()  # (why, how many files): ``skipped`` grouped by reason, most frequent first
-    bare: object = None  # bare-loop results found beside the records (bare.read): the limit section's yardstick
+    notes: tuple[tuple[str, tuple, str], ...] = ()  # (template, values, kind): said once, at the top
+    duplicates: tuple[tuple[str, str], ...] = ()  # (file, 'duplicate of <file>'): copies of runs already read
+    skipped_reasons: tuple[tuple[str, int], ...] = ()  # (why, how many files): ``skipped`` grouped, most first
+    bare: pd.DataFrame | None = None  # bare-loop results beside the records (bare.read): the limit section's yardstick
+
+    @cached_property
+    def best(self) -> pd.DataFrame:
+        """The verdict's table, fastest GPU over fastest CPU per workload (``best.best_over_best`` of ``costed``):
+        computed here once a context, read by the verdict section, the findings, verdict.csv and the predictions."""
+        return best.best_over_best(self.costed)
+
+    @cached_property
+    def not_learned(self) -> pd.DataFrame:
+        """The workloads one side of which never learned, so no verdict row (``best.did_not_learn``)."""
+        return best.did_not_learn(self.costed, self.best)
+
+    @cached_property
+    def predicted(self) -> tuple[pd.DataFrame, str]:
+        """The GPU figures predicted where no GPU measured (``predicted.table``: rows, or why there are none): read
+        by the verdict section and verdict.csv."""
+        from helpers.report.derive import predicted
+
+        return predicted.table(self)
 
     @property
     def by_path(self) -> dict:

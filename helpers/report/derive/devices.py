@@ -224,10 +224,8 @@ def scaling_table(ctx):
 def leads(ctx) -> bool:
     """Whether the report leads with the scaling answer: no CPU/GPU pair to compare (``best.best_over_best``) and
     records of one configuration on several GPU counts."""
-    from helpers.report.derive.best import best_over_best
-
     c = ctx.costed
-    if c is None or c.empty or not c["samples_per_s"].notna().any() or len(best_over_best(c)):
+    if c is None or c.empty or not c["samples_per_s"].notna().any() or len(ctx.best):
         return False
     t = scaling_table(ctx)
     return t is not None and t["devices"].nunique() > 1

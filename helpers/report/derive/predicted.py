@@ -10,7 +10,6 @@ far off the predictions run.
 
 from __future__ import annotations
 
-from helpers.report.derive.best import best_over_best
 from helpers.report.words.fmt import sps_shown
 from helpers.report.words.headline import backend_name
 
@@ -36,10 +35,10 @@ def _fastest_cpu(records, workload):
 
 def table(ctx):
     """``table_of`` the report context's records and configurations."""
-    return table_of(ctx.records, ctx.costed if getattr(ctx, "costed", None) is not None else ctx.summary)
+    return table_of(ctx.records, ctx.costed if getattr(ctx, "costed", None) is not None else ctx.summary, ctx.best)
 
 
-def table_of(records, costed):
+def table_of(records, costed, best):
     """Rows (a DataFrame, empty where nothing is predicted): workload, backend, batch, precision, the CPU's measured
     samples/s (its fastest configuration), the GPU's predicted samples/s with its interval, the predicted speedup
     with its interval, the GPU's measured samples/s where the inputs hold it (the verdict's GPU side), the GPU and
@@ -53,7 +52,7 @@ def table_of(records, costed):
     except (OSError, ValueError, TypeError) as exc:
         return pd.DataFrame(), f"no fitted step model ({type(exc).__name__}: {exc})"
     paired = {}
-    bob = best_over_best(costed)
+    bob = best  # the verdict's rows (the context's ``best``)
     for r in bob.to_dict("records") if len(bob) else []:
         paired[r["workload"]] = r
     from helpers.report.derive.costs import one_gpu_price
@@ -185,7 +184,7 @@ def add_to(s, ctx) -> None:
     from helpers.predict import gpu
     from helpers.report.words.fmt import esc, html_table, rounded
 
-    t, why = table(ctx)
+    t, why = ctx.predicted
     if not len(t):
         if why:
             s.note("No predicted GPU figure: {}.", why)

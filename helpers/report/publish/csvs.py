@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from helpers.report.derive import breakeven, predicted
-from helpers.report.derive.best import best_over_best, did_not_learn
+from helpers.report.derive import breakeven
 from helpers.report.derive.protocol import marked
 from helpers.report.load.columns import (
     BREAKEVEN_SIDE,
@@ -92,20 +91,20 @@ def configurations_frame(costed, currency: str = "USD"):
     return out
 
 
-def verdict_frame(costed, records=()):
-    """One row per workload (``best.best_over_best``): each side's machine, backend, thread and compilation
-    setting, batch, precision, median samples/s with its interval and runs; the speedup and its interval; the
-    figures as the report shows them (``*_shown``: the same digits as its sentences, chart and tables); when the
-    GPU pays off (``breakeven.add``; ``records``: the raw records, whose ``epochs_planned`` sets N): each side's
+def verdict_frame(ctx):
+    """One row per workload (the context's ``best``: ``best.best_over_best``): each side's machine, backend, thread
+    and compilation setting, batch, precision, median samples/s with its interval and runs; the speedup and its
+    interval; the figures as the report shows them (``*_shown``: the same digits as its sentences, chart and tables); when the
+    GPU pays off (``breakeven.add``; the context's raw records, whose ``epochs_planned`` sets N): each side's
     first epoch, compile overhead, source epoch and time for N epochs, N and where it comes from, the epoch count
     after which the GPU is ahead (empty: never within ``breakeven.HORIZON``) and, where it falls behind again,
     the epoch it does."""
     import pandas as pd
 
-    rows = best_over_best(costed)
+    rows = ctx.best
     if not len(rows):
-        return pd.concat([unlearned_rows(costed), predicted_rows(records, costed)], ignore_index=True)[VERDICT_COLUMNS]
-    rows = breakeven.add(rows, breakeven.planned(records))
+        return pd.concat([unlearned_rows(ctx.not_learned), predicted_rows(ctx)], ignore_index=True)[VERDICT_COLUMNS]
+    rows = breakeven.add(rows, breakeven.planned(ctx.records))
     out = pd.DataFrame({"workload": rows["workload"], "sides": [sides(r) for r in rows.to_dict("records")]})
     for d in ("cpu", "gpu"):
         for k, v in VERDICT_SIDE.items():
@@ -130,16 +129,16 @@ def verdict_frame(costed, records=()):
     out["gpu_ahead_after_epochs"], out["gpu_behind_again_from_epoch"] = rows["gpu_ahead_after"], rows["gpu_behind_from"]
     out["figure"] = "measured"
     out["not_learned_left_out"] = rows["not_learned"]
-    return pd.concat([out[VERDICT_COLUMNS], unlearned_rows(costed), predicted_rows(records, costed)],
+    return pd.concat([out[VERDICT_COLUMNS], unlearned_rows(ctx.not_learned), predicted_rows(ctx)],
                      ignore_index=True)[VERDICT_COLUMNS]
 
 
-def unlearned_rows(costed):
-    """verdict.csv's rows of the workloads one side of which did not learn (``best.did_not_learn``): no speedup,
+def unlearned_rows(d):
+    """verdict.csv's rows of the workloads one side of which did not learn (``d``: the context's ``not_learned``,
+    ``best.did_not_learn``): no speedup,
     ``speedup_shown`` 'did not learn (GPU side)', the configurations and their reasons in ``not_learned_left_out``."""
     import pandas as pd
 
-    d = did_not_learn(costed)
     if not len(d):
         return pd.DataFrame(columns=VERDICT_COLUMNS)
     return pd.DataFrame({
@@ -158,12 +157,12 @@ def _busy_side(r) -> str:
     return f"({BUSY} {said[len(HOST_BUSY) + 2:-1]})" if said else ""
 
 
-def predicted_rows(records, costed):
+def predicted_rows(ctx):
     """verdict.csv's rows of the workloads no GPU measured: the GPU side predicted on the reference's GPU, per
     backend, with its 80% interval (``predicted.table_of``), marked ``figure: predicted``."""
     import pandas as pd
 
-    t, _ = predicted.table_of(list(records), costed)
+    t, _ = ctx.predicted
     if not len(t):
         return pd.DataFrame(columns=VERDICT_COLUMNS)
     t = t[~t["measured_gpu"]]
@@ -211,5 +210,5 @@ def write_csvs(ctx, folder: Path) -> tuple[Path, Path, Path]:
     conf = write_text_atomic(folder / CONFIGURATIONS,
                              inert(whole(configurations_frame(ctx.costed, cur))).to_csv(index=False))
     verdict = write_text_atomic(folder / VERDICT,
-                                inert(whole(verdict_frame(ctx.costed, ctx.records))).to_csv(index=False))
+                                inert(whole(verdict_frame(ctx))).to_csv(index=False))
     return res, conf, verdict

@@ -8,7 +8,6 @@ fixtures whose numbers are known. Each returns a ``(template, *values)`` tuple (
 
 from __future__ import annotations
 
-from helpers.report.derive.best import best_over_best
 from helpers.report.load.values import isnull
 from helpers.report.words.fmt import mfu_shown, rounded, speedup_shown, sps_shown
 from helpers.report.words.headline import duration
@@ -46,7 +45,7 @@ def _fig(r) -> str:
     return sps_shown(r)
 
 
-def cost(costed) -> tuple:
+def cost(costed, best) -> tuple:
     """Where a workload has a verdict row priced on both sides (best.best_over_best: on one machine the fastest
     configuration is also the cheapest), the same count as the verdict's; else the cheapest configuration's device."""
     c = costed[costed["on_demand_per_source_epoch"].notna()]
@@ -54,7 +53,7 @@ def cost(costed) -> tuple:
     if not len(c):
         return ("No configuration has a price (no profile of params/prices.yaml matches these machines), so only "
                 "relative times are shown; {} configuration(s) unpriced.", unpriced)
-    rows = best_over_best(costed)
+    rows = best  # the verdict's rows (the context's ``best``)
     more = f"; {unpriced} configuration(s) have no price" if unpriced else ""
     if len(rows):
         rows = rows[rows["on_demand_per_source_epoch_cpu"].notna() & rows["on_demand_per_source_epoch_gpu"].notna()]

@@ -1,7 +1,7 @@
 """The report's answer, first: per workload, how much faster the GPU trains, and what one source epoch takes and
 costs on each side; the sentences that say it, generated from the figures; short names for configurations.
 
-    rows = best.best_over_best(ctx.costed)                 # the verdict: fastest GPU over fastest CPU, per workload
+    rows = ctx.best                                        # the verdict: fastest GPU over fastest CPU, per workload
     pairs = headline.best_pairs(all_pairs(ctx.costed))     # like for like: one matched pair per workload × backend
     for s in headline.sentences(rows, headline.compared(ctx.df), pairs): print(s)
 

@@ -149,7 +149,7 @@ def build(ctx) -> Section:
     if c.empty:
         s = Section.absent(__name__, "no successful run: nothing to compare.")
     else:
-        s = Section.of(__name__).found(*said.cost(c))
+        s = Section.of(__name__).found(*said.cost(c, ctx.best))
         s.note("Base configuration: {}.", ", ".join(f"{k} = {v}" for k, v in ctx.base_config.items()) or "none given")
         rel, no_base = relative_table(c, ctx.base_config)
         if no_base:

@@ -11,7 +11,7 @@ import psutil
 from helpers.measure.fingerprint import cpu_model
 from helpers.paths import outputs_dir
 from helpers.report.derive import breakeven, fresh, predicted, sides
-from helpers.report.derive.best import best_over_best, did_not_learn, one_side
+from helpers.report.derive.best import one_side
 from helpers.report.derive.devices import leads
 from helpers.report.derive.pairs import all_pairs
 from helpers.report.load.reference import is_reference
@@ -218,11 +218,11 @@ def build(ctx) -> Section:
     comp = hl.compared(ctx.df, here=(socket.gethostname(), cpu_model(), psutil.cpu_count(logical=True),
                                      outputs_dir()))  # "this machine": runs of this host's outputs folder only
     s.found("{} " + hl.LINKS, hl.compared_text(comp))
-    rows = best_over_best(c)
+    rows = ctx.best
     if not len(rows) and leads(ctx):  # no CPU run, several GPU counts: the scaling section leads instead
         return Section.absent(__name__, "no CPU run in these records, so no CPU/GPU speedup; what they answer, how "
                                         "samples/s grow with the number of GPUs, is the first section.")
-    dnl = did_not_learn(c)
+    dnl = ctx.not_learned
     if not len(rows) and len(dnl):  # a pair of sides, one of which never learned: said in place of a speedup
         learning_notes(s, rows, dnl)
         return s.marks_note()
