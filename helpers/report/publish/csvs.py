@@ -94,11 +94,11 @@ def configurations_frame(costed, currency: str = "USD"):
 def verdict_frame(ctx):
     """One row per workload (the context's ``best``: ``best.best_over_best``): each side's machine, backend, thread
     and compilation setting, batch, precision, median samples/s with its interval and runs; the speedup and its
-    interval; the figures as the report shows them (``*_shown``: the same digits as its sentences, chart and tables); when the
-    GPU pays off (``breakeven.add``; the context's raw records, whose ``epochs_planned`` sets N): each side's
-    first epoch, compile overhead, source epoch and time for N epochs, N and where it comes from, the epoch count
-    after which the GPU is ahead (empty: never within ``breakeven.HORIZON``) and, where it falls behind again,
-    the epoch it does."""
+    interval; the figures as the report shows them (``*_shown``: the same digits as its sentences, chart and
+    tables); when the GPU pays off (``breakeven.add``; the context's raw records, whose ``epochs_planned`` sets N):
+    each side's first epoch, compile overhead, source epoch and time for N epochs, N and where it comes from, the
+    epoch count after which the GPU is ahead (empty: never within ``breakeven.HORIZON``) and, where it falls behind
+    again, the epoch it does."""
     import pandas as pd
 
     rows = ctx.best
