@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from helpers.report.derive import learning, mfu
 from helpers.report.derive.protocol import MIN_STEPS, current_protocol, quiet_host
+from helpers.report.load import columns as C
 from helpers.report.load.published import source_epochs
 from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.load.values import isnull, yes
@@ -33,7 +34,7 @@ PAIR_KEYS = ["machine", "workload", "backend", "precision", "jit_compile", "batc
 
 SUMMARY_COLUMNS = CONFIG_KEYS + [
     "config", "n_runs", "n_epochs", "s_per_epoch", "q1", "q3", "min", "max", "s_per_step", "step_q1", "step_q3",
-    "samples_per_s", "sps_q1", "sps_q3", "runs_sps_min", "runs_sps_max", "sps_lo", "sps_hi", "sps_interval",
+    C.SAMPLES_PER_S, "sps_q1", "sps_q3", "runs_sps_min", "runs_sps_max", "sps_lo", "sps_hi", "sps_interval",
     "run_sps", "n_leases", "min_steady_s", "short_window", "steps_per_epoch", "steady_s", "steady_min_s",
     "first_epoch_s", "first_min", "first_max", "val_s", "total_s", "cpu_pct", "proc_cpu_pct", "gpu_pct",
     "gpu_pct_max", "gpu_mem_mb", "power_w", "energy_j_per_epoch", "energy_above_idle_j_per_epoch", "idle_power_w",
@@ -89,7 +90,7 @@ def ratio_interval(num_runs, den_runs) -> tuple[float, float, str]:
 def run_figures(g):
     """Each run's (record's) steady-state samples/s: n_train ÷ its median steady epoch (else its own figure)."""
     sps = g["n_train"] / g["median_epoch_s"]
-    return sps.where(sps.notna(), g["samples_per_s"]).dropna().to_numpy(dtype=float)
+    return sps.where(sps.notna(), g[C.SAMPLES_PER_S]).dropna().to_numpy(dtype=float)
 
 
 def summarise(df):
@@ -168,10 +169,10 @@ def per_sample(s):
     (seconds per epoch of the source's full dataset, from samples/s), ``few_steps`` (under MIN_STEPS)."""
     sizes = source_epochs()
     s = s.copy()
-    s["s_per_1k"] = 1000.0 / s["samples_per_s"]
+    s["s_per_1k"] = 1000.0 / s[C.SAMPLES_PER_S]
     full = s["workload"].map(lambda w: (sizes.get(w) or {}).get("samples"))
     s["source_samples"] = full.astype(float)
-    s["source_epoch_s"] = s["source_samples"] / s["samples_per_s"]
+    s["source_epoch_s"] = s["source_samples"] / s[C.SAMPLES_PER_S]
     s["few_steps"] = s["steps_per_epoch"].map(lambda v: (not isnull(v)) and v < MIN_STEPS)
     return mfu.add(s)  # achieved TFLOP/s and MFU
 
@@ -188,10 +189,10 @@ def matched_pairs(summ):
 
     if summ.empty or not {"cpu", "gpu"} <= set(summ["device"].dropna()):
         return pd.DataFrame()
-    ok = learning.learned(summ[summ["samples_per_s"].notna()])  # a side that did not learn pairs with nothing
-    cpu = ok[ok["device"] == "cpu"].sort_values("samples_per_s", ascending=False).groupby(
+    ok = learning.learned(summ[summ[C.SAMPLES_PER_S].notna()])  # a side that did not learn pairs with nothing
+    cpu = ok[ok["device"] == "cpu"].sort_values(C.SAMPLES_PER_S, ascending=False).groupby(
         PAIR_KEYS, dropna=False).head(1)
-    gpu = ok[ok["device"] == "gpu"].sort_values("samples_per_s", ascending=False).groupby(
+    gpu = ok[ok["device"] == "gpu"].sort_values(C.SAMPLES_PER_S, ascending=False).groupby(
         PAIR_KEYS, dropna=False).head(1)
     m = cpu.merge(gpu, on=PAIR_KEYS, suffixes=("_cpu", "_gpu"))
     if m.empty:

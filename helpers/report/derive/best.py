@@ -21,6 +21,7 @@ import re
 
 from helpers.record.reader import COPY
 from helpers.report.derive import aggregate, learning
+from helpers.report.load import columns as C
 from helpers.report.load.reference import is_reference
 
 SAME = ["workload", "batch_size", "precision", "augment", "knobs", "data_source"]  # what makes it the same workload
@@ -61,7 +62,7 @@ def _passed_over(ok, side, device: str) -> str:
     common = learning.common_knobs(ok.loc[ok["workload"] == side["workload"], "knobs"])
     return "; ".join(f"{learning.name(r, common)}{', faster' if r['samples_per_s'] > side['samples_per_s'] else ''} "
                      f"({r['learned_why']})"
-                     for r in gone.sort_values("samples_per_s", ascending=False).to_dict("records"))
+                     for r in gone.sort_values(C.SAMPLES_PER_S, ascending=False).to_dict("records"))
 
 
 def _same(summ) -> list[str]:
@@ -79,7 +80,7 @@ def best_over_best(summ):
 
     if summ is None or not len(summ):
         return pd.DataFrame()
-    ok = summ[summ["samples_per_s"].notna() & summ["device"].isin(["cpu", "gpu"])].copy()
+    ok = summ[summ[C.SAMPLES_PER_S].notna() & summ["device"].isin(["cpu", "gpu"])].copy()
     if not len(ok):
         return pd.DataFrame()
     ok["knobs"] = ok["knobs"].map(str)
@@ -88,12 +89,12 @@ def best_over_best(summ):
     ok["_same"] = _key(ok.assign(knobs=ok["_plain"]), _same(ok))
     every = ok
     ok = learning.learned(ok)  # a configuration that did not learn is never the best (named on its row instead)
-    fastest = ok.sort_values("samples_per_s", ascending=False).groupby(["_same", "device"], sort=False).head(1)
+    fastest = ok.sort_values(C.SAMPLES_PER_S, ascending=False).groupby(["_same", "device"], sort=False).head(1)
     cpu, gpu = (fastest[fastest["device"] == d].set_index("_same") for d in ("cpu", "gpu"))
     both = gpu.loc[gpu.index.isin(cpu.index)]
     if not len(both):
         return pd.DataFrame()
-    keys = both.sort_values("samples_per_s", ascending=False).groupby("workload", sort=False).head(1).index
+    keys = both.sort_values(C.SAMPLES_PER_S, ascending=False).groupby("workload", sort=False).head(1).index
     out = []
     for k in keys:
         c, g = cpu.loc[k], gpu.loc[k]
@@ -123,7 +124,7 @@ holds it: ``Context.best``): ``workload``, ``side`` ('CPU', 'GPU' or 'CPU and
     cols = ["workload", "side", "configurations", "batch_size", "precision"]
     if summ is None or not len(summ) or "learned" not in summ:
         return pd.DataFrame(columns=cols)
-    ok = summ[summ["samples_per_s"].notna() & summ["device"].isin(["cpu", "gpu"])].copy()
+    ok = summ[summ[C.SAMPLES_PER_S].notna() & summ["device"].isin(["cpu", "gpu"])].copy()
     if not len(ok):
         return pd.DataFrame(columns=cols)
     ok["knobs"] = ok["knobs"].map(str).map(without_copy).map(learning.model_knobs)
@@ -136,7 +137,7 @@ holds it: ``Context.best``): ``workload``, ``side`` ('CPU', 'GPU' or 'CPU and
         bad = [d for d in ("cpu", "gpu") if (g[g["device"] == d]["learned"] == learning.NO).all()]
         if not bad:
             continue
-        gone = g[g["device"].isin(bad)].sort_values("samples_per_s", ascending=False)
+        gone = g[g["device"].isin(bad)].sort_values(C.SAMPLES_PER_S, ascending=False)
         common = learning.common_knobs(ok.loc[ok["workload"] == g["workload"].iloc[0], "knobs"])
         out.append({"workload": g["workload"].iloc[0], "side": " and ".join(d.upper() for d in bad),
                     "configurations": "; ".join(f"{learning.name(r, common)} ({r['learned_why']})"
@@ -149,7 +150,7 @@ def one_side(summ) -> dict:
     """{(workload, backend): 'cpu' or 'gpu'}: a backend with configurations of a workload on one device only."""
     if summ is None or not len(summ):
         return {}
-    ok = summ[summ["samples_per_s"].notna()]
+    ok = summ[summ[C.SAMPLES_PER_S].notna()]
     out = {}
     for (wl, be), g in ok.groupby(["workload", "backend"], sort=True):
         devs = set(g["device"]) & {"cpu", "gpu"}

@@ -36,6 +36,7 @@ from helpers.report.derive.compare_stats import (  # noqa: F401 - its API
     welch,
 )
 from helpers.report.derive.protocol import marked
+from helpers.report.load import columns as C
 from helpers.report.words.compare_figures import differences, near, shown_ratio, side_figure, spread
 
 KEY = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
@@ -123,7 +124,7 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
     if not len(ok):
         return {}
     fig = (ok["n_train"] / ok["median_epoch_s"])
-    fig = fig.where(fig.notna(), ok["samples_per_s"]).to_numpy(dtype=float)
+    fig = fig.where(fig.notna(), ok[C.SAMPLES_PER_S]).to_numpy(dtype=float)
     earlier = (ok["protocol"] == EARLIER).to_numpy() if "protocol" in ok else np.zeros(len(ok), bool)
     busy = np.array([marked(v) for v in ok["host_busy"].tolist()] if "host_busy" in ok else [False] * len(ok))
     window = ok["steady_s"].to_numpy(dtype=float) if "steady_s" in ok else np.full(len(ok), np.nan)
@@ -186,7 +187,7 @@ def load(folders):
         return table.tidy(good), good, skipped
 
 
-_USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", "samples_per_s", "protocol", "machine",
+_USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", C.SAMPLES_PER_S, "protocol", "machine",
          "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul", "host_busy", "steady_s",
          "min_steady_s", "loss_curve", "final_accuracy", "n_classes", "data_learnable"]  # what a comparison reads
 

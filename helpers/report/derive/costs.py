@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from helpers.paths import PROJECT_ROOT
+from helpers.report.load import columns as C
 from helpers.report.load.values import isnull
 from helpers.report.words.fmt import spread_text
 
@@ -237,10 +238,10 @@ def pick_base(g, base_config: dict):
         if k not in g.columns:
             return None
         m = m[m[k].astype(str) == str(v)]
-    m = m[m["samples_per_s"].notna()]
+    m = m[m[C.SAMPLES_PER_S].notna()]
     if m.empty:
         return None
-    return m.loc[m["samples_per_s"].idxmax()]
+    return m.loc[m[C.SAMPLES_PER_S].idxmax()]
 
 
 def relative_table(costed, base_config: dict):
@@ -255,16 +256,16 @@ def relative_table(costed, base_config: dict):
             missing.append(wl)
             base = pick_base(g, {"device": "cpu"})
             if base is None:
-                base = g.loc[g["samples_per_s"].idxmin()]
-        for _, r in g.sort_values("samples_per_s", ascending=False).iterrows():
+                base = g.loc[g[C.SAMPLES_PER_S].idxmin()]
+        for _, r in g.sort_values(C.SAMPLES_PER_S, ascending=False).iterrows():
             rows.append({
                 "workload": wl, "machine": r["machine"], "device · backend": r["config"], "batch": r["batch_size"],
                 "precision": r.get("precision"), "jit": r.get("jit_compile"),
                 "threads": "all" if r["threads"] == 0 else r["threads"],
                 "base": "◀ base" if r.name == base.name else "",
-                "samples/s [IQR]": spread_text(r["samples_per_s"], r["sps_q1"], r["sps_q3"]),
+                "samples/s [IQR]": spread_text(r[C.SAMPLES_PER_S], r["sps_q1"], r["sps_q3"]),
                 "s per source epoch": r["source_epoch_s"],
-                "time × base": base["samples_per_s"] / r["samples_per_s"],
+                "time × base": base[C.SAMPLES_PER_S] / r[C.SAMPLES_PER_S],
                 "profile": profile_text(r["profile"], r.get("profile_label")),
                 "$/1k samples on-demand": r["on_demand_per_1k"], "$/1k samples preemptible": r["preemptible_per_1k"],
                 "$/source epoch on-demand": r["on_demand_per_source_epoch"],

@@ -18,6 +18,7 @@ import re
 
 from helpers.params import LATER_DEFAULTS
 from helpers.report.derive.learning import learned
+from helpers.report.load import columns as C
 from helpers.report.load.published import published_devices as published_devices  # the anchors, kept there
 from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.load.values import isnull
@@ -46,7 +47,7 @@ def device_scaling(summ):
     configuration on one device, energy and cost. None when no record used more than one device."""
     if summ.empty or "knobs" not in summ.columns:
         return None
-    s = summ[summ["samples_per_s"].notna()].copy()
+    s = summ[summ[C.SAMPLES_PER_S].notna()].copy()
     # profiled points are the step breakdown's (their timed window is a configuration's own, apart from the grid's)
     s = s[[str(_knob_items(k).get("profile", "False")).lower() != "true" for k in s["knobs"]]]
     items = [_knob_items(k) for k in s["knobs"]]
@@ -68,21 +69,21 @@ def device_scaling(summ):
         if g["devices"].max() <= 1:
             continue
         one = g[g["devices"] == 1].sort_values("_bn")  # "global" first: the grid's own one-GPU point
-        base = float(one["samples_per_s"].iloc[0]) if len(one) else math.nan
+        base = float(one[C.SAMPLES_PER_S].iloc[0]) if len(one) else math.nan
         b_lo, b_hi = (_run_range(one.iloc[0]) if len(one) else (math.nan, math.nan))
         for r in g.sort_values(["devices", "_bn"]).to_dict("records"):
             n = r["devices"]
             if n == 1 and r["_bn"] != LATER_DEFAULTS["batchnorm_stats"] and len(one) > 1:
                 continue  # the same computation as the global one-device point
             lo, hi = _run_range(r)
-            eff = r["samples_per_s"] / (n * base) if base == base else math.nan
+            eff = r[C.SAMPLES_PER_S] / (n * base) if base == base else math.nan
             rows.append({"workload": r["workload"], "backend": r["backend"], "precision": r["precision"],
                          "batch per device": r["batch_size"], "input": r["input_dtype"], "data on": r["placement"],
                          "GPUs": f"{r['gpus_n']}" + (f" x {r['hosts_n']} hosts" if r["hosts_n"] > 1 else "")
                                  + (f" x {r['procs_n']} processes" if r["procs_n"] > 1 else ""),
                          "devices": n, "way": way(r["gpus_n"], r["hosts_n"] * r["procs_n"])
                                               + (BN_PER_DEVICE if n > 1 and r["_bn"] == "per_device" else ""),
-                         "samples/s": r["samples_per_s"], "samples/s over the runs": (lo, hi) if lo != hi else None,
+                         "samples/s": r[C.SAMPLES_PER_S], "samples/s over the runs": (lo, hi) if lo != hi else None,
                          "efficiency": eff,
                          "efficiency over the runs": (lo / (n * b_hi), hi / (n * b_lo)) if base == base else None,
                          "J per epoch": r.get("energy_j_per_epoch"),
@@ -109,7 +110,7 @@ def way(gpus: int, processes: int) -> str:
 
 def _run_range(r) -> tuple[float, float]:
     """The slowest and fastest run's samples/s of a summary row (its median when the range is missing)."""
-    med = float(r["samples_per_s"])
+    med = float(r[C.SAMPLES_PER_S])
     lo, hi = r.get("runs_sps_min"), r.get("runs_sps_max")
     return (med if isnull(lo) else float(lo)), (med if isnull(hi) else float(hi))
 
@@ -225,7 +226,7 @@ def leads(ctx) -> bool:
     """Whether the report leads with the scaling answer: no CPU/GPU pair to compare (``best.best_over_best``) and
     records of one configuration on several GPU counts."""
     c = ctx.costed
-    if c is None or c.empty or not c["samples_per_s"].notna().any() or len(ctx.best):
+    if c is None or c.empty or not c[C.SAMPLES_PER_S].notna().any() or len(ctx.best):
         return False
     t = scaling_table(ctx)
     return t is not None and t["devices"].nunique() > 1

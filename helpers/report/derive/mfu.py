@@ -14,6 +14,7 @@ datasheet, the measured matmul peak, or why there is none); see ``helpers.measur
 from __future__ import annotations
 
 from helpers.measure import peaks
+from helpers.report.load import columns as C
 
 COLUMNS = ["flops_per_sample", "flops_source", "peak_flops", "peak_source", "achieved_tflops", "mfu",
            "optimizer_flops_per_step"]
@@ -38,6 +39,6 @@ def config(g) -> dict:
 
 def add(s):
     """``achieved_tflops`` (FLOPs per sample × the configuration's samples/s) and ``mfu`` (÷ its peak)."""
-    s["achieved_tflops"] = peaks.achieved_flops(s["flops_per_sample"], s["samples_per_s"]) / 1e12
-    s["mfu"] = peaks.mfu(s["flops_per_sample"], s["samples_per_s"], s["peak_flops"])
+    s["achieved_tflops"] = peaks.achieved_flops(s["flops_per_sample"], s[C.SAMPLES_PER_S]) / 1e12
+    s["mfu"] = peaks.mfu(s["flops_per_sample"], s[C.SAMPLES_PER_S], s["peak_flops"])
     return s

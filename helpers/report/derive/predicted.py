@@ -10,6 +10,7 @@ far off the predictions run.
 
 from __future__ import annotations
 
+from helpers.report.load import columns as C
 from helpers.report.words.fmt import sps_shown
 from helpers.report.words.headline import backend_name
 
@@ -23,14 +24,14 @@ def _fastest_cpu(records, workload):
     groups: dict[tuple, list] = {}
     for r in records:
         if r.get("workload") == workload and r.get("status") == "ok" and r.get("device_used") == "cpu" \
-                and r.get("samples_per_s"):
+                and r.get(C.SAMPLES_PER_S):
             p = r.get("params") or {}
             key = (r.get("backend"), p.get("batch_size"), p.get("precision"), p.get("threads"), r.get("config_id"))
             groups.setdefault(key, []).append(r)
     if not groups:
         return None, None
-    best = max(groups.values(), key=lambda rs: statistics.median(x["samples_per_s"] for x in rs))
-    return best[0], statistics.median(x["samples_per_s"] for x in best)
+    best = max(groups.values(), key=lambda rs: statistics.median(x[C.SAMPLES_PER_S] for x in rs))
+    return best[0], statistics.median(x[C.SAMPLES_PER_S] for x in best)
 
 
 def table(ctx):
@@ -71,9 +72,9 @@ def table_of(records, costed, best):
             measured = pair.get("samples_per_s_gpu") if same else None
             shown = sps_shown(pair, "_gpu") if measured is not None else ""  # the verdict's own string of it
             rows.append({"workload": wl, "backend": backend, "batch": f["batch"], "precision": f["precision"],
-                         "cpu_samples_per_s": cpu_sps, "gpu_predicted": p["samples_per_s"],
+                         "cpu_samples_per_s": cpu_sps, "gpu_predicted": p[C.SAMPLES_PER_S],
                          "gpu_predicted_low": p["samples_per_s_low"], "gpu_predicted_high": p["samples_per_s_high"],
-                         "speedup_predicted": p["samples_per_s"] / cpu_sps,
+                         "speedup_predicted": p[C.SAMPLES_PER_S] / cpu_sps,
                          "speedup_predicted_low": p["samples_per_s_low"] / cpu_sps,
                          "speedup_predicted_high": p["samples_per_s_high"] / cpu_sps,
                          "gpu_measured": measured, "gpu_measured_shown": shown, "measured_gpu": pair is not None,
@@ -238,7 +239,7 @@ def _configs(g) -> str:
 def unpaired(costed, rows) -> list[str]:
     """Every workload of the inputs that the verdict leaves out, named with the reason: no GPU run, no CPU run, or
     no configuration (batch, precision, knobs) measured on both sides, each side's configurations said."""
-    c = costed[costed["samples_per_s"].notna()]
+    c = costed[costed[C.SAMPLES_PER_S].notna()]
     have = set(rows["workload"]) if len(rows) else set()
     out = []
     for wl, g in c.groupby("workload", sort=True):

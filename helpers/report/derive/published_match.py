@@ -11,6 +11,7 @@ augmentation; an epoch that includes validation meets your epoch with its valida
 
 from __future__ import annotations
 
+from helpers.report.load import columns as C
 from helpers.report.load.published import EPOCH, OTHER, gpu_count, published_throughput
 from helpers.report.words import fmt
 
@@ -63,7 +64,7 @@ def candidates(summ, p):
     # the sources trained in float32: that first, then the source's batch size, then the fastest
     f32 = (c["precision"].fillna("float32") == "float32").astype(int) if "precision" in c else 1
     same = (c["batch_size"] == p["batch_size"]).astype(int)
-    return (c.assign(_f32=f32, _same=same).sort_values(["_f32", "_same", "samples_per_s"], ascending=False)
+    return (c.assign(_f32=f32, _same=same).sort_values(["_f32", "_same", C.SAMPLES_PER_S], ascending=False)
             .drop(columns=["_f32", "_same"]))
 
 
@@ -71,7 +72,7 @@ def your_throughput(s, with_validation: bool):
     """Your samples/s: the training part (``samples_per_s``), or the epoch with its validation
     (n_train / (s_per_epoch + val_s)); None when that run did not validate."""
     if not with_validation:
-        return s["samples_per_s"]
+        return s[C.SAMPLES_PER_S]
     val, spe, n = s.get("val_s"), s.get("s_per_epoch"), s.get("n_train")
     if val is None or val != val or not val > 0 or not spe or spe != spe or not n or n != n:
         return None
@@ -134,7 +135,7 @@ def versus_published(summ, pub):
             continue
         mode = "training + validation" if with_val else "training only"
         if got is None:  # your run did not validate: your training part, said to be another measure
-            got, with_val = best["samples_per_s"], False
+            got, with_val = best[C.SAMPLES_PER_S], False
             mode = "training only (not like with like: the source's epoch includes validation)"
         key = (label, best["machine"], best["backend"], best["batch_size"], best["knobs"], mode)
         if key in seen:
@@ -164,12 +165,12 @@ def _ratio(summ, p, num: dict, den: dict):
         return None
     rows = [(i, r) for i, r in enumerate(summ[summ["workload"] == p["workload"]].to_dict("records"))]
     nums = [(i, a) for i, a in rows if all(_match(a, k, v) for k, v in num.items())]
-    dens = [(i, b) for i, b in rows if all(_match(b, k, v) for k, v in den.items()) and b["samples_per_s"] > 0]
+    dens = [(i, b) for i, b in rows if all(_match(b, k, v) for k, v in den.items()) and b[C.SAMPLES_PER_S] > 0]
     best = None
     for ia, a in nums:
         for ib, b in dens:
             if (b["machine"], b["backend"]) == (a["machine"], a["backend"]) and ia != ib:
-                r = a["samples_per_s"] / b["samples_per_s"]
+                r = a[C.SAMPLES_PER_S] / b[C.SAMPLES_PER_S]
                 best = r if best is None or r > best else best
     return best
 

@@ -16,11 +16,13 @@ import json
 import socket
 from pathlib import Path
 
+from helpers.report.load import columns as C
+
 FILE = "bare_loops.jsonl"
-COLUMNS = ["impl", "backend", "workload", "precision", "batch", "samples_per_s", "step_s", "chunks", "host", "gpu",
+COLUMNS = ["impl", "backend", "workload", "precision", "batch", C.SAMPLES_PER_S, "step_s", "chunks", "host", "gpu",
            "device_used", "model", "started_at", "path"]
 BACKEND = {"bare-jax": "jax", "bare-torch": "torch"}
-REQUIRED = ("impl", "workload", "precision", "batch", "samples_per_s")
+REQUIRED = ("impl", "workload", "precision", "batch", C.SAMPLES_PER_S)
 
 
 def append(path: str | Path, result: dict, gpu: str | None = None) -> Path:
@@ -115,7 +117,7 @@ def _row(f, r: dict) -> dict:
         v = r.get(k)
         if v is not None and not (isinstance(v, str) and len(v) <= MAX_LABEL):
             raise ValueError(f"'{k}' is not a string of at most {MAX_LABEL} characters")
-    sps, batch, step = r["samples_per_s"], r["batch"], r.get("step_s")
+    sps, batch, step = r[C.SAMPLES_PER_S], r["batch"], r.get("step_s")
     if isinstance(sps, bool) or not isinstance(sps, (int, float)) or not 0 < sps < float("inf"):
         raise ValueError("'samples_per_s' is not a finite number > 0")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
@@ -124,7 +126,7 @@ def _row(f, r: dict) -> dict:
         raise ValueError("'step_s' is not a finite number >= 0")
     chunks = r.get("chunk_s") or []
     return {"impl": r["impl"], "backend": BACKEND.get(r["impl"]), "workload": r["workload"],
-            "precision": r["precision"], "batch": batch, "samples_per_s": float(sps), "step_s": step,
+            "precision": r["precision"], "batch": batch, C.SAMPLES_PER_S: float(sps), "step_s": step,
             "chunks": len(chunks) if isinstance(chunks, list) else 0, "host": r.get("host"), "gpu": r.get("gpu"),
             "device_used": r.get("device_used"), "model": r.get("model"), "started_at": r.get("started_at"),
             "path": str(f)}
@@ -156,8 +158,8 @@ def beside(bare, workload: str, backend: str, precision: str, host) -> dict | No
              & (bare["host"] == host)]
     if g.empty:
         return None
-    per_batch = g.groupby("batch")["samples_per_s"].agg(["median", "count"])
+    per_batch = g.groupby("batch")[C.SAMPLES_PER_S].agg(["median", "count"])
     batch = per_batch["median"].idxmax()
     row = g[g["batch"] == batch].iloc[0]
-    return {"samples_per_s": float(per_batch.loc[batch, "median"]), "runs": int(per_batch.loc[batch, "count"]),
+    return {C.SAMPLES_PER_S: float(per_batch.loc[batch, "median"]), "runs": int(per_batch.loc[batch, "count"]),
             "batch": int(batch), "impl": row["impl"], "model": row["model"]}

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from helpers.paths import PROJECT_ROOT
+from helpers.report.load import columns as C
 
 PUBLISHED = PROJECT_ROOT / "data" / "published_figures.csv"
 _COLUMNS = ["source", "ref", "workload", "variant", "hardware", "device", "framework", "price_profile", "metric",
@@ -39,7 +40,7 @@ OTHER = {"first_epoch_s": "first epoch, s", "total_s": "whole run, s", "s_per_st
          "gpu_pct_max": "GPU % (peak)", "gpu_mem_mb": "GPU memory, MB", "gpu_speedup": "GPU / CPU images/s",
          "tuning_speedup": "workers 4 + batch 64 over workers 1 + batch 32",
          "relative_to_original": "images/s over the original network's"}
-THROUGHPUT = ("samples_per_s", "s_per_epoch")
+THROUGHPUT = (C.SAMPLES_PER_S, "s_per_epoch")
 # What the suite guessed where a source is silent: shown as inferred in the grid, the notebooks and the report.
 INFERRED = (
     "seed 001: the batch of 64 (from 153 steps per epoch of ~10k images), the Adam optimiser and the augmentation "
@@ -114,7 +115,7 @@ def published_throughput(pub, epochs: dict | None = None):
     if pub.empty:
         return pd.DataFrame(columns=list(pub.columns))
     epochs = epoch_sizes() if epochs is None else epochs
-    sps = pub[pub["metric"] == "samples_per_s"].copy()
+    sps = pub[pub["metric"] == C.SAMPLES_PER_S].copy()
     have = set(_key(sps))
     spe = pub[pub["metric"] == "s_per_epoch"].copy()
     spe = spe[[k not in have for k in _key(spe)]]
@@ -125,7 +126,7 @@ def published_throughput(pub, epochs: dict | None = None):
             continue
         p = p.copy()
         p["value"], p["low"], p["high"] = n / p["value"], n / p["high"], n / p["low"]
-        p["metric"], p["n_train"] = "samples_per_s", n
+        p["metric"], p["n_train"] = C.SAMPLES_PER_S, n
         if inferred and not p["inferred"]:
             p["inferred"] = f"samples per epoch: {epochs[p['workload']][0]:,} (data/source_epochs.csv)"
         rows.append(p)
@@ -141,13 +142,13 @@ def coverage(pub, workloads=None, epochs: dict | None = None):
     epochs = epoch_sizes() if epochs is None else epochs
     known = set(workloads) if workloads is not None else set(epochs)
     thr_rows = set(published_throughput(pub, epochs)["row"]) if len(pub) else set()
-    have = set(_key(pub[pub["metric"] == "samples_per_s"])) if len(pub) else set()
+    have = set(_key(pub[pub["metric"] == C.SAMPLES_PER_S])) if len(pub) else set()
     out = []
     for k, (_, p) in zip(_key(pub), pub.iterrows()):
         shown, reason = "", ""
         if p["workload"] not in known:
             reason = f"no suite workload '{p['workload']}'"
-        elif p["metric"] == "samples_per_s" and (gpu_count(p) or 1) > 1:
+        elif p["metric"] == C.SAMPLES_PER_S and (gpu_count(p) or 1) > 1:
             shown = "the scaling section (published multi-GPU figures)"
         elif p["row"] in thr_rows:
             shown = "throughput (samples/s)"
@@ -174,7 +175,7 @@ def published_devices(pub, workloads):
         return None
     import pandas as pd
 
-    p = pub[(pub["metric"] == "samples_per_s") & pub["workload"].isin(set(workloads))].copy()
+    p = pub[(pub["metric"] == C.SAMPLES_PER_S) & pub["workload"].isin(set(workloads))].copy()
     if p.empty:
         return None
     p["GPUs"] = [gpu_count(r) for r in p.to_dict("records")]

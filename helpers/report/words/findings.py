@@ -8,6 +8,7 @@ fixtures whose numbers are known. Each returns a ``(template, *values)`` tuple (
 
 from __future__ import annotations
 
+from helpers.report.load import columns as C
 from helpers.report.load.values import isnull
 from helpers.report.words.fmt import mfu_shown, rounded, speedup_shown, sps_shown
 from helpers.report.words.headline import duration
@@ -31,10 +32,10 @@ def speedup(pairs) -> tuple:
 
 
 def throughput(summ) -> tuple:
-    ok = summ[summ["samples_per_s"].notna()]
-    best = ok.loc[ok.groupby("workload")["samples_per_s"].idxmax()]
+    ok = summ[summ[C.SAMPLES_PER_S].notna()]
+    best = ok.loc[ok.groupby("workload")[C.SAMPLES_PER_S].idxmax()]
     on_gpu = int((best["device"] == "gpu").sum())
-    top, low = ok.loc[ok["samples_per_s"].idxmax()], ok.loc[ok["samples_per_s"].idxmin()]
+    top, low = ok.loc[ok[C.SAMPLES_PER_S].idxmax()], ok.loc[ok[C.SAMPLES_PER_S].idxmin()]
     return ("{} configuration(s) of {} workload(s), from {} to {} samples/s; each workload's fastest configuration "
             "is on the GPU for {} of them. The fastest of all: {} ({} samples/s).", len(ok), len(best),
             _fig(low), _fig(top), on_gpu, _cfg(top), _fig(top))

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from helpers.params import COMMON_DEFAULTS
+from helpers.report.load import columns as C
 from helpers.report.load.values import isnull, yes
 from helpers.report.load.visible import shown_path, visible  # noqa: F401 - fmt's API: text made safe, paths as shown
 
@@ -190,7 +191,7 @@ def figure(r, scale: float = 1.0, suffix: str = "") -> str:
         v = r.get(f"{k}{suffix}")
         return float("nan") if isnull(v) else v
 
-    return figure_text(g("samples_per_s") * scale, g("sps_lo") * scale, g("sps_hi") * scale, g("n_runs"),
+    return figure_text(g(C.SAMPLES_PER_S) * scale, g("sps_lo") * scale, g("sps_hi") * scale, g("n_runs"),
                        g("steady_s"), g("min_steady_s"), r.get(f"sps_interval{suffix}") or "", digits(r, suffix),
                        r.get(f"host_busy{suffix}"))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from helpers.report.load import columns as C
 from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
@@ -21,14 +22,14 @@ def backend_table(summ):
     for key, g in summ.groupby(keys, dropna=False, sort=True):
         if g["backend"].nunique() < 2:
             continue
-        best = g.loc[g["samples_per_s"].idxmax()]
+        best = g.loc[g[C.SAMPLES_PER_S].idxmax()]
         k = dict(zip(keys, key))
-        for _, r in g.sort_values("samples_per_s", ascending=False).iterrows():
+        for _, r in g.sort_values(C.SAMPLES_PER_S, ascending=False).iterrows():
             rows.append({"workload": k["workload"], "machine": k["machine"], "device": k["device"],
                          "batch": k["batch_size"], "precision": k["precision"], "knobs": k["knobs"],
                          "backend": r["backend"],
                          "samples/s: median of runs [between runs]": figure(r),
-                         "× the fastest backend's time": rounded(best["samples_per_s"] / r["samples_per_s"],
+                         "× the fastest backend's time": rounded(best[C.SAMPLES_PER_S] / r[C.SAMPLES_PER_S],
                                                                  min(digits(best), digits(r))),
                          "first epoch s": r["first_epoch_s"], "runs": r["n_runs"], "data": k["data_source"]})
     return pd.DataFrame(rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from helpers.measure import peaks
 from helpers.measure.trace_breakdown import collective_per_device
+from helpers.report.load import columns as C
 from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import grid
@@ -57,7 +58,7 @@ def rows(ctx):
     sub["matmul_share"] = [_matmul_share(with_b[p].get("kernel_families_ms")) for p in sub["path"]]
     sub["trace"] = [(with_b[p].get("trace") or {}).get("path") or (with_b[p].get("trace") or {}).get("reason")
                     for p in sub["path"]]
-    sub["mfu"] = peaks.mfu(sub["flops_per_sample"], sub["samples_per_s"], sub["peak_flops"])
+    sub["mfu"] = peaks.mfu(sub["flops_per_sample"], sub[C.SAMPLES_PER_S], sub["peak_flops"])
     recs = {r.get("_path"): r for r in ctx.records}
     sub["devices"] = [_devices(recs.get(p) or {}) for p in sub["path"]]
     coll = [collective_per_device(with_b[p], d) for p, d in zip(sub["path"], sub["devices"])]
@@ -120,7 +121,7 @@ def _top_text(top) -> str:
 def configurations(sub):
     """The profiled runs pooled per configuration (median of each figure over its runs)."""
     keys = [k for k in CONFIG_KEYS if k in sub.columns]
-    num = list(PARTS) + ["traced_ms", "unprofiled_ms", "overhead", "mfu", "samples_per_s", "matmul_share",
+    num = list(PARTS) + ["traced_ms", "unprofiled_ms", "overhead", "mfu", C.SAMPLES_PER_S, "matmul_share",
                          "collective_ms", "collective_calls", "devices"]
     g = sub.groupby(keys, dropna=False, sort=True)
     out = g[num].median().reset_index()

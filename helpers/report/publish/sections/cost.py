@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from helpers.report.derive.costs import price_sources, relative_table
+from helpers.report.load import columns as C
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import grid, plain_log
 from helpers.report.publish.sections.base import Section, mark_bars
@@ -113,7 +114,7 @@ def _sources(c, rel) -> list | None:
     """The configuration behind each row of ``costs.relative_table`` (same order: workload, then fastest
     first), or None if the rows do not line up."""
     src = [r for _, g in c.groupby("workload", sort=True) for r in
-           g.sort_values("samples_per_s", ascending=False).to_dict("records")]
+           g.sort_values(C.SAMPLES_PER_S, ascending=False).to_dict("records")]
     ok = len(src) == len(rel) and all(a["workload"] == b for a, b in zip(src, rel["workload"]))
     return src if ok else None
 

@@ -8,6 +8,7 @@ import functools
 from helpers.params import LATER_DEFAULTS
 from helpers.paths import PROJECT_ROOT
 from helpers.report.load import bare as _bare
+from helpers.report.load import columns as C
 from helpers.report.load.values import isnull
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
@@ -85,7 +86,7 @@ def ladder_rows(summ):
 
     chains = rungs()
     out = []
-    gpu = summ[(summ["device"] == "gpu") & summ["samples_per_s"].notna()] if len(summ) else summ
+    gpu = summ[(summ["device"] == "gpu") & summ[C.SAMPLES_PER_S].notna()] if len(summ) else summ
     for r in gpu.to_dict("records"):
         chain = chains.get((r["workload"], r["backend"]))
         if not chain:
@@ -96,7 +97,7 @@ def ladder_rows(summ):
                 out.append({**r, "rung": i, "rung_label": f"{i}: {label}"})
     if not out:
         return pd.DataFrame()
-    df = pd.DataFrame(out).sort_values("samples_per_s", ascending=False)
+    df = pd.DataFrame(out).sort_values(C.SAMPLES_PER_S, ascending=False)
     return df.drop_duplicates(["machine", "workload", "backend", "rung"]).sort_values(
         ["workload", "backend", "machine", "rung"]).reset_index(drop=True)
 
@@ -104,13 +105,13 @@ def ladder_rows(summ):
 def limit_table(summ):
     import pandas as pd
 
-    s = summ[summ["samples_per_s"].notna()].sort_values(["workload", "machine", "device", "backend", "batch_size"])
+    s = summ[summ[C.SAMPLES_PER_S].notna()].sort_values(["workload", "machine", "device", "backend", "batch_size"])
     rows = []
     for r in s.to_dict("records"):
         reason = "" if not isnull(r.get("mfu")) else (r.get("peak_source") if not isnull(r.get("flops_per_sample"))
                                                       else r.get("flops_source"))
         rows.append({
-            "workload": r["workload"], "configuration": describe(r), "samples/s": shown(r["samples_per_s"], r),
+            "workload": r["workload"], "configuration": describe(r), "samples/s": shown(r[C.SAMPLES_PER_S], r),
             "GFLOP per sample (forward + backward)": num(r["flops_per_sample"] / 1e9)
             if not isnull(r["flops_per_sample"]) else "",
             "optimiser GFLOP per step": num(r["optimizer_flops_per_step"] / 1e9)
@@ -175,7 +176,7 @@ def ladder_chart(lad, bare=None):
     for ax, g in zip(axes, groups):
         x = list(range(len(g)))
         look = bar_look(g.iloc[0]["backend"], "gpu")  # a ladder's rungs: one backend's, on the GPU
-        ax.bar(x, g["samples_per_s"], color=look["facecolor"], edgecolor=look["edgecolor"], lw=look["linewidth"])
+        ax.bar(x, g[C.SAMPLES_PER_S], color=look["facecolor"], edgecolor=look["edgecolor"], lw=look["linewidth"])
         ax.set_xticks(x, [t.replace(": source ", ": src ") for t in g["rung_label"]], rotation=60, ha="right",
                       fontsize=6.5)
         ax.set_ylabel("samples/s", fontsize=7)
@@ -184,9 +185,9 @@ def ladder_chart(lad, bare=None):
         loops = [b for b in (_bare.beside(bare, r0["workload"], r0["backend"], p, r0.get("host"))
                              for p in sorted(set(g["precision"]))) if b]
         if loops:
-            top = max(loops, key=lambda b: b["samples_per_s"])
-            ax.axhline(top["samples_per_s"], ls="--", color="k", lw=1)
-            ax.annotate(f"{top['impl']} b{top['batch']}", (0, top["samples_per_s"]), fontsize=6, va="top",
+            top = max(loops, key=lambda b: b[C.SAMPLES_PER_S])
+            ax.axhline(top[C.SAMPLES_PER_S], ls="--", color="k", lw=1)
+            ax.annotate(f"{top['impl']} b{top['batch']}", (0, top[C.SAMPLES_PER_S]), fontsize=6, va="top",
                         textcoords="offset points", xytext=(2, -2))  # under its line: clear of the title
         if g["mfu"].notna().any():
             ax2 = ax.twinx()
@@ -212,7 +213,7 @@ def _moves(g) -> tuple[str, str]:
     """(the rung that gained most over the rung run before it, the rungs that lost more than LOSS of it), each
     as "label × ratio"; ``g``: one workload and backend's rungs on one machine, in the ladder's order."""
     g = g.sort_values("rung")
-    sps = g["samples_per_s"].to_numpy()
+    sps = g[C.SAMPLES_PER_S].to_numpy()
     steps = list(zip(g["rung_label"].iloc[1:], sps[1:] / sps[:-1]))
     if not steps:
         return "", ""
@@ -223,7 +224,7 @@ def _moves(g) -> tuple[str, str]:
 
 def build(ctx) -> Section:
     summ = ctx.summary
-    if summ.empty or not summ["samples_per_s"].notna().any():
+    if summ.empty or not summ[C.SAMPLES_PER_S].notna().any():
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__).found(*said.limit(summ))
     counted = summ["flops_per_sample"].notna()
@@ -261,9 +262,9 @@ def build(ctx) -> Section:
     best = []
     for (wl, be, machine), g in lad.groupby(["workload", "backend", "machine"], sort=True):
         learned = g[g["learned"] != "no"] if "learned" in g else g  # a rung that did not learn is never the best
-        top = (learned if len(learned) else g).loc[(learned if len(learned) else g)["samples_per_s"].idxmax()]
+        top = (learned if len(learned) else g).loc[(learned if len(learned) else g)[C.SAMPLES_PER_S].idxmax()]
         first = g[g["rung"] == 0]
-        gain = (rounded(top["samples_per_s"] / first.iloc[0]["samples_per_s"], 3) if len(first)
+        gain = (rounded(top[C.SAMPLES_PER_S] / first.iloc[0][C.SAMPLES_PER_S], 3) if len(first)
                 else "source's rung not run")
         chain = rungs().get((wl, be), [])
         loop, against = _bare.beside(bare, wl, be, top["precision"], top.get("host")), top
@@ -271,13 +272,13 @@ def build(ctx) -> Section:
             for prec, gp in g.groupby("precision"):
                 loop = _bare.beside(bare, wl, be, prec, top.get("host"))
                 if loop:
-                    against = gp.loc[gp["samples_per_s"].idxmax()]
+                    against = gp.loc[gp[C.SAMPLES_PER_S].idxmax()]
                     break
         up, down = _moves(g)
         best.append({"workload": wl, "backend": be, "machine": machine,
                      "rungs run": f"{len(g)} of {len(chain)}", "best rung": top["rung_label"],
                      "largest step (× the rung before)": up, "rungs that lost": down,
-                     "samples/s": shown(top["samples_per_s"], top), "MFU %": mfu_shown(top["mfu"]),
+                     "samples/s": shown(top[C.SAMPLES_PER_S], top), "MFU %": mfu_shown(top["mfu"]),
                      "gain over the source's rung ×": gain,
                      "bare loop (same host, precision)": _loop_text(loop, against, top),
                      "suite / bare ×": f"{against['samples_per_s'] / loop['samples_per_s']:.2f}" if loop else ""})

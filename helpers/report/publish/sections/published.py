@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from helpers.report.derive.published_match import other_figures, versus_published
+from helpers.report.load import columns as C
 from helpers.report.load.published import INFERRED, SYNTHETIC_IMAGES, coverage
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import grid, plain_log
@@ -38,7 +39,7 @@ def yours(vs, summ) -> list:
 def _shown(r, v) -> str:
     """Your figure as every other part of the report writes it: the configuration's own (``fmt.figure``) where it
     is its samples/s, else (an epoch with its validation) ``v`` to the configuration's digits, with its marks."""
-    if not isnull(v) and not isnull(r.get("samples_per_s")) and abs(v - r["samples_per_s"]) <= 1e-9 * abs(v):
+    if not isnull(v) and not isnull(r.get(C.SAMPLES_PER_S)) and abs(v - r[C.SAMPLES_PER_S]) <= 1e-9 * abs(v):
         return figure(r).split(" (")[0]
     m = row_marks(r)
     return rounded(v, digits(r)) + (f" {m}" if m else "")

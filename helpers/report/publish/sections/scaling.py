@@ -28,6 +28,7 @@ from helpers.report.derive.devices import (
 )
 from helpers.report.derive.devices import device_scaling as device_scaling  # the section's table, re-exported
 from helpers.report.derive.learning import learned, not_learned
+from helpers.report.load import columns as C
 from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import MAX_LINES, grid, plain_log
@@ -74,7 +75,7 @@ def _lines(summ, x: str, min_points: int = 2):
     """Per workload, the lines (other settings equal) along which ``x`` takes at least ``min_points`` values."""
     if summ.empty or x not in summ.columns:
         return []
-    s = summ[summ[x].notna() & summ["samples_per_s"].notna()].copy()
+    s = summ[summ[x].notna() & summ[C.SAMPLES_PER_S].notna()].copy()
     if x == "threads":
         s = s[s["device"] == "cpu"]
         s["_x"] = s["threads_eff"]
@@ -113,8 +114,8 @@ def plot_scaling(summ, x: str, xlabel: str):
             style = styles[seen.setdefault(key, 0) % len(styles)]
             seen[key] += 1
             m = "".join(sorted({c for r in h.to_dict("records") for c in row_marks(r)}))
-            ax.errorbar(xs, h["samples_per_s"], yerr=[(h["samples_per_s"] - h["sps_lo"]).clip(lower=0).fillna(0),
-                                                       (h["sps_hi"] - h["samples_per_s"]).clip(lower=0).fillna(0)],
+            ax.errorbar(xs, h[C.SAMPLES_PER_S], yerr=[(h[C.SAMPLES_PER_S] - h["sps_lo"]).clip(lower=0).fillna(0),
+                                                       (h["sps_hi"] - h[C.SAMPLES_PER_S]).clip(lower=0).fillna(0)],
                         capsize=2, label=lab + (f" {m}" if m else ""), ls=style, ms=4, **point_look(*key))
         if x in ("batch_size", "threads") and not cat:
             plain_log(ax, base=2, ticks=[v for _, h in lines for v in h["_x"]])
@@ -171,7 +172,7 @@ def input_path(summ):
     beside its host twin (same configuration otherwise) gets the gain. None when nothing was measured."""
     if summ.empty or "host_copy_s" not in summ.columns or not summ["host_copy_s"].notna().any():
         return None
-    s = summ[summ["host_copy_s"].notna() & summ["samples_per_s"].notna()].copy()
+    s = summ[summ["host_copy_s"].notna() & summ[C.SAMPLES_PER_S].notna()].copy()
     items = [_knob_items(k) for k in s["knobs"]]
     s["placement"] = [i.get("data_placement", LATER_DEFAULTS["data_placement"]) for i in items]
     s["_twin"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k != "data_placement") for i in items]
@@ -180,7 +181,7 @@ def input_path(summ):
     def twin_key(r):  # as text: an empty setting is NaN, and NaN never equals NaN
         return tuple(str(r[k]) for k in keys)
 
-    host_sps = {twin_key(r): r["samples_per_s"] for r in s.to_dict("records") if r["placement"] == "host"}
+    host_sps = {twin_key(r): r[C.SAMPLES_PER_S] for r in s.to_dict("records") if r["placement"] == "host"}
     rows = []
     for r in s.sort_values(["workload", "backend", "precision", "batch_size"]).to_dict("records"):
         step = r.get("s_per_step")
@@ -190,8 +191,8 @@ def input_path(summ):
                      "data on": r["placement"], "MB per step": r.get("input_mb_per_step"),
                      "s per step": step, "copy of one batch, s": r["host_copy_s"],
                      "copy / step": share if r["placement"] == "host" else math.nan,
-                     "samples/s": r["samples_per_s"], "_digits": digits(r),
-                     "gain of data on the device": r["samples_per_s"] / twin if twin else math.nan,
+                     "samples/s": r[C.SAMPLES_PER_S], "_digits": digits(r),
+                     "gain of data on the device": r[C.SAMPLES_PER_S] / twin if twin else math.nan,
                      "marks": row_marks(r)})
     import pandas as pd
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from helpers.report.derive.aggregate import MIN_STEPS
+from helpers.report.load import columns as C
 from helpers.report.load.published import source_epochs
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import bar_facets
@@ -59,8 +60,8 @@ def build(ctx) -> Section:
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__).found(*said.throughput(summ))
     s.figure(mark_bars(bar_facets(
-        summ, "samples_per_s", with_marks(labels, brief=True), lo="sps_lo", hi="sps_hi", log=True,
-                                  annotate=at_digits(summ, "samples_per_s"),
+        summ, C.SAMPLES_PER_S, with_marks(labels, brief=True), lo="sps_lo", hi="sps_hi", log=True,
+                                  annotate=at_digits(summ, C.SAMPLES_PER_S),
                                   xlabel="samples per second (log scale; median over runs, whiskers: between runs)")))
     s.table(timing_table(summ), caption="samples/s, seconds per epoch and per step, and what each figure rests on")
     s.marks_note()

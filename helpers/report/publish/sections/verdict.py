@@ -14,6 +14,7 @@ from helpers.report.derive import breakeven, fresh, predicted, sides
 from helpers.report.derive.best import one_side
 from helpers.report.derive.devices import leads
 from helpers.report.derive.pairs import all_pairs
+from helpers.report.load import columns as C
 from helpers.report.load.reference import is_reference
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import plain_log
@@ -161,7 +162,7 @@ def cpu_backends_left_out(c, rows) -> list[str]:
     of the verdict's workloads on (the records' own CPU runs: a reference's never count)."""
     from helpers.params import BACKENDS
 
-    cpu = c[(c["device"] == "cpu") & c["samples_per_s"].notna() & ~c["machine"].map(is_reference)]
+    cpu = c[(c["device"] == "cpu") & c[C.SAMPLES_PER_S].notna() & ~c["machine"].map(is_reference)]
     by_missing: dict[tuple, list[str]] = {}
     for w in sorted(set(rows["workload"])):
         missing = tuple(hl.backend_name(b) for b in BACKENDS if b not in set(cpu.loc[cpu["workload"] == w, "backend"]))
@@ -212,7 +213,7 @@ def learning_notes(s: Section, rows, dnl) -> None:
 
 def build(ctx) -> Section:
     c = ctx.costed
-    if c.empty or not c["samples_per_s"].notna().any():
+    if c.empty or not c[C.SAMPLES_PER_S].notna().any():
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
     comp = hl.compared(ctx.df, here=(socket.gethostname(), cpu_model(), psutil.cpu_count(logical=True),
