@@ -4,6 +4,8 @@
   40 lines; it links its screenshot, every page of docs/ and every reference's README.
 - Every relative link in README.md, docs/*.md and reference/**/README.md resolves to a file (or folder) here.
 - docs/knobs.md is exactly what ``python -m helpers.runner.knobs_doc`` prints (helpers/params.py's table).
+- docs/csv_columns.md is exactly what ``python -m helpers.report.publish.columns_doc`` prints (the columns'
+  declaration, helpers/report/load/columns.py).
 - docs/report.md names every registered report section.
 - docs/running.md holds the exit status table generated from ``helpers.exits.Exit``; run_all.sh points there.
 - Every launcher command of docs/multi_gpu.md is one a test runs: each sits in a block marked for the test that
@@ -318,3 +320,18 @@ def test_report_screenshot_script_writes_the_first_screen(tmp_path):
     missing = subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "report_screenshot.sh"),
                               str(tmp_path / "none.html"), str(tmp_path / "x.png")], capture_output=True, text=True)
     assert missing.returncode == 1 and "no report at" in missing.stderr
+
+
+def test_csv_columns_page_is_generated_from_the_columns_declaration():
+    """docs/csv_columns.md is exactly what ``python -m helpers.report.publish.columns_doc`` prints, and names every
+    header the report writes (the declaration in helpers/report/load/columns.py)."""
+    from helpers.report.load import columns
+
+    out = subprocess.run([sys.executable, "-m", "helpers.report.publish.columns_doc"], cwd=PROJECT_ROOT,
+                         capture_output=True, text=True, check=True)
+    committed = (PROJECT_ROOT / "docs" / "csv_columns.md").read_text(encoding="utf-8")
+    assert committed == out.stdout, "docs/csv_columns.md differs from the code: run " \
+                                    "`python -m helpers.report.publish.columns_doc > docs/csv_columns.md`"
+    headers = ([c.header for c in columns.TIDY.values() if c.csv != ""] + list(columns.CONFIG_COLUMNS.values())
+               + columns.VERDICT_COLUMNS)
+    assert all(f"| `{h}` |" in committed for h in headers)

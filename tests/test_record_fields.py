@@ -38,4 +38,3 @@ def test_a_field_declared_twice_is_refused():
 
 def test_knob_fields_link_the_knobs_table():
     assert F.FIELDS[F.BATCH_SIZE].knob and not F.FIELDS[F.SAMPLES_PER_S].knob
-    assert F.per_sample(F.EPOCH_S) == "epoch_s_per_sample"

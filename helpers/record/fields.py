@@ -4,7 +4,6 @@ whether it is one of every record's keys.
     from helpers.record import fields as F
     rec[F.SAMPLES_PER_S]            # the name, never the string spelled out
     F.FIELDS["samples_per_s"].unit  # 'samples/s'
-    F.per_sample(F.EPOCH_S)         # 'epoch_s_per_sample'
 
 Each ``NAME = field("name", ...)`` both declares the field (``FIELDS``, in declaration order) and binds the name to
 its constant, so code and the declaration cannot drift apart. ``kind`` is the check a record read back gets
@@ -45,12 +44,6 @@ def field(name: str, type: str, unit: str, kind: str | None, help: str, required
         raise ValueError(f"record field {name!r} declared twice")
     FIELDS[name] = Field(name, type, unit, kind, help, required)
     return name
-
-
-def per_sample(name: str) -> str:
-    """The per-sample figure of a time or energy (``epoch_s`` -> ``epoch_s_per_sample``): a figure divided by the
-    samples it covers, so runs of different dataset sizes compare (the report's summary columns)."""
-    return f"{name}_per_sample"
 
 
 # every record's keys, in the order an empty record holds them (schema.empty_record)
