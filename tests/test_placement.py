@@ -305,9 +305,10 @@ def test_scaling_section_sets_published_anchors_beside_and_says_the_efficiency_p
     draws them with their efficiency; the single-device comparison section leaves them out; each model gets a
     sentence with its efficiency per input path and the range over its runs."""
     from helpers import report
-    from helpers.report.derive import devices, published_match
+    from helpers.report.derive import devices
     from helpers.report.load import published
     from helpers.report.publish import sections
+    from helpers.report.words import published_match
 
     pub = published.load_published()
     anchors = devices.published_devices(pub, {"resnet50"})

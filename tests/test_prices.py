@@ -15,6 +15,7 @@ from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
 from helpers.report.derive import aggregate, costs
 from helpers.report.load import table
+from helpers.report.words import cost_table
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
 PRICE_KEYS = ("on_demand_per_hour", "preemptible_per_hour")
@@ -134,7 +135,7 @@ def test_cpu_only_machines_get_the_cloud_machine_with_as_many_vcpus(tmp_path, re
         assert c.loc[host, "on_demand_per_h"] == current[name]["on_demand_per_hour"]
         assert c.loc[host, "preemptible_per_h"] == current[name]["preemptible_per_hour"]
         assert "cost rented" in c.loc[host, "profile_label"]
-    rel, _ = costs.relative_table(c.reset_index(), {"device": "cpu"})
+    rel, _ = cost_table.relative_table(c.reset_index(), {"device": "cpu"})
     shown = dict(zip(rel["machine"].str.split(" ").str[0], rel["profile"]))
     assert any("aws-c7i-2xlarge (what this CPU would cost rented: 8 vCPUs" in v for v in shown.values()), shown
     # a machine no profile describes gets no price, and says so
@@ -196,9 +197,9 @@ def test_a_prices_file_without_sets_is_one_current_set(tmp_path):
 
 
 def test_price_sources_list_the_set_in_use_with_dates():
-    src = costs.price_sources(costs.load_prices(), {"lambda-1x-h100-sxm"})
+    src = cost_table.price_sources(costs.load_prices(), {"lambda-1x-h100-sxm"})
     assert {"era", "read", "as of", "source", "date", "note"} <= set(src.columns)
     assert set(src["era"]) == {"2026"} and src["read"].str.startswith("2026-11-2").all()  # read 2026-11-23/24
     assert src.set_index("profile").loc["lambda-1x-h100-sxm", "used here"] == "yes"
-    old = costs.price_sources(costs.load_prices(price_set="2017"), set())
+    old = cost_table.price_sources(costs.load_prices(price_set="2017"), set())
     assert set(old["era"]) == {"2017"} and "gcp-n1-standard-1-p100" in set(old["profile"])

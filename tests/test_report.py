@@ -27,7 +27,7 @@ from helpers.report.derive import aggregate, costs
 from helpers.report.load import published
 from helpers.report.load.values import isnull
 from helpers.report.publish import charts, sections
-from helpers.report.words import fmt
+from helpers.report.words import cost_table, fmt
 from helpers.report.words import labels as report_labels
 
 
@@ -235,7 +235,7 @@ def test_every_section_keeps_the_contract_on_the_h100_reference_and_no_chart_mix
     assert drawn and {v for v, _ in drawn} <= per_sample, drawn
     assert all(label for _, label in drawn)  # every chart says its unit
     # the relative time and cost chart: per sample too
-    rel, _ = costs.relative_table(reference_ctx.costed, {"device": "cpu", "backend": "jax"})
+    rel, _ = cost_table.relative_table(reference_ctx.costed, {"device": "cpu", "backend": "jax"})
     r = rel[(rel["workload"] == "resnet50") & (rel["device · backend"] == "gpu · jax") & (rel["batch"] == 64)]
     base = rel[(rel["workload"] == "resnet50") & (rel["base"] != "")].iloc[0]
     assert base["device · backend"] == "cpu · jax"

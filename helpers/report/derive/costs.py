@@ -19,7 +19,6 @@ from pathlib import Path
 
 from helpers.paths import PROJECT_ROOT
 from helpers.report.load.values import isnull
-from helpers.report.words.fmt import spread_text
 
 PRICES = PROJECT_ROOT / "params" / "prices.yaml"
 
@@ -52,7 +51,8 @@ def load_prices(path: Path | str | None = None, price_set: str | None = None) ->
     return select_price_set(data, price_set)
 
 
-def _era(profile) -> str | None:
+def era(profile) -> str | None:
+    """A price profile's era (the price set it belongs to), or None."""
     era = (profile or {}).get("era") if isinstance(profile, dict) else None
     return None if era is None else str(era)
 
@@ -63,7 +63,7 @@ def price_sets(prices: dict) -> dict:
     sets = prices.get("price_sets")
     if isinstance(sets, dict) and sets:
         return {str(k): (None if v is None else str(v)) for k, v in sets.items()}
-    eras = sorted({e for e in map(_era, (prices.get("all_profiles", prices.get("profiles")) or {}).values()) if e})
+    eras = sorted({e for e in map(era, (prices.get("all_profiles", prices.get("profiles")) or {}).values()) if e})
     return {**{e: e for e in eras}, DEFAULT_PRICE_SET: eras[-1] if eras else None}
 
 
@@ -78,7 +78,7 @@ def select_price_set(prices: dict, price_set: str | None = None) -> dict:
                          + ", ".join(sorted(sets)))
     era = sets[name]
     every = prices.get("all_profiles", prices.get("profiles")) or {}
-    chosen = {k: p for k, p in every.items() if era is None or _era(p) in (None, era)}
+    chosen = {k: p for k, p in every.items() if era is None or era(p) in (None, era)}
     return {**prices, "profiles": chosen, "all_profiles": every, "price_set": name, "era": era}
 
 
@@ -128,7 +128,7 @@ def check_profile(name: str, prices: dict, where: str) -> None:
         allowed = ", ".join(sorted(profiles)) or "none: the file has no profiles"
         other = (prices.get("all_profiles") or {}).get(name)
         if other is not None:
-            in_sets = sorted(k for k, e in price_sets(prices).items() if e in (None, _era(other))) or ["none"]
+            in_sets = sorted(k for k, e in price_sets(prices).items() if e in (None, era(other))) or ["none"]
             raise PriceError(f"{where}: price profile '{name}' is in {src} but in price set(s) {', '.join(in_sets)}, "
                              f"not in the set in use ('{prices.get('price_set')}'): choose that price set, or "
                              f"one of this set's profiles: {allowed}")
@@ -223,13 +223,6 @@ def add_costs(summ, prices: dict, host_profiles: dict | None = None, price_set: 
     return s
 
 
-def profile_text(name, label=None) -> str:
-    """How a row's profile reads in a table: its name, what the match means (``label``), or "no price"."""
-    if isnull(name) or not name:
-        return "no price"
-    return f"{name} ({label})" if label and not isnull(label) else str(name)
-
-
 def pick_base(g, base_config: dict):
     """The base configuration of one workload's rows ``g``: the fastest (samples/s) row matching every key."""
     m = g
@@ -242,48 +235,3 @@ def pick_base(g, base_config: dict):
         return None
     return m.loc[m["samples_per_s"].idxmax()]
 
-
-def relative_table(costed, base_config: dict):
-    """Training time and cost per sample relative to the base configuration (per workload), as seed 002
-    charts them: ``time × base`` = base samples/s ÷ samples/s; cost likewise per 1,000 samples."""
-    import pandas as pd
-
-    rows, missing = [], []
-    for wl, g in costed.groupby("workload", sort=True):
-        base = pick_base(g, base_config)
-        if base is None:  # fall back to the fastest CPU configuration (every machine has a CPU), and say so
-            missing.append(wl)
-            base = pick_base(g, {"device": "cpu"})
-            if base is None:
-                base = g.loc[g["samples_per_s"].idxmin()]
-        for _, r in g.sort_values("samples_per_s", ascending=False).iterrows():
-            rows.append({
-                "workload": wl, "machine": r["machine"], "device · backend": r["config"], "batch": r["batch_size"],
-                "precision": r.get("precision"), "jit": r.get("jit_compile"),
-                "threads": "all" if r["threads"] == 0 else r["threads"],
-                "base": "◀ base" if r.name == base.name else "",
-                "samples/s [IQR]": spread_text(r["samples_per_s"], r["sps_q1"], r["sps_q3"]),
-                "s per source epoch": r["source_epoch_s"],
-                "time × base": base["samples_per_s"] / r["samples_per_s"],
-                "profile": profile_text(r["profile"], r.get("profile_label")),
-                "$/1k samples on-demand": r["on_demand_per_1k"], "$/1k samples preemptible": r["preemptible_per_1k"],
-                "$/source epoch on-demand": r["on_demand_per_source_epoch"],
-                "$/source epoch preemptible": r["preemptible_per_source_epoch"],
-                "cost × base (on-demand)": r["on_demand_per_1k"] / base["on_demand_per_1k"],
-                "cost × base (preemptible)": r["preemptible_per_1k"] / base["preemptible_per_1k"],
-            })
-    return pd.DataFrame(rows), missing
-
-
-def price_sources(prices: dict, used: set):
-    """The price set's profiles (``prices["profiles"]``) with their prices, sources and dates."""
-    import pandas as pd
-
-    rows = []
-    for name, p in (prices.get("profiles") or {}).items():
-        p = p or {}
-        rows.append({"profile": name, "used here": "yes" if name in used else "", "description": p.get("description"),
-                     "on-demand $/h": p.get("on_demand_per_hour"), "preemptible $/h": p.get("preemptible_per_hour"),
-                     "era": _era(p) or "any", "source": p.get("source"), "date": p.get("date"),
-                     "read": p.get("read"), "as of": p.get("as_of"), "note": p.get("note")})
-    return pd.DataFrame(rows)

@@ -18,10 +18,11 @@ import re
 
 from helpers.params import LATER_DEFAULTS
 from helpers.report.derive.learning import learned
+from helpers.report.derive.precision import digits
 from helpers.report.load.published import published_devices as published_devices  # the anchors, kept there
 from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.load.values import isnull
-from helpers.report.words.fmt import digits, marked, num, rounded, row_marks, union_marks
+from helpers.report.words.fmt import marked, num, rounded, row_marks, union_marks
 from helpers.report.words.labels import _knob_items
 
 DEVICE_KNOBS = ("gpus", "hosts", "processes")
@@ -89,7 +90,7 @@ def device_scaling(summ):
                          "$ per 1k samples": r.get("on_demand_per_1k", math.nan),
                          "$ per epoch": (r.get("on_demand_per_h", math.nan) / 3600.0 * r["s_per_epoch"]
                                          if not isnull(r.get("s_per_epoch")) else math.nan),
-                         "runs": r.get("n_runs"), "digits": digits(r),  # the figure's digits (fmt.sig_digits)
+                         "runs": r.get("n_runs"), "digits": digits(r),  # the figure's digits (precision.sig_digits)
                          "marks": row_marks(r)})
     if not rows:
         return None

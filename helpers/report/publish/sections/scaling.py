@@ -27,7 +27,8 @@ from helpers.report.derive.devices import (
     scaling_table,
 )
 from helpers.report.derive.devices import device_scaling as device_scaling  # the section's table, re-exported
-from helpers.report.derive.learning import learned, not_learned
+from helpers.report.derive.learning import learned
+from helpers.report.derive.precision import digits
 from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import MAX_LINES, grid, plain_log
@@ -35,9 +36,10 @@ from helpers.report.publish.devices_chart import plot_devices
 from helpers.report.publish.devices_readme import shown
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import NOT_LEARNED, digits, esc, html_table, note, num, rounded, row_marks
+from helpers.report.words.fmt import NOT_LEARNED, esc, html_table, note, num, rounded, row_marks
 from helpers.report.words.headline import LINKS
 from helpers.report.words.labels import _knob_items, labels
+from helpers.report.words.learned import not_learned
 from helpers.report.words.style import point_look
 
 TITLE = "Throughput against batch size, CPU threads, augmentation, input workers and GPUs"

@@ -10,7 +10,7 @@ import psutil
 
 from helpers.measure.fingerprint import cpu_model
 from helpers.paths import outputs_dir
-from helpers.report.derive import breakeven, fresh, predicted, sides
+from helpers.report.derive import breakeven, fresh, predicted
 from helpers.report.derive.best import best_over_best, did_not_learn, one_side
 from helpers.report.derive.devices import leads
 from helpers.report.derive.pairs import all_pairs
@@ -19,6 +19,8 @@ from helpers.report.load.values import isnull
 from helpers.report.publish.charts import plain_log
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import headline as hl
+from helpers.report.words import payoff as payoff_words
+from helpers.report.words import sides
 from helpers.report.words.fmt import (
     MARKS_SHORT,
     NOT_LEARNED,
@@ -182,10 +184,10 @@ def payoff(s: Section, rows, records) -> None:
     """When the GPU pays off (``breakeven``): one sentence over every workload, then one per workload (folded)
     under a line saying how they are counted."""
     rows = breakeven.add(rows, breakeven.planned(records))
-    said = breakeven.sentences(rows)
+    said = payoff_words.per_workload(rows)
     if not said:
         return
-    s.html(f'<p class="cgb-compared">{esc(breakeven.overview(rows))}</p>')
+    s.html(f'<p class="cgb-compared">{esc(payoff_words.overall(rows))}</p>')
     how = note("N epochs of the source's dataset on each side, the first epoch's compilation (first − steady epoch, "
                "a fixed cost) added once; N is a grid's epochs_planned, else the epochs the source trained, else "
                "{}; the GPU is ahead after the first epoch count whose total is no longer than the CPU's (looked for "

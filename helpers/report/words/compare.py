@@ -10,7 +10,7 @@ not be compared (``dropped``, with the error's name: one configuration, never th
 not learn (``learning``: *did not learn*), a side that holds no record (``counts``). Text shown: ``shown``.
 
     cmp = compare(old_folders, new_folders)   # rows (one per configuration on both sides), one-side-only, differences
-    write_changes(cmp, folder)                 # changes.csv, stable for diffing
+    write_changes(cmp, folder)                 # changes.csv, stable for diffing (compare_page)
 """
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ def _text(v) -> str:
     return str(v)
 
 
-def _key(r) -> tuple:
+def row_key(r) -> tuple:
+    """A row's configuration (``KEY``) as comparable text: the sort of changes.csv."""
     return tuple(_text(r[k]) for k in KEY)
 
 
@@ -243,8 +244,8 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
         (cmp.failed_old if k in failed_old else cmp.only_new).append(
             {**dict(zip(KEY, k)), **({"failed_runs": failed_old[k]["runs"], "reason": failed_old[k]["reason"]}
                                      if k in failed_old else {})})
-    near(cmp.only_old, [_key(r) for r in cmp.only_old], new, "NEW", KEY)
-    near(cmp.only_new, [_key(r) for r in cmp.only_new], old, "OLD", KEY)
+    near(cmp.only_old, [row_key(r) for r in cmp.only_old], new, "NEW", KEY)
+    near(cmp.only_new, [row_key(r) for r in cmp.only_new], old, "OLD", KEY)
     return cmp
 
 
@@ -260,20 +261,3 @@ def untested(cmp: Comparison, threshold: float) -> list[dict]:
     limit = math.log(1 - threshold)
     return [r for r in cmp.rows if r["verdict"] == FEW and r["log_ratio"] < limit]
 
-
-def write_changes(cmp: Comparison, folder: Path) -> Path:
-    """``changes.csv``: one row per configuration on both sides (and per configuration of OLD whose NEW runs all
-    failed: verdict ``FAILED_NEW``), sorted by its key, figures to 6 significant digits: the same comparison writes
-    the same bytes (stable for diffing)."""
-    import pandas as pd
-
-    from helpers.report.publish.csvs import inert
-    from helpers.report.publish.render import write_text_atomic
-
-    def g(v):
-        return v if not isinstance(v, float) or math.isnan(v) else float(f"{v:.6g}")
-
-    failed = [{**r, "new_runs": 0, "verdict": FAILED_NEW} for r in cmp.failed_new]
-    rows = sorted([*cmp.rows, *failed], key=_key)
-    frame = pd.DataFrame([{c: g(r.get(c)) for c in COLUMNS} for r in rows], columns=COLUMNS)
-    return write_text_atomic(Path(folder) / CHANGES, inert(frame).to_csv(index=False))
