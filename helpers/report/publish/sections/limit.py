@@ -8,11 +8,11 @@ import functools
 from helpers.params import LATER_DEFAULTS
 from helpers.paths import PROJECT_ROOT
 from helpers.report.load import bare as _bare
-from helpers.report.load.values import isnull
+from helpers.report.load.values import isnull, knob_items
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
 from helpers.report.words.fmt import mfu_shown, note, num, rounded, shown
-from helpers.report.words.labels import _knob_items, describe
+from helpers.report.words.labels import describe
 
 TITLE = "How far from the limit"
 NAV = "MFU and limit"  # its name in the one-line contents
@@ -71,7 +71,7 @@ def _short(k: str, v: str) -> str:
 
 
 def _rung_key(r) -> dict:
-    items = _knob_items(r.get("knobs"))
+    items = knob_items(r.get("knobs"))
     return {"batch_size": str(int(r["batch_size"])) if not isnull(r.get("batch_size")) else "",
             "steps_per_execution": items.get("steps_per_execution", "1"), "precision": str(r.get("precision")),
             "jit_compile": str(r.get("jit_compile")),

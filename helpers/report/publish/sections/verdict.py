@@ -10,17 +10,18 @@ import psutil
 
 from helpers.measure.fingerprint import cpu_model
 from helpers.paths import outputs_dir
-from helpers.report.derive import breakeven, fresh, predicted
+from helpers.report.derive import breakeven, fresh
 from helpers.report.derive.best import best_over_best, did_not_learn, one_side
 from helpers.report.derive.devices import leads
 from helpers.report.derive.pairs import all_pairs
 from helpers.report.load.reference import is_reference
 from helpers.report.load.values import isnull
+from helpers.report.publish import predictions as shown_predictions
 from helpers.report.publish.charts import plain_log
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import headline as hl
 from helpers.report.words import payoff as payoff_words
-from helpers.report.words import sides
+from helpers.report.words import predictions, sides
 from helpers.report.words.fmt import (
     MARKS_SHORT,
     NOT_LEARNED,
@@ -234,13 +235,13 @@ def build(ctx) -> Section:
                "figures.", "no GPU run" if "gpu" not in devs else "no CPU run" if "cpu" not in devs
                else "no configuration ran on both", kind="warn")
         if "cpu" in devs:  # the GPU side no record measures: predicted, with its interval
-            predicted.add_to(s, ctx)
+            shown_predictions.add_to(s, ctx)
         return s
     pairs = hl.best_pairs(all_pairs(c))
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
     learning_notes(s, None, dnl)  # a workload one side of which never learned: in place of its speedup
-    left_out = predicted.unpaired(c, rows)
+    left_out = predictions.unpaired(c, rows)
     if left_out:  # every workload of the inputs accounted for
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
                "; ".join(left_out), kind="warn")
@@ -257,7 +258,7 @@ def build(ctx) -> Section:
         if line:
             s.html(f'<p class="cgb-compared">{esc(line)}</p>')
     payoff(s, rows, ctx.records)
-    predicted.add_to(s, ctx)
+    shown_predictions.add_to(s, ctx)
     copies = [f"{r['workload']}: {r['copies']}" for r in rows.to_dict("records") if r.get("copies")]
     if copies:  # a forged copy of a run keeps its workload in the verdict, both values shown
         s.note(CONFLICT_MARK + " Copies of one run that say different things (record files of one run, edited in one "
