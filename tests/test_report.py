@@ -25,6 +25,7 @@ from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
 from helpers.report.derive import aggregate, costs
 from helpers.report.load import published
+from helpers.report.load.prices import load_prices
 from helpers.report.load.values import isnull
 from helpers.report.publish import charts, sections
 from helpers.report.words import cost_table, fmt
@@ -326,7 +327,7 @@ def test_costs_price_the_rented_machine_per_sample_and_unknown_profiles_have_non
     assert by.loc["cpu", "profile"] == "four"
     assert by.loc["cpu", "on_demand_per_1k"] == pytest.approx(0.4 / 3600 * 1000 / (1000 / 1.0))
     assert isnull(by.loc["gpu", "profile"]) and isnull(by.loc["gpu", "on_demand_per_1k"])
-    real = costs.load_prices(price_set="2017")  # the seed's table: a P100 has no price today
+    real = load_prices(price_set="2017")  # the seed's table: a P100 has no price today
     costed = costs.add_costs(ctx.summary, real)
     p100 = real["profiles"]["gcp-n1-standard-1-p100"]
     g = costed.set_index("device").loc["gpu"]

@@ -15,8 +15,10 @@ from pathlib import Path
 
 from helpers.record.reader import split_duplicates
 from helpers.report.derive import aggregate, costs, fresh
-from helpers.report.load import bare, published, reference, table
-from helpers.report.load.visible import visible
+from helpers.report.load import bare, published, reference
+from helpers.report.load.host import this_host
+from helpers.report.load.prices import load_prices
+from helpers.report.load.records import load_rows
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Context:
     duplicates: tuple = ()  # (file, 'duplicate of <file>'): copies of runs already read, dropped
     skipped_reasons: tuple = ()  # (why, how many files): ``skipped`` grouped by reason, most frequent first
     bare: object = None  # bare-loop results found beside the records (bare.read): the limit section's yardstick
+    here: tuple = ()  # the machine rendering the report (host.this_host): the verdict's "this machine"
 
     @property
     def by_path(self) -> dict:
@@ -47,42 +50,6 @@ class Context:
     @property
     def has_ok(self) -> bool:
         return bool((self.df["status"] == "ok").any()) if len(self.df) else False
-
-
-_WHERE = ("_path", "notebook")  # where a record lies and its notebook: kept as they are, to be found again
-
-
-def _visible(v):
-    """A record's strings (values and keys) made ``fmt.visible``: charts, tables and sentences draw what the
-    record says, never a raw bidi control, zero-width character or lone surrogate (matplotlib cannot draw one)."""
-    if isinstance(v, str):
-        return visible(v)
-    if isinstance(v, dict):
-        return {visible(k) if isinstance(k, str) else k: _visible(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_visible(x) for x in v]
-    return v
-
-
-def load_rows(folders):
-    """``table.load_table``, where a record that cannot be tabulated (an error in ``table``'s row of it, which
-    the record checks should have prevented) costs that record only: skipped, with the error's name. Every
-    string of a record but its paths is made ``fmt.visible`` first."""
-    from helpers.record.reader import read_records
-
-    folders = [Path(f) for f in folders if Path(f).exists()]
-    records, skipped = read_records(folders, table.workload_knobs)
-    records = [{**_visible({k: v for k, v in r.items() if k not in _WHERE}),
-                **{k: r[k] for k in _WHERE if k in r}} for r in records]
-    good = []
-    for r in records:
-        try:
-            table._row(r)
-        except Exception as exc:  # noqa: BLE001 - one record's problem, never the report's
-            skipped.append((r.get("_path"), f"could not be tabulated ({type(exc).__name__})"))
-        else:
-            good.append(r)
-    return table.tidy(good), good, skipped
 
 
 def build_context(folders, base_config: dict | None = None, host_profiles: dict | None = None,
@@ -118,7 +85,7 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
                       "copy=…; which is true is not for the report to guess: {}.",
                       (len(conflicts), "; ".join(conflicts[:6]) + ("; ..." if len(conflicts) > 6 else "")), "warn"))
     summ = aggregate.summarise(df)
-    prices = costs.load_prices(prices_file or None, price_set=price_set or None)
+    prices = load_prices(prices_file or None, price_set=price_set or None)
     # a record's price profile prices its own machine (host and hardware), never another of the same host name
     from_records, disagree = costs.machine_profiles(records)
     unknown = sorted({p for p in from_records.values() if p not in (prices.get("profiles") or {})})
@@ -146,4 +113,4 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
     return Context(folders=tuple(folders), df=df, records=tuple(records), skipped=tuple(skipped), summary=summ,
                    costed=costed, prices=prices, published=pub, base_config=dict(base_config or {}),
                    timeline_run=timeline_run or "", notes=tuple(notes), duplicates=tuple(duplicates),
-                   skipped_reasons=reasons, bare=bare_df)
+                   skipped_reasons=reasons, bare=bare_df, here=this_host())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from helpers.report.load.assets import REPORT_CSS
 from helpers.report.load.values import isnull
 from helpers.report.load.visible import shown_path
 from helpers.report.publish.inert import CSP
@@ -37,7 +38,7 @@ from helpers.report.words.compare import (
 from helpers.report.words.compare_figures import interval_shown as _interval
 from helpers.report.words.compare_figures import ratio_shown as _ratio
 from helpers.report.words.compare_words import first_sentence
-from helpers.report.words.fmt import MARKS_SHORT, REPORT_CSS, esc, html_table, note
+from helpers.report.words.fmt import MARKS_SHORT, esc, html_table, note
 
 CHART_ROWS = 25  # changes drawn, largest first; the rest are in the table and changes.csv
 CHART_CLIP = (1e-3, 1e3)  # a ratio or interval end past these is drawn at the edge (its figure still written)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from helpers.report.derive import learning
 from helpers.report.derive.compare_stats import (  # noqa: F401 - its API
@@ -36,6 +35,7 @@ from helpers.report.derive.compare_stats import (  # noqa: F401 - its API
     welch,
 )
 from helpers.report.derive.protocol import marked
+from helpers.report.load.records import comparison_side
 from helpers.report.words.compare_figures import differences, near, shown_ratio, side_figure, spread
 
 KEY = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
@@ -165,28 +165,6 @@ def failures_by_configuration(df) -> dict[tuple, dict]:
     return out
 
 
-def load(folders):
-    """(tidy table, records, files left out and why) of ``folders``, as ``table.load_table`` reads them, where a
-    record that cannot be tabulated costs that record only (left out, with its error's name: as the report's
-    ``context.load_rows``). The table is built once; a record is tried alone only when the whole table fails."""
-    from helpers.record.reader import read_records
-    from helpers.report.load import table
-
-    records, skipped = read_records([Path(f) for f in folders if Path(f).exists()], table.workload_knobs)
-    try:
-        return table.tidy(records), records, skipped
-    except Exception:  # noqa: BLE001 - one record's problem: find it, leave it out, keep the rest
-        good = []
-        for r in records:
-            try:
-                table._row(r)
-            except Exception as exc:  # noqa: BLE001
-                skipped.append((str(r.get("_path")), f"could not be tabulated ({type(exc).__name__})"))
-            else:
-                good.append(r)
-        return table.tidy(good), good, skipped
-
-
 _USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", "samples_per_s", "protocol", "machine",
          "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul", "host_busy", "steady_s",
          "min_steady_s", "loss_curve", "final_accuracy", "n_classes", "data_learnable"]  # what a comparison reads
@@ -195,7 +173,7 @@ _USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", "samples_per_s",
 def _side(folders) -> tuple:
     """One side: (its table's columns a comparison reads, its records' count, the reader's words on each conflicting
     copy, the files left out): the records themselves let go before the other side is read (peak memory)."""
-    df, records, skipped = load(folders)
+    df, records, skipped = comparison_side(folders)
     conflicts = [shown(r["_conflict"]) for r in records if r.get("_conflict")]
     return df[[c for c in _USED if c in df.columns]].copy(), len(records), conflicts, skipped
 

@@ -3,7 +3,8 @@ a row's price profile as it reads (``profile_text``), and the price sets' source
 
 from __future__ import annotations
 
-from helpers.report.derive.costs import era, pick_base
+from helpers.report.derive.costs import pick_base
+from helpers.report.load.prices import era
 from helpers.report.load.values import isnull
 from helpers.report.words.fmt import spread_text
 

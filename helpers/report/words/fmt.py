@@ -42,9 +42,6 @@ MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to
               "in seconds. The within-run epoch spread (IQR, the interquartile range: the middle half of the steady "
               "epochs) is shown apart and is not the figure's uncertainty.")
 
-# the report's style sheet (helpers/report/publish/templates/report.css), inline: the page needs no file beside it
-_CSS = Path(__file__).parent.parent / "publish" / "templates" / "report.css"
-REPORT_CSS = f"<style>\n{_CSS.read_text(encoding='utf-8')}</style>"
 
 def esc(value) -> str:
     """HTML-escape anything shown in the report that came from a record (made ``visible`` first)."""

@@ -91,7 +91,8 @@ def _no_faster(g) -> str:
 
 
 def way_words(w: str, n: int) -> str:
-    """A way (``devices.way``) on ``n`` GPUs in words: 'one GPU', 'one process driving 4 GPUs', 'one process per GPU'."""
+    """A way (``devices.way``) on ``n`` GPUs in words: 'one GPU', 'one process driving 4 GPUs',
+    'one process per GPU'."""
     bn = BN_PER_DEVICE if w.endswith(BN_PER_DEVICE) else ""
     w = w[:len(w) - len(bn)]
     if n <= 1:

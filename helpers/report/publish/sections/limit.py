@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 
 from helpers.params import LATER_DEFAULTS
-from helpers.paths import PROJECT_ROOT
 from helpers.report.load import bare as _bare
+from helpers.report.load.ladder import ladder_points
 from helpers.report.load.values import isnull, knob_items
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
@@ -21,9 +21,6 @@ LEAD = ("How much of the machine each configuration uses: the model's FLOPs per 
         "achieved TFLOP/s (FLOPs per sample × samples/s) and MFU, the share of the device's peak arithmetic it "
         "achieved; then the tuning ladder, one knob at a time, and which rung went furthest.")
 
-LADDER = PROJECT_ROOT / "params" / "ladder.yaml"
-# the ladder's grids: JAX and PyTorch, then TensorFlow's rungs (run apart: TF's GPU build is carried in parts)
-LADDERS = (LADDER, PROJECT_ROOT / "params" / "ladder_tf.yaml")
 # what tells the ladder's rungs apart (the rest of a configuration: the workload's source values)
 RUNG_KEYS = ("batch_size", "steps_per_execution", "precision", "input_dtype", "jit_compile", "data_placement")
 MAX_PANELS = 24  # ten workloads x two backends on one machine fit; more are named, not drawn
@@ -37,16 +34,8 @@ NVML_VS_MFU = ("NVML's GPU utilisation (the utilisation section) is busy time: t
 def rungs(path: str | None = None) -> dict:
     """(workload, backend) -> [(label, {rung key: value})], in the ladder's order (params/ladder.yaml, then
     params/ladder_tf.yaml; or the one grid ``path``)."""
-    from helpers import grid
-
     out: dict = {}
-    points = []
-    for f in ([path] if path else LADDERS):
-        try:
-            points += grid.expand(f)
-        except (grid.GridError, OSError):
-            continue
-    for p in points:
+    for p in ladder_points(path):
         key = {k: str(p.get(k, LATER_DEFAULTS.get(k))) for k in RUNG_KEYS}
         lst = out.setdefault((p["workload"], p["backend"]), [])
         if key not in [k for _, k in lst]:

@@ -4,12 +4,6 @@ below it as the like-for-like detail."""
 
 from __future__ import annotations
 
-import socket
-
-import psutil
-
-from helpers.measure.fingerprint import cpu_model
-from helpers.paths import outputs_dir
 from helpers.report.derive import breakeven, fresh
 from helpers.report.derive.best import best_over_best, did_not_learn, one_side
 from helpers.report.derive.devices import leads
@@ -218,8 +212,7 @@ def build(ctx) -> Section:
     if c.empty or not c["samples_per_s"].notna().any():
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
-    comp = hl.compared(ctx.df, here=(socket.gethostname(), cpu_model(), psutil.cpu_count(logical=True),
-                                     outputs_dir()))  # "this machine": runs of this host's outputs folder only
+    comp = hl.compared(ctx.df, here=ctx.here)  # "this machine": runs of this host's outputs folder only
     s.found("{} " + hl.LINKS, hl.compared_text(comp))
     rows = best_over_best(c)
     if not len(rows) and leads(ctx):  # no CPU run, several GPU counts: the scaling section leads instead
