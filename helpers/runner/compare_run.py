@@ -124,7 +124,7 @@ def _summary(cmp, limit: float | None) -> list[str]:
 
 def compare_main(old: str, new: str, out: Path | None = None, fail_if_slower: str | None = None) -> int:
     from helpers.report.publish.compare_page import page, write_changes
-    from helpers.report.publish.render import write_text_atomic
+    from helpers.report.publish.render import write_page
     from helpers.report.words.compare import compare, shown
 
     try:
@@ -143,7 +143,7 @@ def compare_main(old: str, new: str, out: Path | None = None, fail_if_slower: st
     written = None
     try:
         csv = write_changes(cmp, folder)
-        html = write_text_atomic(folder / "compare.html",
+        html = write_page(folder / "compare.html",
                                  page(cmp, [str(f) for f in sides["OLD"]], [str(f) for f in sides["NEW"]]))
     except OSError as exc:
         written = f"--compare: cannot write to {shown(folder)}: {shown(exc)}: exit {int(Exit.CANNOT_WRITE)}"

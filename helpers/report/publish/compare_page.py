@@ -299,7 +299,7 @@ def write_changes(cmp: Comparison, folder: Path) -> Path:
     import pandas as pd
 
     from helpers.report.publish.csvs import inert
-    from helpers.report.publish.render import write_text_atomic
+    from helpers.report.publish.render import write_page
 
     def g(v):
         return v if not isinstance(v, float) or math.isnan(v) else float(f"{v:.6g}")
@@ -307,4 +307,4 @@ def write_changes(cmp: Comparison, folder: Path) -> Path:
     failed = [{**r, "new_runs": 0, "verdict": FAILED_NEW} for r in cmp.failed_new]
     rows = sorted([*cmp.rows, *failed], key=row_key)
     frame = pd.DataFrame([{c: g(r.get(c)) for c in COLUMNS} for r in rows], columns=COLUMNS)
-    return write_text_atomic(Path(folder) / CHANGES, inert(frame).to_csv(index=False))
+    return write_page(Path(folder) / CHANGES, inert(frame).to_csv(index=False))
