@@ -281,7 +281,8 @@ def markdown(df) -> str:
     """The README table: GPU cells of the current protocol beside their CPU twins (see the module docstring), each
     figure written as the report writes it (``fmt.sps_shown``, ``fmt.speedup_shown``: one string per figure)."""
     from helpers.report.derive.aggregate import matched_pairs, summarise
-    from helpers.report.words.fmt import digits, rounded, speedup_shown, sps_shown
+    from helpers.report.derive.precision import digits
+    from helpers.report.words.fmt import rounded, speedup_shown, sps_shown
 
     pairs = matched_pairs(summarise(_current(df)))
     lines = ["| workload (batch) | backend | CPU samples/s, median (runs / leases) "

@@ -15,8 +15,8 @@ from support.records import _rec
 
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report.derive import compare as C
 from helpers.report.publish import compare_page as P
+from helpers.report.words import compare as C
 from helpers.report.words import compare_figures as F
 from helpers.report.words import fmt
 

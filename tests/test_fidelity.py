@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers.report.derive import published_match as M
 from helpers.report.load import published as P
+from helpers.report.words import published_match as M
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "data" / "published_figures.csv"

@@ -295,9 +295,9 @@ def test_seed_001_table_and_seed_003_timeline_get_both_answers_busy_time_and_mfu
     and the published utilisation figures get your MFU beside your busy time; one sentence says why they differ."""
     from html import escape as html_escape
 
-    from helpers.report.derive.published_match import other_figures
     from helpers.report.publish import sections
     from helpers.report.publish.sections import utilisation
+    from helpers.report.words.published_match import other_figures
 
     table = utilisation.comparison_summary(ref_ctx.summary)
     cols = list(table.columns)

@@ -229,7 +229,7 @@ def test_a_failed_report_says_why_and_the_old_one_no_longer_looks_current(tmp_pa
 def test_a_full_disk_leaves_no_temp_report(tmp_path, monkeypatch):
     import os
 
-    from helpers.report.publish.render import write_text_atomic
+    from helpers.report.publish.render import write_page
 
     real = os.fsync
 
@@ -238,7 +238,7 @@ def test_a_full_disk_leaves_no_temp_report(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(OSError):
-        write_text_atomic(tmp_path / "report.html", "x" * 1000)
+        write_page(tmp_path / "report.html", "x" * 1000)
     monkeypatch.setattr(os, "fsync", real)
     assert list(tmp_path.iterdir()) == []
 

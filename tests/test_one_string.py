@@ -181,8 +181,8 @@ def test_the_comparison_of_two_leases_prints_each_figure_one_way(tmp_path):
     printed figures, nothing in powers of ten, and no other rendering of a side's median on the page."""
     import json
 
-    from helpers.report.derive import compare
     from helpers.report.publish import compare_page
+    from helpers.report.words import compare
 
     leases = {"8e28086d8d20": tmp_path / "old", "8ee8feab14e7": tmp_path / "new"}
     for p in sorted((REF / "h100" / "records").glob("*.json")):

@@ -25,9 +25,10 @@ from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
 from helpers.report.derive import aggregate, costs
 from helpers.report.load import published
+from helpers.report.load.prices import load_prices
 from helpers.report.load.values import isnull
 from helpers.report.publish import charts, sections
-from helpers.report.words import fmt
+from helpers.report.words import cost_table, fmt
 from helpers.report.words import labels as report_labels
 
 
@@ -235,7 +236,7 @@ def test_every_section_keeps_the_contract_on_the_h100_reference_and_no_chart_mix
     assert drawn and {v for v, _ in drawn} <= per_sample, drawn
     assert all(label for _, label in drawn)  # every chart says its unit
     # the relative time and cost chart: per sample too
-    rel, _ = costs.relative_table(reference_ctx.costed, {"device": "cpu", "backend": "jax"})
+    rel, _ = cost_table.relative_table(reference_ctx.costed, {"device": "cpu", "backend": "jax"})
     r = rel[(rel["workload"] == "resnet50") & (rel["device · backend"] == "gpu · jax") & (rel["batch"] == 64)]
     base = rel[(rel["workload"] == "resnet50") & (rel["base"] != "")].iloc[0]
     assert base["device · backend"] == "cpu · jax"
@@ -326,7 +327,7 @@ def test_costs_price_the_rented_machine_per_sample_and_unknown_profiles_have_non
     assert by.loc["cpu", "profile"] == "four"
     assert by.loc["cpu", "on_demand_per_1k"] == pytest.approx(0.4 / 3600 * 1000 / (1000 / 1.0))
     assert isnull(by.loc["gpu", "profile"]) and isnull(by.loc["gpu", "on_demand_per_1k"])
-    real = costs.load_prices(price_set="2017")  # the seed's table: a P100 has no price today
+    real = load_prices(price_set="2017")  # the seed's table: a P100 has no price today
     costed = costs.add_costs(ctx.summary, real)
     p100 = real["profiles"]["gcp-n1-standard-1-p100"]
     g = costed.set_index("device").loc["gpu"]

@@ -77,7 +77,7 @@ def test_the_verdict_section_shows_chart_sentences_and_a_short_table(known):
     rows = best.best_over_best(known.costed)
     tab = sections.get("verdict").glance_table(rows)
     assert len(tab.columns) <= 7 and len(tab) == 2
-    assert list(tab["GPU ÷ CPU"]) == ["330× †", "5.60× †"]  # one run: 3 significant digits (fmt.sig_digits)
+    assert list(tab["GPU ÷ CPU"]) == ["330× †", "5.60× †"]  # one run: 3 significant digits (precision.sig_digits)
     assert list(tab["sides compared: CPU → GPU"]) == ["JAX on 2 CPU cores → JAX on the H100 · b128",
                                                       "JAX on 2 CPU cores → JAX on the H100 · b100"]
     assert list(tab["CPU time / source epoch"]) == ["1.7 h †", "8.3 min †"]

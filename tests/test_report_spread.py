@@ -2,7 +2,7 @@
 
 A configuration's figure is the median over its runs of each run's steady-state samples/s, with the
 between-run interval (range of 2–4 runs, bootstrap 95% from 5, fixed seed); the within-run epoch spread is
-shown apart. Figures from one run or a short window are marked and rounded (fmt.sig_digits); speedups carry
+shown apart. Figures from one run or a short window are marked and rounded (precision.sig_digits); speedups carry
 an interval from both sides' runs. Records are built with the helpers of tests/test_report.py.
 """
 
@@ -21,6 +21,7 @@ from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
 from helpers.report.derive import aggregate
 from helpers.report.derive.pairs import all_pairs
+from helpers.report.derive.precision import sig_digits
 from helpers.report.publish import sections
 from helpers.report.publish.sections.base import mark_bars, with_marks
 from helpers.report.publish.sections.speedup import build as build_speedup
@@ -101,7 +102,7 @@ def test_the_bootstrap_interval_of_six_runs_is_deterministic_and_holds_the_media
 
 
 def test_the_rounding_rule():
-    d = fmt.sig_digits
+    d = sig_digits
     assert d(1000, n_runs=1) == 3 and d(1000, n_runs=1, short=True) == 2
     assert d(1000, 990, 1010, 3) == 3  # 2% between runs
     assert d(1000, 900, 1100, 3) == 2  # 20%

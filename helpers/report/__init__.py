@@ -25,13 +25,15 @@ In ``summary.ipynb``:
 from __future__ import annotations
 
 from helpers.report.derive.context import Context, build_context
-from helpers.report.derive.costs import PriceError, add_costs, check_profile, load_prices, record_profiles
+from helpers.report.derive.costs import add_costs, check_profile, record_profiles
+from helpers.report.load.assets import REPORT_CSS
+from helpers.report.load.prices import PriceError, load_prices
 from helpers.report.publish import sections
 from helpers.report.publish.charts import setup_plots
 from helpers.report.publish.index import render_index
 from helpers.report.publish.point_charts import plot_point
 from helpers.report.publish.render import render_html
-from helpers.report.words.fmt import REPORT_CSS, esc, html_table, note
+from helpers.report.words.fmt import esc, html_table, note
 
 __all__ = ["Context", "PriceError", "REPORT_CSS", "add_costs", "build_context", "check_profile", "esc", "html_table",
            "load_prices", "note", "plot_point", "record_profiles", "render_html", "render_index", "sections",

@@ -103,7 +103,7 @@ def render_light(folders: list[Path], out_html: Path, parameters: dict) -> Path:
     from helpers import report
     from helpers.report.publish import sections
     from helpers.report.publish.inert import CSP
-    from helpers.report.publish.render import banner_html, write_text_atomic
+    from helpers.report.publish.render import banner_html, write_page
 
     report.setup_plots()
     keys = ("prices_file", "published_file", "use_reference", "price_set")
@@ -119,7 +119,7 @@ def render_light(folders: list[Path], out_html: Path, parameters: dict) -> Path:
             + banner_html(parameters.get("banner", "")) + body
             + f"<p><i>The other sections ({escape(rest)}) come with the full report when the grid ends.</i></p>"
             + "</main></body></html>")
-    return write_text_atomic(Path(out_html), page)
+    return write_page(Path(out_html), page)
 
 
 class PartialPage:

@@ -6,7 +6,7 @@
 
 Two spreads, never confused: a figure is the median over runs (records) of each run's
 samples/s, with the *between-run* interval (``between_runs``); the *within-run* epoch spread is kept apart
-and never shown as the figure's uncertainty. How figures are rounded and marked: fmt.sig_digits.
+and never shown as the figure's uncertainty. How figures are rounded and marked: precision.sig_digits.
 
 Honest axes: configurations are compared in samples/s (or time and money per 1,000 samples, or
 per epoch of the source's full dataset derived from samples/s), never in raw seconds per epoch when
@@ -16,12 +16,12 @@ their epochs hold different numbers of samples.
 from __future__ import annotations
 
 from helpers.report.derive import learning, mfu
-from helpers.report.derive.protocol import MIN_STEPS, current_protocol, quiet_host
+from helpers.report.derive.precision import digits, sig_digits
+from helpers.report.derive.protocol import MIN_STEADY_S, MIN_STEPS, current_protocol, quiet_host
 from helpers.report.load import columns as C
 from helpers.report.load.published import source_epochs
 from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.load.values import isnull, yes
-from helpers.report.words import fmt
 
 BOOT_FROM = 5  # runs from which the between-run interval is a bootstrap interval (below: the range)
 BOOT_SEED = 14  # fixed: the same records give the same report
@@ -100,7 +100,7 @@ def summarise(df):
     between-run interval (``sps_interval``: 'range', 'bootstrap', 'none'); ``runs_sps_min``/``_max``: the
     runs' extremes; ``s_per_epoch``: median of the runs' median epochs. Within-run: the steady epochs of
     all runs pooled (``q1``/``q3``, ``min``/``max`` in s; ``sps_q1``/``sps_q3``). ``steady_s``: the median
-    run's window, ``short_window``: under ``min_steady_s`` (fmt.MIN_STEADY_S if unrecorded); ``n_leases``:
+    run's window, ``short_window``: under ``min_steady_s`` (protocol.MIN_STEADY_S if unrecorded); ``n_leases``:
     distinct ``boot_id`` (0: unknown); ``n_earlier``, ``n_host_busy``: runs left out (protocol.py)."""
     import numpy as np
     import pandas as pd
@@ -125,7 +125,7 @@ def summarise(df):
         n = float(g["n_train"].dropna().iloc[0]) if g["n_train"].notna().any() else None
         run_sps = run_figures(g)
         lo, hi, kind = between_runs(run_sps)
-        min_steady = g["min_steady_s"].max() if g["min_steady_s"].notna().any() else fmt.MIN_STEADY_S
+        min_steady = g["min_steady_s"].max() if g["min_steady_s"].notna().any() else MIN_STEADY_S
         window = g["steady_s"].median()
         row = dict(zip(CONFIG_KEYS, key))
         row.update(
@@ -204,7 +204,7 @@ def add_speedup(m):
     """GPU ÷ CPU of rows with ``_cpu``/``_gpu`` columns (a matched pair, a verdict row), in place: ``speedup``
     (samples/s, medians over runs), its between-run interval ``speedup_lo``/``_hi``/``interval`` from both sides'
     runs (``ratio_interval``), ``n_runs`` (the fewer), ``short_window`` (either side's) and ``digits``: the
-    interval's (``fmt.sig_digits``), else its less precise side's. Every rendering of the speedup uses ``digits``
+    interval's (``precision.sig_digits``), else its less precise side's. Every rendering of the speedup uses ``digits``
     (``fmt.speedup_shown``)."""
     m["speedup"] = m["samples_per_s_gpu"] / m["samples_per_s_cpu"]
     iv = [ratio_interval(g, c) for g, c in zip(m["run_sps_gpu"], m["run_sps_cpu"])]
@@ -212,7 +212,7 @@ def add_speedup(m):
     m["n_runs"] = m[["n_runs_cpu", "n_runs_gpu"]].min(axis=1)
     m["short_window"] = m["short_window_cpu"].astype(bool) | m["short_window_gpu"].astype(bool)
     m["host_busy"] = [yes(r.get("host_busy_cpu")) or yes(r.get("host_busy_gpu")) for r in m.to_dict("records")]
-    m["digits"] = [fmt.sig_digits(r["speedup"], r["speedup_lo"], r["speedup_hi"], r["n_runs"], r["short_window"])
-                   if r["interval"] != "none" else min(fmt.digits(r, "_cpu"), fmt.digits(r, "_gpu"))
+    m["digits"] = [sig_digits(r["speedup"], r["speedup_lo"], r["speedup_hi"], r["n_runs"], r["short_window"])
+                   if r["interval"] != "none" else min(digits(r, "_cpu"), digits(r, "_gpu"))
                    for r in m.to_dict("records")]
     return m

@@ -23,6 +23,7 @@ from helpers.record.reader import COPY
 from helpers.report.derive import aggregate, learning
 from helpers.report.load import columns as C
 from helpers.report.load.reference import is_reference
+from helpers.report.words import learned
 
 SAME = ["workload", "batch_size", "precision", "augment", "knobs", "data_source"]  # what makes it the same workload
 # the copy knob the reader gives each of a run's conflicting copies (record.reader.COPY): never what pairs
@@ -60,7 +61,7 @@ def _passed_over(ok, side, device: str) -> str:
         return ""
     gone = ok[(ok["_same"] == side["_same"]) & (ok["device"] == device) & (ok["learned"] == learning.NO)]
     common = learning.common_knobs(ok.loc[ok["workload"] == side["workload"], "knobs"])
-    return "; ".join(f"{learning.name(r, common)}{', faster' if r['samples_per_s'] > side['samples_per_s'] else ''} "
+    return "; ".join(f"{learned.name(r, common)}{', faster' if r['samples_per_s'] > side['samples_per_s'] else ''} "
                      f"({r['learned_why']})"
                      for r in gone.sort_values(C.SAMPLES_PER_S, ascending=False).to_dict("records"))
 
@@ -140,7 +141,7 @@ holds it: ``Context.best``): ``workload``, ``side`` ('CPU', 'GPU' or 'CPU and
         gone = g[g["device"].isin(bad)].sort_values(C.SAMPLES_PER_S, ascending=False)
         common = learning.common_knobs(ok.loc[ok["workload"] == g["workload"].iloc[0], "knobs"])
         out.append({"workload": g["workload"].iloc[0], "side": " and ".join(d.upper() for d in bad),
-                    "configurations": "; ".join(f"{learning.name(r, common)} ({r['learned_why']})"
+                    "configurations": "; ".join(f"{learned.name(r, common)} ({r['learned_why']})"
                                                 for r in gone.to_dict("records")),
                     "batch_size": g["batch_size"].iloc[0], "precision": g["precision"].iloc[0]})
     return pd.DataFrame(out, columns=cols).drop_duplicates("workload").reset_index(drop=True)

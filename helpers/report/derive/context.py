@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from helpers.record.reader import split_duplicates
 from helpers.report.derive import aggregate, best, costs, fresh
-from helpers.report.load import bare, published, reference, table
-from helpers.report.load.visible import visible
+from helpers.report.load import bare, published, reference
+from helpers.report.load.host import this_host
+from helpers.report.load.prices import load_prices
+from helpers.report.load.records import load_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,7 +38,7 @@ class Context:
     skipped: tuple[tuple[str, str], ...]  # (file, why) of the JSON files that are not usable records
     summary: pd.DataFrame  # one row per configuration (aggregate.summarise), per-sample columns added
     costed: pd.DataFrame  # summary with profiles, prices and costs (costs.add_costs), fresh-machine intervals (fresh)
-    prices: dict[str, Any]  # costs.load_prices
+    prices: dict[str, Any]  # load.prices.load_prices
     published: pd.DataFrame  # data/published_figures.csv
     base_config: dict[str, Any] = field(default_factory=dict)
     timeline_run: str = ""
@@ -44,6 +46,7 @@ class Context:
     duplicates: tuple[tuple[str, str], ...] = ()  # (file, 'duplicate of <file>'): copies of runs already read
     skipped_reasons: tuple[tuple[str, int], ...] = ()  # (why, how many files): ``skipped`` grouped, most first
     bare: pd.DataFrame | None = None  # bare-loop results beside the records (bare.read): the limit section's yardstick
+    here: tuple = ()  # the machine rendering the report (host.this_host): the verdict's "this machine"
 
     @cached_property
     def best(self) -> pd.DataFrame:
@@ -75,42 +78,6 @@ class Context:
     @property
     def has_ok(self) -> bool:
         return bool((self.df["status"] == "ok").any()) if len(self.df) else False
-
-
-_WHERE = ("_path", "notebook")  # where a record lies and its notebook: kept as they are, to be found again
-
-
-def _visible(v):
-    """A record's strings (values and keys) made ``fmt.visible``: charts, tables and sentences draw what the
-    record says, never a raw bidi control, zero-width character or lone surrogate (matplotlib cannot draw one)."""
-    if isinstance(v, str):
-        return visible(v)
-    if isinstance(v, dict):
-        return {visible(k) if isinstance(k, str) else k: _visible(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_visible(x) for x in v]
-    return v
-
-
-def load_rows(folders):
-    """``table.load_table``, where a record that cannot be tabulated (an error in ``table``'s row of it, which
-    the record checks should have prevented) costs that record only: skipped, with the error's name. Every
-    string of a record but its paths is made ``fmt.visible`` first."""
-    from helpers.record.reader import read_records
-
-    folders = [Path(f) for f in folders if Path(f).exists()]
-    records, skipped = read_records(folders, table.workload_knobs)
-    records = [{**_visible({k: v for k, v in r.items() if k not in _WHERE}),
-                **{k: r[k] for k in _WHERE if k in r}} for r in records]
-    good = []
-    for r in records:
-        try:
-            table.row(r)
-        except Exception as exc:  # noqa: BLE001 - one record's problem, never the report's
-            skipped.append((r.get("_path"), f"could not be tabulated ({type(exc).__name__})"))
-        else:
-            good.append(r)
-    return table.tidy(good), good, skipped
 
 
 def build_context(folders, base_config: dict | None = None, host_profiles: dict | None = None,
@@ -146,7 +113,7 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
                       "copy=…; which is true is not for the report to guess: {}.",
                       (len(conflicts), "; ".join(conflicts[:6]) + ("; ..." if len(conflicts) > 6 else "")), "warn"))
     summ = aggregate.summarise(df)
-    prices = costs.load_prices(prices_file or None, price_set=price_set or None)
+    prices = load_prices(prices_file or None, price_set=price_set or None)
     # a record's price profile prices its own machine (host and hardware), never another of the same host name
     from_records, disagree = costs.machine_profiles(records)
     unknown = sorted({p for p in from_records.values() if p not in (prices.get("profiles") or {})})
@@ -174,4 +141,4 @@ def build_context(folders, base_config: dict | None = None, host_profiles: dict 
     return Context(folders=tuple(folders), df=df, records=tuple(records), skipped=tuple(skipped), summary=summ,
                    costed=costed, prices=prices, published=pub, base_config=dict(base_config or {}),
                    timeline_run=timeline_run or "", notes=tuple(notes), duplicates=tuple(duplicates),
-                   skipped_reasons=reasons, bare=bare_df)
+                   skipped_reasons=reasons, bare=bare_df, here=this_host())

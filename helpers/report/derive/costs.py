@@ -15,72 +15,10 @@ dataset (derived from samples/s), so configurations that trained on different ep
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from helpers.paths import PROJECT_ROOT
 from helpers.report.load import columns as C
+from helpers.report.load.prices import PriceError, era, load_prices, price_sets, select_price_set
 from helpers.report.load.values import isnull
-from helpers.report.words.fmt import spread_text
-
-PRICES = PROJECT_ROOT / "params" / "prices.yaml"
-
-
-class PriceError(ValueError):
-    """A price profile was asked for that the prices file does not have."""
-
-
-DEFAULT_PRICE_SET = "current"  # the set a prices file without ``default_price_set`` uses
-
-
-def load_prices(path: Path | str | None = None, price_set: str | None = None) -> dict:
-    """params/prices.yaml, with the profiles of one price set: {'currency', 'profiles' (that set's),
-    'all_profiles', 'price_set', 'era', 'price_sets', '_path'}; no profiles if the file is absent.
-
-    ``price_set`` None: the file's ``default_price_set`` ("current"). A name the file does not define is an
-    error (``PriceError``) that names the known ones."""
-    import yaml
-
-    path = Path(path) if path else PRICES
-    if not path.is_file():
-        data = {"currency": "USD", "profiles": {}, "_error": f"{path} not found"}
-    else:
-        data = yaml.safe_load(path.read_text()) or {}
-        if not isinstance(data, dict):
-            raise PriceError(f"{path}: a prices file is a mapping with the key 'profiles'")
-        data["profiles"] = data.get("profiles") or {}
-        data.setdefault("currency", "USD")
-    data["_path"] = str(path)
-    return select_price_set(data, price_set)
-
-
-def _era(profile) -> str | None:
-    era = (profile or {}).get("era") if isinstance(profile, dict) else None
-    return None if era is None else str(era)
-
-
-def price_sets(prices: dict) -> dict:
-    """Price set name -> era, as the file's ``price_sets`` says; without it, one set per era found in the
-    profiles plus "current" (the newest era); a file without eras is one set, "current", of every profile."""
-    sets = prices.get("price_sets")
-    if isinstance(sets, dict) and sets:
-        return {str(k): (None if v is None else str(v)) for k, v in sets.items()}
-    eras = sorted({e for e in map(_era, (prices.get("all_profiles", prices.get("profiles")) or {}).values()) if e})
-    return {**{e: e for e in eras}, DEFAULT_PRICE_SET: eras[-1] if eras else None}
-
-
-def select_price_set(prices: dict, price_set: str | None = None) -> dict:
-    """``prices`` with ``profiles`` narrowed to one price set's (its era's, plus profiles without ``era``).
-    Works on a loaded prices dict (``all_profiles`` kept, so a set can be chosen again) or a literal one."""
-    sets = price_sets(prices)
-    name = str(price_set) if price_set is not None else str(prices.get("default_price_set") or DEFAULT_PRICE_SET)
-    if name not in sets:
-        src = prices.get("_path", "params/prices.yaml")
-        raise PriceError(f"price set '{name}' is not in {src} (key 'price_sets'); allowed: "
-                         + ", ".join(sorted(sets)))
-    era = sets[name]
-    every = prices.get("all_profiles", prices.get("profiles")) or {}
-    chosen = {k: p for k, p in every.items() if era is None or _era(p) in (None, era)}
-    return {**prices, "profiles": chosen, "all_profiles": every, "price_set": name, "era": era}
 
 
 def _rule_holds(key, want, gpu, cpu_model, cpus, gpus) -> bool:
@@ -129,7 +67,7 @@ def check_profile(name: str, prices: dict, where: str) -> None:
         allowed = ", ".join(sorted(profiles)) or "none: the file has no profiles"
         other = (prices.get("all_profiles") or {}).get(name)
         if other is not None:
-            in_sets = sorted(k for k, e in price_sets(prices).items() if e in (None, _era(other))) or ["none"]
+            in_sets = sorted(k for k, e in price_sets(prices).items() if e in (None, era(other))) or ["none"]
             raise PriceError(f"{where}: price profile '{name}' is in {src} but in price set(s) {', '.join(in_sets)}, "
                              f"not in the set in use ('{prices.get('price_set')}'): choose that price set, or "
                              f"one of this set's profiles: {allowed}")
@@ -224,13 +162,6 @@ def add_costs(summ, prices: dict, host_profiles: dict | None = None, price_set: 
     return s
 
 
-def profile_text(name, label=None) -> str:
-    """How a row's profile reads in a table: its name, what the match means (``label``), or "no price"."""
-    if isnull(name) or not name:
-        return "no price"
-    return f"{name} ({label})" if label and not isnull(label) else str(name)
-
-
 def pick_base(g, base_config: dict):
     """The base configuration of one workload's rows ``g``: the fastest (samples/s) row matching every key."""
     m = g
@@ -243,48 +174,3 @@ def pick_base(g, base_config: dict):
         return None
     return m.loc[m[C.SAMPLES_PER_S].idxmax()]
 
-
-def relative_table(costed, base_config: dict):
-    """Training time and cost per sample relative to the base configuration (per workload), as seed 002
-    charts them: ``time × base`` = base samples/s ÷ samples/s; cost likewise per 1,000 samples."""
-    import pandas as pd
-
-    rows, missing = [], []
-    for wl, g in costed.groupby("workload", sort=True):
-        base = pick_base(g, base_config)
-        if base is None:  # fall back to the fastest CPU configuration (every machine has a CPU), and say so
-            missing.append(wl)
-            base = pick_base(g, {"device": "cpu"})
-            if base is None:
-                base = g.loc[g[C.SAMPLES_PER_S].idxmin()]
-        for _, r in g.sort_values(C.SAMPLES_PER_S, ascending=False).iterrows():
-            rows.append({
-                "workload": wl, "machine": r["machine"], "device · backend": r["config"], "batch": r["batch_size"],
-                "precision": r.get("precision"), "jit": r.get("jit_compile"),
-                "threads": "all" if r["threads"] == 0 else r["threads"],
-                "base": "◀ base" if r.name == base.name else "",
-                "samples/s [IQR]": spread_text(r[C.SAMPLES_PER_S], r["sps_q1"], r["sps_q3"]),
-                "s per source epoch": r["source_epoch_s"],
-                "time × base": base[C.SAMPLES_PER_S] / r[C.SAMPLES_PER_S],
-                "profile": profile_text(r["profile"], r.get("profile_label")),
-                "$/1k samples on-demand": r["on_demand_per_1k"], "$/1k samples preemptible": r["preemptible_per_1k"],
-                "$/source epoch on-demand": r["on_demand_per_source_epoch"],
-                "$/source epoch preemptible": r["preemptible_per_source_epoch"],
-                "cost × base (on-demand)": r["on_demand_per_1k"] / base["on_demand_per_1k"],
-                "cost × base (preemptible)": r["preemptible_per_1k"] / base["preemptible_per_1k"],
-            })
-    return pd.DataFrame(rows), missing
-
-
-def price_sources(prices: dict, used: set):
-    """The price set's profiles (``prices["profiles"]``) with their prices, sources and dates."""
-    import pandas as pd
-
-    rows = []
-    for name, p in (prices.get("profiles") or {}).items():
-        p = p or {}
-        rows.append({"profile": name, "used here": "yes" if name in used else "", "description": p.get("description"),
-                     "on-demand $/h": p.get("on_demand_per_hour"), "preemptible $/h": p.get("preemptible_per_hour"),
-                     "era": _era(p) or "any", "source": p.get("source"), "date": p.get("date"),
-                     "read": p.get("read"), "as of": p.get("as_of"), "note": p.get("note")})
-    return pd.DataFrame(rows)

@@ -14,16 +14,14 @@ are reached two ways, set side by side: one process driving N GPUs (``gpus: N``)
 from __future__ import annotations
 
 import math
-import re
 
 from helpers.params import LATER_DEFAULTS
 from helpers.report.derive.learning import learned
+from helpers.report.derive.precision import digits
 from helpers.report.load import columns as C
 from helpers.report.load.published import published_devices as published_devices  # the anchors, kept there
 from helpers.report.load.table import CONFIG_KEYS
-from helpers.report.load.values import isnull
-from helpers.report.words.fmt import digits, marked, num, rounded, row_marks, union_marks
-from helpers.report.words.labels import _knob_items
+from helpers.report.load.values import isnull, knob_items
 
 DEVICE_KNOBS = ("gpus", "hosts", "processes")
 ONE_PROCESS = "one process"  # the way of a point of one process (driving one GPU or several)
@@ -32,13 +30,6 @@ PER_GPU = "one process per GPU"  # the way of N processes of one GPU each, in wo
 # the input paths, the recommended one (uint8 batches put on the GPUs ahead of the step) first
 INPUTS = (("uint8", "staged"), ("float32", "staged"), ("float32", "host"), ("uint8", "host"), ("float32", "device"),
           ("uint8", "device"))
-PLACED = {"host": " from the host", "device": ", data on the device", "staged": " staged on the GPUs"}
-
-
-def _path(inp, on, inputs: bool = True) -> str:
-    """'uint8 inputs staged on the GPUs', 'float32 inputs from the host'; without ``inputs``: 'float32 from the
-    host' (a table's cell)."""
-    return f"{inp}{' inputs' if inputs else ''}" + PLACED.get(on, f", data_placement {on}")
 
 
 def device_scaling(summ):
@@ -49,8 +40,8 @@ def device_scaling(summ):
         return None
     s = summ[summ[C.SAMPLES_PER_S].notna()].copy()
     # profiled points are the step breakdown's (their timed window is a configuration's own, apart from the grid's)
-    s = s[[str(_knob_items(k).get("profile", "False")).lower() != "true" for k in s["knobs"]]]
-    items = [_knob_items(k) for k in s["knobs"]]
+    s = s[[str(knob_items(k).get("profile", "False")).lower() != "true" for k in s["knobs"]]]
+    items = [knob_items(k) for k in s["knobs"]]
     s["gpus_n"] = [int(i.get("gpus", 1)) for i in items]
     s["hosts_n"] = [int(i.get("hosts", 1)) for i in items]
     s["procs_n"] = [int(i.get("processes", 1)) for i in items]
@@ -76,13 +67,14 @@ def device_scaling(summ):
             if n == 1 and r["_bn"] != LATER_DEFAULTS["batchnorm_stats"] and len(one) > 1:
                 continue  # the same computation as the global one-device point
             lo, hi = _run_range(r)
+            bn = BN_PER_DEVICE if n > 1 and r["_bn"] == "per_device" else ""
             eff = r[C.SAMPLES_PER_S] / (n * base) if base == base else math.nan
             rows.append({"workload": r["workload"], "backend": r["backend"], "precision": r["precision"],
                          "batch per device": r["batch_size"], "input": r["input_dtype"], "data on": r["placement"],
                          "GPUs": f"{r['gpus_n']}" + (f" x {r['hosts_n']} hosts" if r["hosts_n"] > 1 else "")
                                  + (f" x {r['procs_n']} processes" if r["procs_n"] > 1 else ""),
-                         "devices": n, "way": way(r["gpus_n"], r["hosts_n"] * r["procs_n"])
-                                              + (BN_PER_DEVICE if n > 1 and r["_bn"] == "per_device" else ""),
+                         "devices": n, "way": way(r["gpus_n"], r["hosts_n"] * r["procs_n"]) + bn,
+                         "kind": way_kind(r["gpus_n"], r["hosts_n"] * r["procs_n"]) + bn,
                          "samples/s": r[C.SAMPLES_PER_S], "samples/s over the runs": (lo, hi) if lo != hi else None,
                          "efficiency": eff,
                          "efficiency over the runs": (lo / (n * b_hi), hi / (n * b_lo)) if base == base else None,
@@ -90,8 +82,10 @@ def device_scaling(summ):
                          "$ per 1k samples": r.get("on_demand_per_1k", math.nan),
                          "$ per epoch": (r.get("on_demand_per_h", math.nan) / 3600.0 * r["s_per_epoch"]
                                          if not isnull(r.get("s_per_epoch")) else math.nan),
-                         "runs": r.get("n_runs"), "digits": digits(r),  # the figure's digits (fmt.sig_digits)
-                         "marks": row_marks(r)})
+                         "runs": r.get("n_runs"), "digits": digits(r),  # the figure's digits (precision.sig_digits)
+                         # what its marks are read from (scaling_words.marks_of)
+                         "short_window": r.get("short_window"), "host_busy": r.get("host_busy"),
+                         "learned": r.get("learned")})
     if not rows:
         return None
     import pandas as pd
@@ -115,105 +109,10 @@ def _run_range(r) -> tuple[float, float]:
     return (med if isnull(lo) else float(lo)), (med if isnull(hi) else float(hi))
 
 
-def findings(table) -> list[str]:
-    """One sentence per model (workload, backend, precision): its efficiency at the most devices it ran on, per
-    input path (float32 / uint8; from the host, staged on the GPUs or on the device), with the range over the runs;
-    where the devices were driven both ways, one process driving them and one process per GPU side by side."""
-    out = []
-    for (wl, be, prec), g in table.groupby(["workload", "backend", "precision"], sort=True):
-        n = g["devices"].max()
-        top = g[g["devices"] == n]
-        ways = sorted(set(top["way"]), key=lambda w: (w != ONE_PROCESS, w))
-        parts = []
-        for inp, on in INPUTS:
-            said = []
-            for w in ways:
-                r = top[(top["input"] == inp) & (top["data on"] == on) & (top["way"] == w)]
-                if len(r) and not isnull(r["efficiency"].iloc[0]):
-                    rng = r["efficiency over the runs"].iloc[0]
-                    said.append((eff_shown(r["efficiency"].iloc[0]), _way_words(w, n),
-                                 f" ({range_shown(rng, eff_shown)} over {int(r['runs'].iloc[0])} run(s))"
-                                 if rng and int(r["runs"].iloc[0] or 1) > 1 else ""))
-            if len(said) == 1 and len(ways) == 1:
-                parts.append(f"{said[0][0]} with {_path(inp, on)}{said[0][2]}")
-            elif said:
-                parts.append(f"with {_path(inp, on)} " + " against ".join(f"{e} {w}{r}" for e, w, r in said))
-        if parts:
-            out.append(f"{wl} ({be}, {prec}) on {n} GPUs: efficiency " + "; ".join(parts) + ".")
-    return out
-
-
-def answer(table) -> list[str]:
-    """The scaling answer, one sentence per model and input path: its efficiency at every GPU count, per way
-    ('resnet50 (jax, mixed_bfloat16), uint8 inputs staged on the GPUs: efficiency with one process per GPU 0.97 on
-    2 GPUs, 0.95 on 4; with one process driving them 0.90 on 2, 0.85 on 4.'), the table's strings."""
-    out = []
-    for (wl, be, prec), g in table.groupby(["workload", "backend", "precision"], sort=True):
-        for inp, on in INPUTS:
-            h = g[(g["input"] == inp) & (g["data on"] == on) & (g["devices"] > 1) & g["efficiency"].notna()]
-            ways = sorted(set(map(_kind, h["way"])), key=lambda k: (k != PER_GPU, k))
-            parts = []
-            one = g[(g["input"] == inp) & (g["data on"] == on) & (g["devices"] == 1)]
-            base = one["marks"].iloc[0] if len(one) else ""
-            for k in ways:
-                r = h[[_kind(w) == k for w in h["way"]]].sort_values("devices")
-                # an efficiency derives from the N-GPU figure and the one-GPU figure: the marks of both
-                figs = [marked(eff_shown(e), union_marks(m, base)) + f" on {int(n)}" + (" GPUs" if i == 0 else "")
-                        for i, (e, n, m) in enumerate(zip(r["efficiency"], r["devices"], r["marks"]))]
-                named = "one process driving them" if k == ONE_PROCESS else k
-                parts.append(("" if len(ways) == 1 else f"with {named} ") + ", ".join(figs))
-            if parts:
-                out.append(f"{wl} ({be}, {prec}), {_path(inp, on)}: efficiency " + "; ".join(parts)
-                           + _no_faster(g[(g["input"] == inp) & (g["data on"] == on)]) + ".")
-    return out
-
-
-def _no_faster(g) -> str:
-    """'; 2 GPUs slower than one (383 → 320 samples/s)', '; 2 GPUs no faster than one (...)': said in words where more
-    GPUs did not beat one (within 5%), each figure as the table shows it; '' where they all did."""
-    one = g[g["devices"] == 1]
-    if not len(one):
-        return ""
-    base = one.iloc[0]
-    said = []
-    for r in g[g["devices"] > 1].sort_values("devices").to_dict("records"):
-        ratio = r["samples/s"] / base["samples/s"]
-        if ratio < 1.05:
-            words = "slower than" if ratio < 0.95 else "no faster than"
-            how = f" ({_way_words(r['way'], int(r['devices']))})" if g["way"].nunique() > 1 else ""
-            said.append(f"{int(r['devices'])} GPUs{how} {words} one "
-                        f"({marked(rounded(base['samples/s'], int(base['digits'])), base['marks'])} → "
-                        f"{marked(rounded(r['samples/s'], int(r['digits'])), r['marks'])} samples/s)")
-    return "".join(f"; {t}" for t in dict.fromkeys(said))
-
-
-def _way_words(w: str, n: int) -> str:
-    bn = BN_PER_DEVICE if w.endswith(BN_PER_DEVICE) else ""
-    w = w[:len(w) - len(bn)]
-    if n <= 1:
-        return "one GPU"
-    if w == ONE_PROCESS:
-        return f"one process driving {n} GPUs{bn}"
-    return (PER_GPU if w == way(1, n) else w) + bn
-
-
-def _kind(w: str) -> str:
-    """A way whatever the GPU count: ``ONE_PROCESS``, ``PER_GPU`` or the way itself ('2 processes x 2 GPUs')."""
-    bn = BN_PER_DEVICE if w.endswith(BN_PER_DEVICE) else ""
-    return (PER_GPU if re.fullmatch(r"\d+ processes x 1 GPU", w[:len(w) - len(bn)]) else w[:len(w) - len(bn)]) + bn
-
-
-def eff_shown(v) -> str:
-    """An efficiency as the report shows it everywhere: '0.84'."""
-    return "" if isnull(v) else f"{v:.2f}"
-
-
-def range_shown(r, fmt=num) -> str:
-    """A (low, high) over the runs: '0.77-0.92', '4,191-4,451'; '' for none or where both ends read alike."""
-    if not r or isnull(r[0]):
-        return ""
-    lo, hi = fmt(r[0]), fmt(r[1])
-    return "" if lo == hi else f"{lo}-{hi}"
+def way_kind(gpus: int, processes: int) -> str:
+    """A way whatever the GPU count: ``ONE_PROCESS``, ``PER_GPU`` (processes of one GPU each) or the way itself
+    ('2 processes x 2 GPUs'); from the counts, never from the way's words (the scaling table's ``kind``)."""
+    return PER_GPU if processes > 1 and gpus == 1 else way(gpus, processes)
 
 
 def scaling_table(ctx):
@@ -234,10 +133,10 @@ def leads(ctx) -> bool:
 
 def _lines(g):
     """The chart's lines of one workload: per backend, precision and input path, and, where its devices were driven
-    both ways, per way whatever the GPU count (``_kind``; each line starting from the one-device point); the way is
+    both ways, per way whatever the GPU count (``kind``; each line starting from the one-device point); the way is
     None where there is one."""
     for (be, prec, inp, on), h in g.groupby(["backend", "precision", "input", "data on"], sort=True):
-        kinds = [_kind(w) for w in h["way"]]
+        kinds = list(h["kind"])
         ways = sorted({k for k, n in zip(kinds, h["devices"]) if n > 1}, key=lambda w: (w != ONE_PROCESS, w))
         if len(ways) <= 1:
             yield (be, prec, inp, on, None), h

@@ -4,6 +4,7 @@ leases, epochs and seconds of window, and what to beware of."""
 
 from __future__ import annotations
 
+from helpers.params import COMMON_DEFAULTS
 from helpers.record.upgrade import EARLIER
 from helpers.report.load.values import isnull
 
@@ -39,3 +40,5 @@ def marked(v) -> bool:
     """A ``host_busy`` cell that says yes (a bool or numpy bool; missing and NaN say no)."""
     return not isnull(v) and bool(v)
 
+
+MIN_STEADY_S = COMMON_DEFAULTS["min_steady_s"]  # seconds: the window records without ``params.min_steady_s`` hold

@@ -5,7 +5,7 @@
     cov = coverage(pub)                    # every CSV row: where the report shows it, or why it cannot
     anchors = published_devices(pub, wls)  # figures with a GPU count (1x..8x H100), the scaling section's anchors
 
-Beside your figures, like with like (``helpers.report.derive.published_match``: versus_published, other_figures).
+Beside your figures, like with like (``helpers.report.words.published_match``: versus_published, other_figures).
 Like with like: a published epoch that includes validation (seed 002's callback times on_epoch_begin ->
 on_epoch_end; seed 001's progress line) is set beside your epoch *with* its validation (training part +
 ``val_s``), one without beside your training part. Your figure is taken from a configuration of the same

@@ -1,4 +1,5 @@
-"""A value of a record or a table cell as read: missing (``isnull``) or a yes (``yes``)."""
+"""A value of a record or a table cell as read: missing (``isnull``), a yes (``yes``), a knobs cell as a dict
+(``knob_items``)."""
 
 from __future__ import annotations
 
@@ -16,3 +17,10 @@ def isnull(v) -> bool:
 def yes(v) -> bool:
     """A flag cell that says yes (a bool or numpy bool; missing and NaN say no)."""
     return not isnull(v) and not isinstance(v, str) and bool(v)
+
+
+def knob_items(knobs) -> dict:
+    """A record's ``knobs`` cell ('gpus=2, input_dtype=uint8') as a dict; {} for none."""
+    if isnull(knobs) or not knobs:
+        return {}
+    return dict(item.split("=", 1) if "=" in item else (item, "") for item in str(knobs).split(", "))

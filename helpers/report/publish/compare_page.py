@@ -14,10 +14,17 @@ drawn leaves a note and the tables. Every record's text is ``compare.shown`` (no
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
-from helpers.report.derive.compare import (
+from helpers.report.load.assets import REPORT_CSS
+from helpers.report.load.values import isnull
+from helpers.report.load.visible import shown_path
+from helpers.report.publish.inert import CSP
+from helpers.report.words.compare import (
     CHANGES,
+    COLUMNS,
     CONFLICTED,
+    FAILED_NEW,
     FASTER,
     FEW,
     MAX_RUNS,
@@ -25,15 +32,13 @@ from helpers.report.derive.compare import (
     NOT_LEARNED,
     SLOWER,
     Comparison,
+    row_key,
     shown,
 )
-from helpers.report.load.values import isnull
-from helpers.report.load.visible import shown_path
-from helpers.report.publish.inert import CSP
 from helpers.report.words.compare_figures import interval_shown as _interval
 from helpers.report.words.compare_figures import ratio_shown as _ratio
 from helpers.report.words.compare_words import first_sentence
-from helpers.report.words.fmt import MARKS_SHORT, REPORT_CSS, esc, html_table, note
+from helpers.report.words.fmt import MARKS_SHORT, esc, html_table, note
 
 CHART_ROWS = 25  # changes drawn, largest first; the rest are in the table and changes.csv
 CHART_CLIP = (1e-3, 1e3)  # a ratio or interval end past these is drawn at the edge (its figure still written)
@@ -285,3 +290,21 @@ def _frame(rows, columns):
     import pandas as pd
 
     return pd.DataFrame(list(rows), columns=columns)
+
+
+def write_changes(cmp: Comparison, folder: Path) -> Path:
+    """``changes.csv``: one row per configuration on both sides (and per configuration of OLD whose NEW runs all
+    failed: verdict ``FAILED_NEW``), sorted by its key, figures to 6 significant digits: the same comparison writes
+    the same bytes (stable for diffing)."""
+    import pandas as pd
+
+    from helpers.report.publish.csvs import inert
+    from helpers.report.publish.render import write_page
+
+    def g(v):
+        return v if not isinstance(v, float) or math.isnan(v) else float(f"{v:.6g}")
+
+    failed = [{**r, "new_runs": 0, "verdict": FAILED_NEW} for r in cmp.failed_new]
+    rows = sorted([*cmp.rows, *failed], key=row_key)
+    frame = pd.DataFrame([{c: g(r.get(c)) for c in COLUMNS} for r in rows], columns=COLUMNS)
+    return write_page(Path(folder) / CHANGES, inert(frame).to_csv(index=False))

@@ -25,7 +25,7 @@ from helpers.report.load.columns import (
     VERDICT_SIDE,
 )
 from helpers.report.load.visible import shown_path, visible
-from helpers.report.publish.render import write_text_atomic
+from helpers.report.publish.render import write_page
 from helpers.report.words.fmt import BUSY, NOT_LEARNED, marks, row_marks, speedup_shown, sps_shown
 from helpers.report.words.headline import sides
 from helpers.report.words.marks import HOST_BUSY, busy_sides
@@ -205,10 +205,10 @@ def write_csvs(ctx, folder: Path) -> tuple[Path, Path, Path]:
     """``results.csv``, ``configurations.csv`` and ``verdict.csv`` of ``ctx`` in ``folder`` (each written
     atomically; counts as integers, ``whole``)."""
     folder = Path(folder)
-    res = write_text_atomic(folder / RESULTS, inert(whole(results_frame(ctx.df))).to_csv(index=False))
+    res = write_page(folder / RESULTS, inert(whole(results_frame(ctx.df))).to_csv(index=False))
     cur = (ctx.prices or {}).get("currency", "USD")
-    conf = write_text_atomic(folder / CONFIGURATIONS,
+    conf = write_page(folder / CONFIGURATIONS,
                              inert(whole(configurations_frame(ctx.costed, cur))).to_csv(index=False))
-    verdict = write_text_atomic(folder / VERDICT,
+    verdict = write_page(folder / VERDICT,
                                 inert(whole(verdict_frame(ctx))).to_csv(index=False))
     return res, conf, verdict

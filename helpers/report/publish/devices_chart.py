@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from helpers.report.derive.devices import ONE_PROCESS, _lines, _path
+from helpers.report.derive.devices import ONE_PROCESS, _lines
+from helpers.report.words.scaling_words import path_words
 
 
 def _shade(colour: str, n: int) -> str | None:
@@ -46,7 +47,7 @@ def plot_devices(table, anchors=None, across: bool = False):
         for (be, prec, inp, on, w), h in _lines(g):
             h = h.sort_values("devices")
             label = " · ".join([*(str(v) for c, v in (("backend", be), ("precision", prec)) if c in named),
-                                _path(inp, on)] + ([] if w is None else
+                                path_words(inp, on)] + ([] if w is None else
                                                    ["one process driving them" if w == ONE_PROCESS else w]))
             paths = seen.setdefault(be, {})  # one backend's lines: its hue; each line (precision, input path, way)
             n = paths.setdefault((prec, inp, on, w), len(paths))  # its own shade and dashes; the other way: dashed

@@ -1,12 +1,13 @@
 """The scaling table as it is shown: the report's table and a reference README's, from the same strings.
 
-    cells = shown(device_scaling(summ))       # every figure a string, formatted once (fmt.rounded, devices.eff_shown)
+    cells = shown(device_scaling(summ))       # every figure a string, formatted once (fmt.rounded, eff_shown)
     print(readme_table(table))                # the README's Markdown table of the same strings
 
     python -m helpers.report.publish.devices_readme reference/h100x4/records      # prints the README's table
 
 One formatting of each figure: the report's scaling table (sections/scaling.py) and the README table take the
-strings ``shown`` makes; a sentence takes ``devices.eff_shown`` and ``devices.range_shown``, as ``shown`` does.
+strings ``shown`` makes; a sentence takes ``scaling_words.eff_shown`` and ``scaling_words.range_shown``, as
+``shown`` does.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from helpers.report.derive.devices import INPUTS, PER_GPU, _kind, _path, _way_words, eff_shown, range_shown
+from helpers.report.derive.devices import INPUTS, PER_GPU
 from helpers.report.load.values import isnull
 from helpers.report.words.fmt import rounded
+from helpers.report.words.scaling_words import eff_shown, marks_of, path_words, range_shown, way_words
 
 README_COLUMNS = ("model (batch per GPU)", "input path", "GPUs", "way", "samples/s", "efficiency", "runs")
 
@@ -28,16 +30,16 @@ def shown(table):
     t = table.copy()
     many = {c: t[c].nunique() > 1 for c in ("backend", "precision")}
     rank = {p: i for i, p in enumerate(INPUTS)}
-    t["_o"] = [(w, b, p, rank.get((i, o), 99), n, _kind(x) != PER_GPU) for w, b, p, i, o, n, x in zip(
-        t["workload"], t["backend"], t["precision"], t["input"], t["data on"], t["devices"], t["way"])]
+    t["_o"] = [(w, b, p, rank.get((i, o), 99), n, k != PER_GPU) for w, b, p, i, o, n, k in zip(
+        t["workload"], t["backend"], t["precision"], t["input"], t["data on"], t["devices"], t["kind"])]
     t = t.sort_values("_o", kind="stable")
     return t.assign(**{
         "model (batch per GPU)": [f"{w}{' ' + b if many['backend'] else ''}{' ' + p if many['precision'] else ''}"
                                   f" ({bs:g})" for w, b, p, bs in zip(t["workload"], t["backend"], t["precision"],
                                                                        t["batch per device"])],
-        "input path": [_path(i, o, inputs=False) for i, o in zip(t["input"], t["data on"])],
+        "input path": [path_words(i, o, inputs=False) for i, o in zip(t["input"], t["data on"])],
         "GPUs": [g if "hosts" in g else str(n) for g, n in zip(t["GPUs"], t["devices"])],
-        "way": [_way_words(w, n) for w, n in zip(t["way"], t["devices"])],
+        "way": [way_words(w, n) for w, n in zip(t["way"], t["devices"])],
         # samples/s to the digits its runs support, as every other part of the report writes the figure
         "samples/s": [rounded(v, d) for v, d in zip(t["samples/s"], t["digits"])],
         "samples/s over the runs": [range_shown(r, lambda v, d=d: rounded(v, d))
@@ -48,6 +50,7 @@ def shown(table):
         "$ per 1k samples": [rounded(v, d) for v, d in zip(t["$ per 1k samples"], t["digits"])],
         "$ per epoch": [rounded(v, d) for v, d in zip(t["$ per epoch"], t["digits"])],
         "runs": ["" if isnull(v) else str(int(v)) for v in t["runs"]],
+        "marks": [marks_of(r) for r in t.to_dict("records")],
     })[["model (batch per GPU)", "input path", "GPUs", "way", "samples/s", "efficiency", "efficiency over the runs",
         "samples/s over the runs", "runs", "marks", "backend", "precision", "J per epoch", "$ per 1k samples",
         "$ per epoch"]].reset_index(drop=True)

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from helpers.report.publish.inert import CSP
-from helpers.report.publish.render import write_text_atomic
+from helpers.report.publish.render import write_page
 from helpers.report.words.fmt import esc
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -82,6 +82,6 @@ def mark_failed(out_html: Path, why: str) -> Path | None:
                 f"<body><h1>The report failed</h1><p>Rendering at {esc(when)} failed: <code>{esc(why)}</code></p>"
                 f"{link}<p>Fix the cause (or set the named record aside) and run <code>./run_all.sh --report-only"
                 "</code> again.</p></body></html>\n")
-        return write_text_atomic(out_html, page)
+        return write_page(out_html, page)
     except OSError:
         return None

@@ -44,7 +44,7 @@ from helpers.report.publish.index_folder import (
     stamp_text,
 )
 from helpers.report.publish.inert import CSP, inert_html
-from helpers.report.publish.render import write_text_atomic
+from helpers.report.publish.render import write_page
 from helpers.report.publish.workers import TOO_SLOW
 from helpers.report.words.fmt import esc
 
@@ -78,7 +78,7 @@ def _render_notebook(src: Path, dst: Path) -> None:
     import nbformat
 
     nb = nbformat.read(str(src), as_version=4)
-    write_text_atomic(dst, inert_html(nb, sanitize=True, exclude_input_prompt=True, exclude_output_prompt=True))
+    write_page(dst, inert_html(nb, sanitize=True, exclude_input_prompt=True, exclude_output_prompt=True))
 
 
 def _light_imports() -> None:
@@ -170,7 +170,7 @@ def _too_slow_page(dst: Path, why: str, name: str) -> bool:
             "renders in about a second; one this slow is malformed or crafted). The rest of the index and the "
             "report are unaffected; the notebook itself is unchanged.</p></body></html>\n")
     try:
-        write_text_atomic(dst, page)
+        write_page(dst, page)
         return True
     except OSError:
         return False
@@ -252,11 +252,11 @@ def render_index(folders, out_html: Path, report_html: Path | None = None, worke
             for f in files:
                 if f.endswith(".html") and os.path.join(folder, f) not in pages:
                     Path(folder, f).unlink(missing_ok=True)
-    write_text_atomic(stamp, RENDER_VERSION + "\n")
+    write_page(stamp, RENDER_VERSION + "\n")
     failed = {Path(d).relative_to(index_root).as_posix() for d, why in errors.items() if why}
     seals = {k: kept.get(k) or seal(v, index_root / k) for k, v in sorted(digests.items())
              if v is not None and k not in failed}  # a kept page's seal was checked above: not read again
-    write_text_atomic(sources_file, json.dumps({k: v for k, v in seals.items() if v is not None}, indent=0) + "\n")
+    write_page(sources_file, json.dumps({k: v for k, v in seals.items() if v is not None}, indent=0) + "\n")
     body = []
     for head, link, dst in rows:
         slow = dst is not None and str(errors.get(dst) or "").startswith(TOO_SLOW.split("{", 1)[0])
@@ -286,4 +286,4 @@ td,th{{border:1px solid #ccc;padding:3px 8px;font-size:90%}}th{{background:#eee}
 <th>notebook</th></tr></thead><tbody>{body or '<tr><td colspan="7">no records yet</td></tr>'}</tbody>
 </table></body></html>
 """
-    return write_text_atomic(out_html, page)
+    return write_page(out_html, page)

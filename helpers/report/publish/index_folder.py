@@ -10,7 +10,7 @@
 A folder given to ``--out`` may be an archive of someone else's outputs or one shared by several people: nothing in
 it decides what the index publishes. ``notebooks_html`` must be a folder (not a symlink) owned by this user; a page
 is written only through folders that are real (no symlink on the way: the page could land outside); every file is
-written by ``write_text_atomic`` (a fresh ``mkstemp`` name, renamed over: a symlink at the page's name is replaced,
+written by ``render.write_page`` (a fresh ``mkstemp`` name, renamed over: a symlink at the page's name is replaced,
 its target untouched); stamps are read as records are (a regular file, bounded, never a blocking open: a FIFO is no
 stamp). A page rendered earlier is linked again without rendering only when its seal holds: an HMAC-SHA256, over the
 notebook's sha256 and the page's, under a key kept outside every outputs folder (``key_file``: the user's cache

@@ -29,13 +29,13 @@ def make_self_contained(page: str) -> str:
     return _EXTERNAL_SCRIPT.sub("", page)
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
+def write_page(path: Path, text: str) -> Path:
     """A page or CSV of the report, written atomically (``record.writer.write_text_atomic``) with lone surrogates,
     bidi controls and zero-width characters made visible (``fmt.visible``), whatever the text."""
-    from helpers.record.writer import write_text_atomic as write
+    from helpers.record.writer import write_text_atomic
     from helpers.report.load.visible import visible
 
-    return write(path, visible(text))
+    return write_text_atomic(path, visible(text))
 
 
 def render_html(executed_notebook: Path, out_html: Path) -> Path:
@@ -50,4 +50,4 @@ def render_html(executed_notebook: Path, out_html: Path) -> Path:
     # cells written for developers (tagged DEV_TAG: the section registry, the context's names) stay in the notebook
     nb.cells = [c for c in nb.cells if DEV_TAG not in (c.get("metadata", {}).get("tags") or [])]
     body = inert_html(nb, sanitize=False, exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-    return write_text_atomic(out_html, make_self_contained(body))
+    return write_page(out_html, make_self_contained(body))

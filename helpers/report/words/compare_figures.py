@@ -22,7 +22,9 @@ def side_figure(runs: list[float], window, least, busy: bool) -> dict:
     import numpy as np
 
     from helpers.report.derive.aggregate import between_runs
-    from helpers.report.words.fmt import MIN_STEADY_S, marks, rounded, sig_digits
+    from helpers.report.derive.precision import sig_digits
+    from helpers.report.derive.protocol import MIN_STEADY_S
+    from helpers.report.words.fmt import marks, rounded
 
     median = float(np.median(runs))
     lo, hi, _ = between_runs(runs)

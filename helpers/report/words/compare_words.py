@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from helpers.report.derive.compare import FASTER, FEW, NONE, SLOWER, Comparison
 from helpers.report.load.values import isnull
+from helpers.report.words.compare import FASTER, FEW, NONE, SLOWER, Comparison
 from helpers.report.words.compare_figures import figure_shown as _num
 
 

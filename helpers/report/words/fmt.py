@@ -11,7 +11,8 @@ import html
 import re
 from pathlib import Path
 
-from helpers.params import COMMON_DEFAULTS
+from helpers.report.derive.precision import digits, sig_digits
+from helpers.report.derive.protocol import MIN_STEADY_S
 from helpers.report.load import columns as C
 from helpers.report.load.values import isnull, yes
 from helpers.report.load.visible import shown_path, visible  # noqa: F401 - fmt's API: text made safe, paths as shown
@@ -32,7 +33,6 @@ BUSY = "§"  # every run it rests on was measured while another process used the
 MARKS_SHORT = (f"{ONE_RUN} one run, {SHORT} steady window under min_steady_s (the seconds a figure needs), {BUSY} host "
                "busy (measured beside another process's load)")  # where a mark is first met: one line
 NOT_LEARNED = "✗"  # the configuration did not learn (helpers.report.derive.learning)
-MIN_STEADY_S = COMMON_DEFAULTS["min_steady_s"]  # seconds: the window records without ``params.min_steady_s`` hold
 INTERVALS = {"range": "range", "bootstrap": "bootstrap 95%"}  # a between-run interval's kind, as shown
 MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to at most 3 significant digits. "
               f"{SHORT} steady-state window under min_steady_s ({MIN_STEADY_S:g} s for records without it): at most "
@@ -43,9 +43,6 @@ MARKS_NOTE = (f"{ONE_RUN} one run: no between-run spread, the figure is shown to
               "in seconds. The within-run epoch spread (IQR, the interquartile range: the middle half of the steady "
               "epochs) is shown apart and is not the figure's uncertainty.")
 
-# the report's style sheet (helpers/report/publish/templates/report.css), inline: the page needs no file beside it
-_CSS = Path(__file__).parent.parent / "publish" / "templates" / "report.css"
-REPORT_CSS = f"<style>\n{_CSS.read_text(encoding='utf-8')}</style>"
 
 def esc(value) -> str:
     """HTML-escape anything shown in the report that came from a record (made ``visible`` first)."""
@@ -95,25 +92,6 @@ def spread_text(med, lo, hi, digits: int = 3) -> str:
     if isnull(lo) or isnull(hi) or (abs(hi - lo) <= 1e-12 * max(abs(med), 1)):
         return m
     return f"{m} [{num(lo, digits)}–{num(hi, digits)}]"
-
-
-def sig_digits(med, lo=None, hi=None, n_runs=1, short=False) -> int:
-    """How many significant digits a figure may show: the report's one rounding rule.
-
-    * one run: 3 digits, 2 when its steady window was under min_steady_s (``short``): nothing measured
-      how far a second run would land, and a short window adds start-up noise;
-    * several runs: from the relative width r = (high − low) / |median| of the between-run interval,
-      digits = 1 − floor(log10 r), kept within 2..4 (r ≥ 10%: 2 digits; 1% ≤ r < 10%: 3; 0.1% ≤ r < 1%:
-      4; identical runs: 4); at most 3 when the median run's window was short.
-    Derived figures (seconds per epoch, costs, ratios) keep the digits of the figure(s) they come from."""
-    import math
-
-    several = not isnull(n_runs) and n_runs >= 2 and not isnull(lo) and not isnull(hi) and not isnull(med)
-    if not several:
-        return 2 if short else 3
-    r = abs(hi - lo) / abs(med) if med else 0.0
-    d = 4 if r <= 1e-12 else min(4, max(2, 1 - math.floor(math.log10(r))))
-    return min(d, 3) if short else d
 
 
 def rounded(v, digits: int = 3) -> str:
@@ -176,12 +154,6 @@ def figure_text(med, lo, hi, n_runs, window_s=None, min_s=None, kind: str = "", 
 
 
 # ---- the figures of a configuration (a row of aggregate.summarise, or one side of a matched pair: ``suffix``)
-
-
-def digits(r, suffix: str = "") -> int:
-    """The significant digits a configuration's figures may show (``sig_digits`` on its runs and window)."""
-    return sig_digits(r.get(f"samples_per_s{suffix}"), r.get(f"sps_lo{suffix}"), r.get(f"sps_hi{suffix}"),
-                      r.get(f"n_runs{suffix}"), bool(r.get(f"short_window{suffix}")))
 
 
 def figure(r, scale: float = 1.0, suffix: str = "") -> str:

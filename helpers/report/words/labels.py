@@ -9,7 +9,7 @@ names it (``hardware_name``: a name that reads like the bundled reference's, in 
 
 from __future__ import annotations
 
-from helpers.report.load.values import isnull
+from helpers.report.load.values import isnull, knob_items
 
 DEVICE_KEYS = ("gpus", "processes", "hosts")  # said together, in words (``devices_words``)
 
@@ -31,15 +31,9 @@ def devices_words(gpus, processes=1, hosts=1) -> str:
     return f"{total} GPUs, one process each" if g == 1 else f"{total} GPUs, {p} processes of {g}"
 
 
-def _knob_items(knobs) -> dict:
-    if isnull(knobs) or not knobs:
-        return {}
-    return dict(item.split("=", 1) if "=" in item else (item, "") for item in str(knobs).split(", "))
-
-
 def varying_knobs(sub) -> set:
     """The workload knobs whose values differ between the rows of ``sub``."""
-    items = [_knob_items(k) for k in sub["knobs"]] if "knobs" in sub else []
+    items = [knob_items(k) for k in sub["knobs"]] if "knobs" in sub else []
     keys = set().union(*items) if items else set()
     return {k for k in keys if len({i.get(k) for i in items}) > 1}
 
@@ -76,7 +70,7 @@ def labels(sub, keep=("device", "backend")) -> list[str]:
         if varies("workers") and not isnull(r["workers"]):
             parts.append(f"{r['workers']:g} input worker{'s' * (r['workers'] != 1)}")  # said, not 'w4'
 
-        items = _knob_items(r.get("knobs"))
+        items = knob_items(r.get("knobs"))
         if any(k in knob_keys for k in DEVICE_KEYS):  # one set-up, one name
             parts.append(devices_words(*(items.get(k, 1) for k in DEVICE_KEYS)))
         parts.extend(knob_short(k, items.get(k, "-")) for k in knob_keys if k not in DEVICE_KEYS)
@@ -101,7 +95,7 @@ def describe(r, knobs: set | None = None) -> str:
         parts.append("all threads" if isnull(t) or not t else f"{t:g} threads")
     if r.get("jit_compile") not in (None, "None", "auto"):
         parts.append(f"jit={r['jit_compile']}")
-    items = _knob_items(r.get("knobs"))
+    items = knob_items(r.get("knobs"))
     parts.extend(f"{k}={v}" for k, v in items.items() if knobs is None or k in knobs)
     return " · ".join(parts)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from helpers.report.derive.precision import digits
 from helpers.report.load import columns as C
 from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import digits, figure, rounded
+from helpers.report.words.fmt import figure, rounded
 
 TITLE = "Backend against backend on the same device"
 NAV = "Backends"  # its name in the one-line contents

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from jinja2 import Environment, select_autoescape
 from markupsafe import Markup
 
+from helpers.report.derive.precision import digits
 from helpers.report.load.values import isnull
 from helpers.report.load.visible import visible
-from helpers.report.words.fmt import BUSY, MARKS_NOTE, ONE_RUN, SHORT, digits, html_table, marks, note, num, rounded
+from helpers.report.words.fmt import BUSY, MARKS_NOTE, ONE_RUN, SHORT, html_table, marks, note, num, rounded
 
 MARKS_PART = Markup(note("<b>Marks.</b> {}", MARKS_NOTE))  # one paragraph: the same object in every section
 FOLD_ROWS = 16  # tables longer than this are folded (a click opens them)

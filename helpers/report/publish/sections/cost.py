@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from helpers.report.derive.costs import price_sources, relative_table
+from helpers.report.derive.precision import digits
 from helpers.report.load import columns as C
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import grid, plain_log
 from helpers.report.publish.sections.base import Section, mark_bars
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import digits, figure, html_table, marked, rounded, row_marks, union_marks
+from helpers.report.words.cost_table import price_sources, relative_table
+from helpers.report.words.fmt import figure, html_table, marked, rounded, row_marks, union_marks
 from helpers.report.words.labels import labels
 from helpers.report.words.style import PALETTE, bars_look, key_above, style_key
 
@@ -120,7 +121,7 @@ def _sources(c, rel) -> list | None:
 
 
 def shown_relative(rel, src):
-    """``rel`` with each figure written to the digits its runs support (fmt.sig_digits) and marked; a ratio to
+    """``rel`` with each figure written to the digits its runs support (precision.sig_digits) and marked; a ratio to
     the base keeps the digits of the less precise of the two."""
     rel = rel.copy()
     base = {r["workload"]: (digits(s), row_marks(s)) for r, s in zip(rel.to_dict("records"), src) if r["base"]}

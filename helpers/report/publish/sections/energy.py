@@ -31,7 +31,7 @@ def energy_table(summ):
     above = e["energy_above_idle_j_per_epoch"] / e["n_train"]
     rows = e.to_dict("records")
 
-    def col(values, mark=False):  # each row's figure digits (fmt.sig_digits); marks on the headline column
+    def col(values, mark=False):  # each row's figure digits (precision.sig_digits); marks on the headline column
         return [shown(v, r, mark) for v, r in zip(values, rows)]
 
     return pd.DataFrame({

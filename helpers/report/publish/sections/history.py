@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from helpers.report.derive import learning
 from helpers.report.load.table import latest_ok
 from helpers.report.publish.charts import LONG_LABEL, grid
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
+from helpers.report.words import learned
 from helpers.report.words.fmt import NOT_LEARNED, esc
 from helpers.report.words.labels import labels
 from helpers.report.words.style import point_look
@@ -65,7 +65,7 @@ def plot_history(df, records_by_path: dict):
 def learning_part(s: Section, summ) -> None:
     """Did each configuration learn (``learning``): one line per workload, then, where a grid varies the batch size
     at fixed data and epochs, what the larger batches give up against the smallest; how 'learned' is decided."""
-    said_lines = learning.lines(summ)
+    said_lines = learned.lines(summ)
     if not said_lines:
         return
     fine = [t for t in said_lines if ": all " in t and " learned" in t]  # a workload every configuration of learned
@@ -75,7 +75,7 @@ def learning_part(s: Section, summ) -> None:
     if fine:  # the rest a click away: one line per workload, the page no longer for them
         s.details(f"Every configuration learned in {len(fine)} workload(s): each one's line, with its losses (click "
                   "to open)", '<ul class="cgb-learned">' + "".join(f"<li>{esc(t)}</li>" for t in fine) + "</ul>")
-    by_batch = learning.batches(summ)
+    by_batch = learned.batches(summ)
     if by_batch:
         s.details(f"Larger batches at the same data and epochs: the loss against the smallest batch's, "
                   f"{len(by_batch)} (click to open)",

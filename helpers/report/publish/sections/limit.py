@@ -6,14 +6,14 @@ from __future__ import annotations
 import functools
 
 from helpers.params import LATER_DEFAULTS
-from helpers.paths import PROJECT_ROOT
 from helpers.report.load import bare as _bare
 from helpers.report.load import columns as C
-from helpers.report.load.values import isnull
+from helpers.report.load.ladder import ladder_points
+from helpers.report.load.values import isnull, knob_items
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
 from helpers.report.words.fmt import mfu_shown, note, num, rounded, shown
-from helpers.report.words.labels import _knob_items, describe
+from helpers.report.words.labels import describe
 
 TITLE = "How far from the limit"
 NAV = "MFU and limit"  # its name in the one-line contents
@@ -22,9 +22,6 @@ LEAD = ("How much of the machine each configuration uses: the model's FLOPs per 
         "achieved TFLOP/s (FLOPs per sample × samples/s) and MFU, the share of the device's peak arithmetic it "
         "achieved; then the tuning ladder, one knob at a time, and which rung went furthest.")
 
-LADDER = PROJECT_ROOT / "params" / "ladder.yaml"
-# the ladder's grids: JAX and PyTorch, then TensorFlow's rungs (run apart: TF's GPU build is carried in parts)
-LADDERS = (LADDER, PROJECT_ROOT / "params" / "ladder_tf.yaml")
 # what tells the ladder's rungs apart (the rest of a configuration: the workload's source values)
 RUNG_KEYS = ("batch_size", "steps_per_execution", "precision", "input_dtype", "jit_compile", "data_placement")
 MAX_PANELS = 24  # ten workloads x two backends on one machine fit; more are named, not drawn
@@ -38,16 +35,8 @@ NVML_VS_MFU = ("NVML's GPU utilisation (the utilisation section) is busy time: t
 def rungs(path: str | None = None) -> dict:
     """(workload, backend) -> [(label, {rung key: value})], in the ladder's order (params/ladder.yaml, then
     params/ladder_tf.yaml; or the one grid ``path``)."""
-    from helpers import grid
-
     out: dict = {}
-    points = []
-    for f in ([path] if path else LADDERS):
-        try:
-            points += grid.expand(f)
-        except (grid.GridError, OSError):
-            continue
-    for p in points:
+    for p in ladder_points(path):
         key = {k: str(p.get(k, LATER_DEFAULTS.get(k))) for k in RUNG_KEYS}
         lst = out.setdefault((p["workload"], p["backend"]), [])
         if key not in [k for _, k in lst]:
@@ -72,7 +61,7 @@ def _short(k: str, v: str) -> str:
 
 
 def _rung_key(r) -> dict:
-    items = _knob_items(r.get("knobs"))
+    items = knob_items(r.get("knobs"))
     return {"batch_size": str(int(r["batch_size"])) if not isnull(r.get("batch_size")) else "",
             "steps_per_execution": items.get("steps_per_execution", "1"), "precision": str(r.get("precision")),
             "jit_compile": str(r.get("jit_compile")),

@@ -7,14 +7,15 @@ import warnings
 
 import numpy as np
 
-from helpers.report.derive.published_match import other_figures, versus_published
+from helpers.report.derive.precision import digits
 from helpers.report.load import columns as C
 from helpers.report.load.published import INFERRED, SYNTHETIC_IMAGES, coverage
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import grid, plain_log
 from helpers.report.publish.sections.base import Section, mark_bars
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import digits, figure, html_table, note, rounded, row_marks
+from helpers.report.words.fmt import figure, html_table, note, rounded, row_marks
+from helpers.report.words.published_match import other_figures, versus_published
 from helpers.report.words.style import PALETTE, bar_look, key_above, style_key
 
 TITLE = "Your machine against the published figures"

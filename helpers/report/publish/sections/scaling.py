@@ -8,7 +8,7 @@ hardware, e.g. "8x H100"). Then where the time goes: one batch's copy from the h
 
 Records with no CPU run and one configuration on several GPU counts (``devices.leads``: a scaling grid such as
 params/multi_gpu.yaml) answer this section's question and no other: it then leads the report (``sections.order``),
-titled for the GPU counts, opening with the efficiency per GPU count, way and input path (``devices.answer``), the
+titled for the GPU counts, opening with the efficiency per GPU count, way and input path (``scaling_words.answer``), the
 chart and the table before the other settings.
 """
 
@@ -17,28 +17,23 @@ from __future__ import annotations
 import math
 
 from helpers.params import LATER_DEFAULTS
-from helpers.report.derive.devices import (
-    ONE_PROCESS,
-    answer,
-    eff_shown,
-    findings,
-    leads,
-    published_devices,
-    scaling_table,
-)
+from helpers.report.derive.devices import ONE_PROCESS, leads, published_devices, scaling_table
 from helpers.report.derive.devices import device_scaling as device_scaling  # the section's table, re-exported
-from helpers.report.derive.learning import learned, not_learned
+from helpers.report.derive.learning import learned
+from helpers.report.derive.precision import digits
 from helpers.report.load import columns as C
 from helpers.report.load.table import CONFIG_KEYS
-from helpers.report.load.values import isnull
+from helpers.report.load.values import isnull, knob_items
 from helpers.report.publish.charts import MAX_LINES, grid, plain_log
 from helpers.report.publish.devices_chart import plot_devices
 from helpers.report.publish.devices_readme import shown
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import NOT_LEARNED, digits, esc, html_table, note, num, rounded, row_marks
+from helpers.report.words.fmt import NOT_LEARNED, esc, html_table, note, num, rounded, row_marks
 from helpers.report.words.headline import LINKS
-from helpers.report.words.labels import _knob_items, labels
+from helpers.report.words.labels import labels
+from helpers.report.words.learned import not_learned
+from helpers.report.words.scaling_words import answer, eff_shown, findings
 from helpers.report.words.style import point_look
 
 TITLE = "Throughput against batch size, CPU threads, augmentation, input workers and GPUs"
@@ -173,7 +168,7 @@ def input_path(summ):
     if summ.empty or "host_copy_s" not in summ.columns or not summ["host_copy_s"].notna().any():
         return None
     s = summ[summ["host_copy_s"].notna() & summ[C.SAMPLES_PER_S].notna()].copy()
-    items = [_knob_items(k) for k in s["knobs"]]
+    items = [knob_items(k) for k in s["knobs"]]
     s["placement"] = [i.get("data_placement", LATER_DEFAULTS["data_placement"]) for i in items]
     s["_twin"] = [", ".join(f"{k}={v}" for k, v in sorted(i.items()) if k != "data_placement") for i in items]
     keys = [k for k in CONFIG_KEYS if k != "knobs"] + ["_twin"]

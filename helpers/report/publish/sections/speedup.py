@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from helpers.report.derive import learning
 from helpers.report.derive.pairs import all_pairs, speedup_label
 from helpers.report.publish.charts import bar_facets
 from helpers.report.publish.sections.base import Section, at_digits, mark_bars, with_marks
 from helpers.report.words import findings as said
+from helpers.report.words import learned
 from helpers.report.words.fmt import NOT_LEARNED, figure, rounded, speedup_text
 from helpers.report.words.labels import labels
 
@@ -40,7 +40,7 @@ def build(ctx) -> Section:
     import pandas as pd
 
     m = all_pairs(ctx.summary)
-    left = learning.not_learned(ctx.summary)
+    left = learned.not_learned(ctx.summary)
     if m.empty:
         skipped = int((ctx.df["status"] == "skipped").sum()) if len(ctx.df) else 0
         return Section.absent(__name__, "no GPU/CPU pair to compare: no successful GPU run on a machine that also "

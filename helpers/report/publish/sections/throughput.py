@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from helpers.report.derive.aggregate import MIN_STEPS
+from helpers.report.derive.precision import digits
 from helpers.report.load import columns as C
 from helpers.report.load.published import source_epochs
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import bar_facets
 from helpers.report.publish.sections.base import Section, at_digits, config_labels, mark_bars, with_marks
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import digits, figure, html_table, rounded, shown
+from helpers.report.words.fmt import figure, html_table, rounded, shown
 from helpers.report.words.labels import labels
 from helpers.report.words.marks import precision_marks
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from helpers.report.derive import mfu as mfu_of
+from helpers.report.derive.precision import digits
 from helpers.report.load.values import isnull
 from helpers.report.publish.sections.base import Section, config_labels
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import BUSY, digits, figure, marked, mfu_shown, num, rounded, row_marks, short_path, shown
+from helpers.report.words.fmt import BUSY, figure, marked, mfu_shown, num, rounded, row_marks, short_path, shown
 from helpers.report.words.style import PALETTE
 
 TITLE = "Comparison summary and utilisation over time"

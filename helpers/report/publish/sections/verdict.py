@@ -4,22 +4,19 @@ below it as the like-for-like detail."""
 
 from __future__ import annotations
 
-import socket
-
-import psutil
-
-from helpers.measure.fingerprint import cpu_model
-from helpers.paths import outputs_dir
-from helpers.report.derive import breakeven, fresh, predicted, sides
+from helpers.report.derive import breakeven, fresh
 from helpers.report.derive.best import one_side
 from helpers.report.derive.devices import leads
 from helpers.report.derive.pairs import all_pairs
 from helpers.report.load import columns as C
 from helpers.report.load.reference import is_reference
 from helpers.report.load.values import isnull
+from helpers.report.publish import predictions as shown_predictions
 from helpers.report.publish.charts import plain_log
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import headline as hl
+from helpers.report.words import payoff as payoff_words
+from helpers.report.words import predictions, sides
 from helpers.report.words.fmt import (
     MARKS_SHORT,
     NOT_LEARNED,
@@ -183,10 +180,10 @@ def payoff(s: Section, rows, records) -> None:
     """When the GPU pays off (``breakeven``): one sentence over every workload, then one per workload (folded)
     under a line saying how they are counted."""
     rows = breakeven.add(rows, breakeven.planned(records))
-    said = breakeven.sentences(rows)
+    said = payoff_words.per_workload(rows)
     if not said:
         return
-    s.html(f'<p class="cgb-compared">{esc(breakeven.overview(rows))}</p>')
+    s.html(f'<p class="cgb-compared">{esc(payoff_words.overall(rows))}</p>')
     how = note("N epochs of the source's dataset on each side, the first epoch's compilation (first − steady epoch, "
                "a fixed cost) added once; N is a grid's epochs_planned, else the epochs the source trained, else "
                "{}; the GPU is ahead after the first epoch count whose total is no longer than the CPU's (looked for "
@@ -216,8 +213,7 @@ def build(ctx) -> Section:
     if c.empty or not c[C.SAMPLES_PER_S].notna().any():
         return Section.absent(__name__, "no successful run in these records.")
     s = Section.of(__name__)
-    comp = hl.compared(ctx.df, here=(socket.gethostname(), cpu_model(), psutil.cpu_count(logical=True),
-                                     outputs_dir()))  # "this machine": runs of this host's outputs folder only
+    comp = hl.compared(ctx.df, here=ctx.here)  # "this machine": runs of this host's outputs folder only
     s.found("{} " + hl.LINKS, hl.compared_text(comp))
     rows = ctx.best
     if not len(rows) and leads(ctx):  # no CPU run, several GPU counts: the scaling section leads instead
@@ -233,13 +229,13 @@ def build(ctx) -> Section:
                "figures.", "no GPU run" if "gpu" not in devs else "no CPU run" if "cpu" not in devs
                else "no configuration ran on both", kind="warn")
         if "cpu" in devs:  # the GPU side no record measures: predicted, with its interval
-            predicted.add_to(s, ctx)
+            shown_predictions.add_to(s, ctx)
         return s
     pairs = hl.best_pairs(all_pairs(c))
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
     learning_notes(s, None, dnl)  # a workload one side of which never learned: in place of its speedup
-    left_out = predicted.unpaired(c, rows)
+    left_out = predictions.unpaired(c, rows)
     if left_out:  # every workload of the inputs accounted for
         s.note("Not in the verdict ({} of {} workloads): {}.", len(left_out), c["workload"].nunique(),
                "; ".join(left_out), kind="warn")
@@ -256,7 +252,7 @@ def build(ctx) -> Section:
         if line:
             s.html(f'<p class="cgb-compared">{esc(line)}</p>')
     payoff(s, rows, ctx.records)
-    predicted.add_to(s, ctx)
+    shown_predictions.add_to(s, ctx)
     copies = [f"{r['workload']}: {r['copies']}" for r in rows.to_dict("records") if r.get("copies")]
     if copies:  # a forged copy of a run keeps its workload in the verdict, both values shown
         s.note(CONFLICT_MARK + " Copies of one run that say different things (record files of one run, edited in one "

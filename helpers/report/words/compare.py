@@ -10,7 +10,7 @@ not be compared (``dropped``, with the error's name: one configuration, never th
 not learn (``learning``: *did not learn*), a side that holds no record (``counts``). Text shown: ``shown``.
 
     cmp = compare(old_folders, new_folders)   # rows (one per configuration on both sides), one-side-only, differences
-    write_changes(cmp, folder)                 # changes.csv, stable for diffing
+    write_changes(cmp, folder)                 # changes.csv, stable for diffing (compare_page)
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from helpers.report.derive import learning
 from helpers.report.derive.compare_stats import (  # noqa: F401 - its API
@@ -37,6 +36,7 @@ from helpers.report.derive.compare_stats import (  # noqa: F401 - its API
 )
 from helpers.report.derive.protocol import marked
 from helpers.report.load import columns as C
+from helpers.report.load.records import comparison_side
 from helpers.report.words.compare_figures import differences, near, shown_ratio, side_figure, spread
 
 KEY = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
@@ -95,7 +95,8 @@ def _text(v) -> str:
     return str(v)
 
 
-def _key(r) -> tuple:
+def row_key(r) -> tuple:
+    """A row's configuration (``KEY``) as comparable text: the sort of changes.csv."""
     return tuple(_text(r[k]) for k in KEY)
 
 
@@ -165,28 +166,6 @@ def failures_by_configuration(df) -> dict[tuple, dict]:
     return out
 
 
-def load(folders):
-    """(tidy table, records, files left out and why) of ``folders``, as ``table.load_table`` reads them, where a
-    record that cannot be tabulated costs that record only (left out, with its error's name: as the report's
-    ``context.load_rows``). The table is built once; a record is tried alone only when the whole table fails."""
-    from helpers.record.reader import read_records
-    from helpers.report.load import table
-
-    records, skipped = read_records([Path(f) for f in folders if Path(f).exists()], table.workload_knobs)
-    try:
-        return table.tidy(records), records, skipped
-    except Exception:  # noqa: BLE001 - one record's problem: find it, leave it out, keep the rest
-        good = []
-        for r in records:
-            try:
-                table.row(r)
-            except Exception as exc:  # noqa: BLE001
-                skipped.append((str(r.get("_path")), f"could not be tabulated ({type(exc).__name__})"))
-            else:
-                good.append(r)
-        return table.tidy(good), good, skipped
-
-
 _USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", C.SAMPLES_PER_S, "protocol", "machine",
          "backend_version", "keras", "cpus", "cal_dispatch", "cal_matmul", "host_busy", "steady_s",
          "min_steady_s", "loss_curve", "final_accuracy", "n_classes", "data_learnable"]  # what a comparison reads
@@ -195,7 +174,7 @@ _USED = [*KEY, "status", "reason", "median_epoch_s", "n_train", C.SAMPLES_PER_S,
 def _side(folders) -> tuple:
     """One side: (its table's columns a comparison reads, its records' count, the reader's words on each conflicting
     copy, the files left out): the records themselves let go before the other side is read (peak memory)."""
-    df, records, skipped = load(folders)
+    df, records, skipped = comparison_side(folders)
     conflicts = [shown(r["_conflict"]) for r in records if r.get("_conflict")]
     return df[[c for c in _USED if c in df.columns]].copy(), len(records), conflicts, skipped
 
@@ -244,8 +223,8 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
         (cmp.failed_old if k in failed_old else cmp.only_new).append(
             {**dict(zip(KEY, k)), **({"failed_runs": failed_old[k]["runs"], "reason": failed_old[k]["reason"]}
                                      if k in failed_old else {})})
-    near(cmp.only_old, [_key(r) for r in cmp.only_old], new, "NEW", KEY)
-    near(cmp.only_new, [_key(r) for r in cmp.only_new], old, "OLD", KEY)
+    near(cmp.only_old, [row_key(r) for r in cmp.only_old], new, "NEW", KEY)
+    near(cmp.only_new, [row_key(r) for r in cmp.only_new], old, "OLD", KEY)
     return cmp
 
 
@@ -261,20 +240,3 @@ def untested(cmp: Comparison, threshold: float) -> list[dict]:
     limit = math.log(1 - threshold)
     return [r for r in cmp.rows if r["verdict"] == FEW and r["log_ratio"] < limit]
 
-
-def write_changes(cmp: Comparison, folder: Path) -> Path:
-    """``changes.csv``: one row per configuration on both sides (and per configuration of OLD whose NEW runs all
-    failed: verdict ``FAILED_NEW``), sorted by its key, figures to 6 significant digits: the same comparison writes
-    the same bytes (stable for diffing)."""
-    import pandas as pd
-
-    from helpers.report.publish.csvs import inert
-    from helpers.report.publish.render import write_text_atomic
-
-    def g(v):
-        return v if not isinstance(v, float) or math.isnan(v) else float(f"{v:.6g}")
-
-    failed = [{**r, "new_runs": 0, "verdict": FAILED_NEW} for r in cmp.failed_new]
-    rows = sorted([*cmp.rows, *failed], key=_key)
-    frame = pd.DataFrame([{c: g(r.get(c)) for c in COLUMNS} for r in rows], columns=COLUMNS)
-    return write_text_atomic(Path(folder) / CHANGES, inert(frame).to_csv(index=False))
