@@ -1,6 +1,7 @@
 """Each derived table of the report is computed once, in one place: the context (``Context.best``, the verdict's
-best over best; ``Context.not_learned``). The verdict section, the findings, verdict.csv and the predictions read it
-from there, so they cannot disagree and a report never computes it twice."""
+best over best; ``Context.not_learned``; ``Context.pairs``, the matched pairs). The sections, the findings,
+verdict.csv and the predictions read them from there, so they cannot disagree and a report never computes one
+twice."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from support.records import _ctx, _rec
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.report.derive import best
+from helpers.report.derive import best, context
 from helpers.report.publish import csvs, sections
 
 HELPERS = PROJECT_ROOT / "helpers"
 ONE_PLACE = {"best_over_best": {"helpers/report/derive/best.py", "helpers/report/derive/context.py"},
-             "did_not_learn": {"helpers/report/derive/best.py", "helpers/report/derive/context.py"}}
+             "did_not_learn": {"helpers/report/derive/best.py", "helpers/report/derive/context.py"},
+             "all_pairs": {"helpers/report/derive/pairs.py", "helpers/report/derive/context.py"},
+             "matched_pairs": {"helpers/report/derive/pairs.py"}}
 
 
 def _records():
@@ -49,6 +52,22 @@ def test_a_report_computes_the_best_over_best_table_once(tmp_path, monkeypatch):
     assert len(calls) == 1
     assert len(ctx.best) == 1 and "cnn_cifar10" in html  # the table the page and the CSV were drawn from
     assert "cnn_cifar10" in paths[2].read_text(encoding="utf-8")
+
+
+def test_a_report_computes_the_matched_pairs_once(tmp_path, monkeypatch):
+    calls = []
+    real = context.all_pairs
+
+    def counted(summ):
+        calls.append(1)
+        return real(summ)
+
+    monkeypatch.setattr(context, "all_pairs", counted)
+    report.setup_plots()
+    ctx = _ctx(tmp_path / "records", _records())
+    html = "".join(s._repr_html_() for s in sections.build_all(ctx))
+    assert len(calls) == 1
+    assert len(ctx.pairs) and "matched pair" in html  # the speedup section drew them
 
 
 def test_no_module_but_the_context_computes_a_derived_table():

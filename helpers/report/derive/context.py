@@ -5,8 +5,8 @@
     ctx.skipped_reasons, ctx.duplicates
 
 Sections read only this object (never files), so each can be tested from literal records. The derived tables are
-computed here, once a context (``best``: the verdict's best over best; ``not_learned``; ``predicted``), never again by a
-reader.
+computed here, once a context (``best``: the verdict's best over best; ``not_learned``; ``pairs``; ``predicted``), never
+again by a reader.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from helpers.record.reader import split_duplicates
 from helpers.report.derive import aggregate, best, costs, fresh
+from helpers.report.derive.pairs import all_pairs
 from helpers.report.load import bare, published, reference
 from helpers.report.load.host import this_host
 from helpers.report.load.prices import load_prices
@@ -58,6 +59,12 @@ class Context:
     def not_learned(self) -> pd.DataFrame:
         """The workloads one side of which never learned, so no verdict row (``best.did_not_learn``)."""
         return best.did_not_learn(self.costed, self.best)
+
+    @cached_property
+    def pairs(self) -> pd.DataFrame:
+        """Matched CPU/GPU pairs, your CPU beside the bundled reference's GPU too (``pairs.all_pairs`` of ``costed``:
+        the summary's rows with their prices): read by the verdict's like-for-like and the speedup section."""
+        return all_pairs(self.costed)
 
     @cached_property
     def predicted(self) -> tuple[pd.DataFrame, str]:

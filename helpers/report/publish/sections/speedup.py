@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers.report.derive.pairs import all_pairs, speedup_label
+from helpers.report.derive.pairs import speedup_label
 from helpers.report.publish.charts import bar_facets
 from helpers.report.publish.sections.base import Section, at_digits, mark_bars, with_marks
 from helpers.report.words import findings as said
@@ -39,7 +39,7 @@ def _key(m) -> list:
 def build(ctx) -> Section:
     import pandas as pd
 
-    m = all_pairs(ctx.summary)
+    m = ctx.pairs
     left = learned.not_learned(ctx.summary)
     if m.empty:
         skipped = int((ctx.df["status"] == "skipped").sum()) if len(ctx.df) else 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 from helpers.report.derive import breakeven, fresh
 from helpers.report.derive.best import one_side
 from helpers.report.derive.devices import leads
-from helpers.report.derive.pairs import all_pairs
 from helpers.report.load import columns as C
 from helpers.report.load.reference import is_reference
 from helpers.report.load.values import isnull
@@ -231,7 +230,7 @@ def build(ctx) -> Section:
         if "cpu" in devs:  # the GPU side no record measures: predicted, with its interval
             shown_predictions.add_to(s, ctx)
         return s
-    pairs = hl.best_pairs(all_pairs(c))
+    pairs = hl.best_pairs(ctx.pairs)
     said = hl.sentences(rows, comp, pairs, one_side(c))
     s.html('<ul class="cgb-verdict">' + "".join(f"<li>{esc(t)}</li>" for t in said) + "</ul>")
     learning_notes(s, None, dnl)  # a workload one side of which never learned: in place of its speedup
