@@ -22,6 +22,7 @@ from helpers.report.words.fmt import (
     esc,
     html_table,
     note,
+    plain,
     rounded,
     row_marks,
     speedup_shown,
@@ -116,7 +117,7 @@ def glance_table(rows):
         od_c, od_g = r.get("on_demand_per_source_epoch_cpu"), r.get("on_demand_per_source_epoch_gpu")
         out.append({
             "workload": r["workload"],
-            "sides compared: CPU → GPU": f"{hl.sides(r)} · b{r['batch_size']:g}" + (
+            "sides compared: CPU → GPU": f"{hl.sides(r)} · b{plain(r['batch_size'])}" + (
                 f" · {PRECISION_SHORT.get(str(r['precision']), r['precision'])}"
                 if str(r["precision"]) != "float32" else ""),
             "GPU ÷ CPU": sp + (f" {m}" if m else "") + (f" · {busy_sides(r)}" if busy_sides(r) else "")
