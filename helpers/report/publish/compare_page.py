@@ -24,12 +24,12 @@ from helpers.report.words.compare import (
     CHANGES,
     COLUMNS,
     CONFLICTED,
+    DID_NOT_LEARN,
     FAILED_NEW,
     FASTER,
     FEW,
     MAX_RUNS,
     NONE,
-    NOT_LEARNED,
     SLOWER,
     Comparison,
     row_key,
@@ -47,7 +47,7 @@ LISTED = 10  # a list of configurations longer than this is folded (click to ope
 TABLE_ROWS = 1000  # configurations in the page's table (the most notable first past it); changes.csv has every one
 LABELLED = 300  # a list of configurations named by ``labels.labels`` (what varies) up to this many; past it, plainly
 # the most notable first, where the table is cut
-_ORDER = {SLOWER: 0, FASTER: 0, NOT_LEARNED: 1, CONFLICTED: 1, FEW: 2, NONE: 3}
+_ORDER = {SLOWER: 0, FASTER: 0, DID_NOT_LEARN: 1, CONFLICTED: 1, FEW: 2, NONE: 3}
 
 
 def _name(r) -> str:

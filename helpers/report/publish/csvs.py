@@ -16,7 +16,7 @@ from pathlib import Path
 
 from helpers.report.derive import breakeven, predicted
 from helpers.report.derive.best import best_over_best, did_not_learn
-from helpers.report.derive.protocol import marked
+from helpers.report.derive.protocol import is_busy
 from helpers.report.load.visible import shown_path, visible
 from helpers.report.publish.render import write_page
 from helpers.report.words.fmt import BUSY, NOT_LEARNED, marks, row_marks, speedup_shown, sps_shown
@@ -111,7 +111,7 @@ def configurations_frame(costed, currency: str = "USD"):
     out = costed[list(cols)].rename(columns=cols).copy()
     busy = costed["host_busy"] if "host_busy" in costed else [False] * len(costed)
     learned = costed["learned"] if "learned" in costed else [None] * len(costed)
-    out["marks"] = [marks(n, bool(s), marked(b), lr)
+    out["marks"] = [marks(n, bool(s), is_busy(b), lr)
                     for n, s, b, lr in zip(costed["n_runs"], costed["short_window"], busy, learned)]
     return out
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from helpers.report.derive.predicted import table
 from helpers.report.words.fmt import esc, html_table, rounded, share, sps_shown
-from helpers.report.words.headline import backend_name
 from helpers.report.words.predictions import interval_text, said
+from helpers.report.words.style import backend_short
 
 
 def add_to(s, ctx) -> None:
@@ -43,7 +43,8 @@ def add_to(s, ctx) -> None:
         import pandas as pd
 
         rows = pd.DataFrame({
-            "workload": both["workload"], "GPU": both["gpu"], "GPU backend": [backend_name(b) for b in both["backend"]],
+            "workload": both["workload"], "GPU": both["gpu"],
+            "GPU backend": [backend_short(b) for b in both["backend"]],
             "batch": both["batch"], "measured samples/s": [sps_shown(p, "_gpu") for p in both["gpu_measured_pair"]],
             "predicted samples/s (80% interval)": [f"{rounded(p, 2)} ({interval_text(lo, hi)})" for p, lo, hi in zip(
                 both["gpu_predicted"], both["gpu_predicted_low"], both["gpu_predicted_high"])],

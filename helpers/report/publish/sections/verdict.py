@@ -30,7 +30,7 @@ from helpers.report.words.fmt import (
 )
 from helpers.report.words.labels import PRECISION_SHORT
 from helpers.report.words.marks import busy_sides
-from helpers.report.words.style import PALETTE, key_handles, scatter_look
+from helpers.report.words.style import PALETTE, backend_short, key_handles, scatter_look
 
 TITLE = "The verdict: how much faster the GPU trains, per workload"
 NAV = "Verdict"  # its name in the one-line contents
@@ -46,7 +46,7 @@ LEAD = ("Each workload's fastest GPU configuration against its fastest CPU confi
 
 
 def _row_label(r) -> str:
-    return f"{r['workload']} · {hl.backend_name(r['backend_cpu'])} → {hl.backend_name(r['backend_gpu'])}"
+    return f"{r['workload']} · {backend_short(r['backend_cpu'])} → {backend_short(r['backend_gpu'])}"
 
 
 def chart(rows):
@@ -162,7 +162,7 @@ def cpu_backends_left_out(c, rows) -> list[str]:
     cpu = c[(c["device"] == "cpu") & c["samples_per_s"].notna() & ~c["machine"].map(is_reference)]
     by_missing: dict[tuple, list[str]] = {}
     for w in sorted(set(rows["workload"])):
-        missing = tuple(hl.backend_name(b) for b in BACKENDS if b not in set(cpu.loc[cpu["workload"] == w, "backend"]))
+        missing = tuple(backend_short(b) for b in BACKENDS if b not in set(cpu.loc[cpu["workload"] == w, "backend"]))
         if missing:
             by_missing.setdefault(missing, []).append(w)
     return [f"{' and '.join(m)} for {', '.join(ws)}" for m, ws in sorted(by_missing.items(), key=lambda i: -len(i[1]))]
