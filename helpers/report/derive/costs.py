@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from helpers.report.load import columns as C
-from helpers.report.load.prices import PriceError, era, load_prices, price_sets, select_price_set
+from helpers.report.load.prices import PriceError, load_prices, price_sets, profile_era, select_price_set
 from helpers.report.load.values import isnull
 
 
@@ -67,7 +67,7 @@ def check_profile(name: str, prices: dict, where: str) -> None:
         allowed = ", ".join(sorted(profiles)) or "none: the file has no profiles"
         other = (prices.get("all_profiles") or {}).get(name)
         if other is not None:
-            in_sets = sorted(k for k, e in price_sets(prices).items() if e in (None, era(other))) or ["none"]
+            in_sets = sorted(k for k, e in price_sets(prices).items() if e in (None, profile_era(other))) or ["none"]
             raise PriceError(f"{where}: price profile '{name}' is in {src} but in price set(s) {', '.join(in_sets)}, "
                              f"not in the set in use ('{prices.get('price_set')}'): choose that price set, or "
                              f"one of this set's profiles: {allowed}")

@@ -36,7 +36,7 @@ def quiet_host(g):
     return g, 0
 
 
-def marked(v) -> bool:
+def is_busy(v) -> bool:
     """A ``host_busy`` cell that says yes (a bool or numpy bool; missing and NaN say no)."""
     return not isnull(v) and bool(v)
 

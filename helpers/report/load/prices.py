@@ -37,7 +37,7 @@ def load_prices(path: Path | str | None = None, price_set: str | None = None) ->
     return select_price_set(data, price_set)
 
 
-def era(profile) -> str | None:
+def profile_era(profile) -> str | None:
     """A price profile's era (the price set it belongs to), or None."""
     era = (profile or {}).get("era") if isinstance(profile, dict) else None
     return None if era is None else str(era)
@@ -49,7 +49,8 @@ def price_sets(prices: dict) -> dict:
     sets = prices.get("price_sets")
     if isinstance(sets, dict) and sets:
         return {str(k): (None if v is None else str(v)) for k, v in sets.items()}
-    eras = sorted({e for e in map(era, (prices.get("all_profiles", prices.get("profiles")) or {}).values()) if e})
+    every = prices.get("all_profiles", prices.get("profiles")) or {}
+    eras = sorted({e for e in map(profile_era, every.values()) if e})
     return {**{e: e for e in eras}, DEFAULT_PRICE_SET: eras[-1] if eras else None}
 
 
@@ -64,5 +65,5 @@ def select_price_set(prices: dict, price_set: str | None = None) -> dict:
                          + ", ".join(sorted(sets)))
     era = sets[name]
     every = prices.get("all_profiles", prices.get("profiles")) or {}
-    chosen = {k: p for k, p in every.items() if era is None or era(p) in (None, era)}
+    chosen = {k: p for k, p in every.items() if era is None or profile_era(p) in (None, era)}
     return {**prices, "profiles": chosen, "all_profiles": every, "price_set": name, "era": era}

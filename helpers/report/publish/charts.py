@@ -16,7 +16,7 @@ import io
 import re
 
 from helpers.report.load.values import isnull
-from helpers.report.words.fmt import esc, num
+from helpers.report.words.fmt import esc, num, plain, stable, whole
 from helpers.report.words.style import bars_look, column, key_above, style_key
 
 MAX_BARS = 30  # bars per panel; more configurations are listed in the tables, not drawn
@@ -72,7 +72,7 @@ def _small_dots(m) -> str:
         return m.group(0)
     lines = "".join(part for part in re.split(r"(?=M )", d) if part.strip() and "C " not in part)
     r = 0.4 + float(width) / 2
-    dots = "".join(f'<circle cx="{x}" cy="{y}" r="{r:g}" fill="{stroke}"/>' for x, y in
+    dots = "".join(f'<circle cx="{x}" cy="{y}" r="{plain(r)}" fill="{stroke}"/>' for x, y in
                    ((0, 0), (4, 0), (0, 8), (4, 8), (2, 4)))
     style = m.group(0)[m.group(0).index('style="', m.group(0).index("<path")):].split('"')[1]
     return (f'<pattern id="{pid}-dots" patternUnits="userSpaceOnUse" x="0" y="0" width="4" height="8">{dots}</pattern>'
@@ -122,8 +122,8 @@ def tick_text(v, _pos=None) -> str:
     if v == 0:
         return "0"
     if abs(v) >= 1000 and float(v).is_integer():
-        return f"{v:,.0f}"
-    text = f"{v:.6g}"
+        return f"{whole(v)}"
+    text = f"{stable(v)}"
     return text if "e" not in text else num(v, 6)
 
 

@@ -24,12 +24,12 @@ from helpers.report.words.compare import (
     CHANGES,
     COLUMNS,
     CONFLICTED,
+    DID_NOT_LEARN,
     FAILED_NEW,
     FASTER,
     FEW,
     MAX_RUNS,
     NONE,
-    NOT_LEARNED,
     SLOWER,
     Comparison,
     row_key,
@@ -38,7 +38,7 @@ from helpers.report.words.compare import (
 from helpers.report.words.compare_figures import interval_shown as _interval
 from helpers.report.words.compare_figures import ratio_shown as _ratio
 from helpers.report.words.compare_words import first_sentence
-from helpers.report.words.fmt import MARKS_SHORT, esc, html_table, note
+from helpers.report.words.fmt import MARKS_SHORT, count, esc, html_table, note, plain, stable
 
 CHART_ROWS = 25  # changes drawn, largest first; the rest are in the table and changes.csv
 CHART_CLIP = (1e-3, 1e3)  # a ratio or interval end past these is drawn at the edge (its figure still written)
@@ -47,7 +47,7 @@ LISTED = 10  # a list of configurations longer than this is folded (click to ope
 TABLE_ROWS = 1000  # configurations in the page's table (the most notable first past it); changes.csv has every one
 LABELLED = 300  # a list of configurations named by ``labels.labels`` (what varies) up to this many; past it, plainly
 # the most notable first, where the table is cut
-_ORDER = {SLOWER: 0, FASTER: 0, NOT_LEARNED: 1, CONFLICTED: 1, FEW: 2, NONE: 3}
+_ORDER = {SLOWER: 0, FASTER: 0, DID_NOT_LEARN: 1, CONFLICTED: 1, FEW: 2, NONE: 3}
 
 
 def _name(r) -> str:
@@ -127,7 +127,7 @@ def chart(changed: list[dict]):
     ax.set_xlim(lo, hi)
     ticks = [t for t in (0.001, 0.01, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 100, 1000)
              if lo <= t <= hi]
-    ax.set_xticks(ticks, [f"{t:g}" for t in ticks], fontsize=8)
+    ax.set_xticks(ticks, [f"{plain(t)}" for t in ticks], fontsize=8)
     ax.minorticks_off()
     ax.set_xlabel("NEW ÷ OLD samples/s (log scale; left of the dotted line: slower; bars: the interval)", fontsize=9)
     fig.tight_layout()
@@ -188,7 +188,7 @@ def page(cmp: Comparison, old_names: list[str], new_names: list[str]) -> str:
             "where the two sides' runs lie further apart than that scatter would put them by chance once in {} "
             "comparisons (Welch's t test on the logs of the runs' figures); a side with one run shows no scatter, so "
             "its configuration is <i>not enough runs</i>. The method: docs/running.md, <i>What changed between two "
-            "runs</i>. Every figure is also in {}.", MARKS_SHORT, f"{round(1 / (1 - conf)):,}", CHANGES))
+            "runs</i>. Every figure is also in {}.", MARKS_SHORT, f"{count(round(1 / (1 - conf)))}", CHANGES))
     if len(rows) < len(cmp.rows):
         body.append(note("{} configurations: the {} most notable shown (the significant changes largest first, then "
                          "conflicting copies, single runs, the rest); every one is in {}.", len(cmp.rows), len(rows),
@@ -302,7 +302,7 @@ def write_changes(cmp: Comparison, folder: Path) -> Path:
     from helpers.report.publish.render import write_page
 
     def g(v):
-        return v if not isinstance(v, float) or math.isnan(v) else float(f"{v:.6g}")
+        return v if not isinstance(v, float) or math.isnan(v) else float(f"{stable(v)}")
 
     failed = [{**r, "new_runs": 0, "verdict": FAILED_NEW} for r in cmp.failed_new]
     rows = sorted([*cmp.rows, *failed], key=row_key)

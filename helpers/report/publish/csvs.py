@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from helpers.report.derive import breakeven
-from helpers.report.derive.protocol import marked
+from helpers.report.derive.protocol import is_busy
 from helpers.report.load.columns import (
     BREAKEVEN_SIDE,
     CONFIG_COLUMNS,
@@ -86,7 +86,7 @@ def configurations_frame(costed, currency: str = "USD"):
     out = costed[list(cols)].rename(columns=cols).copy()
     busy = costed["host_busy"] if "host_busy" in costed else [False] * len(costed)
     learned = costed["learned"] if "learned" in costed else [None] * len(costed)
-    out["marks"] = [marks(n, bool(s), marked(b), lr)
+    out["marks"] = [marks(n, bool(s), is_busy(b), lr)
                     for n, s, b, lr in zip(costed["n_runs"], costed["short_window"], busy, learned)]
     return out
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from helpers.report.derive.devices import INPUTS, PER_GPU
 from helpers.report.load.values import isnull
-from helpers.report.words.fmt import rounded
+from helpers.report.words.fmt import plain, rounded
 from helpers.report.words.scaling_words import eff_shown, marks_of, path_words, range_shown, way_words
 
 README_COLUMNS = ("model (batch per GPU)", "input path", "GPUs", "way", "samples/s", "efficiency", "runs")
@@ -35,7 +35,7 @@ def shown(table):
     t = t.sort_values("_o", kind="stable")
     return t.assign(**{
         "model (batch per GPU)": [f"{w}{' ' + b if many['backend'] else ''}{' ' + p if many['precision'] else ''}"
-                                  f" ({bs:g})" for w, b, p, bs in zip(t["workload"], t["backend"], t["precision"],
+                                  f" ({plain(bs)})" for w, b, p, bs in zip(t["workload"], t["backend"], t["precision"],
                                                                        t["batch per device"])],
         "input path": [path_words(i, o, inputs=False) for i, o in zip(t["input"], t["data on"])],
         "GPUs": [g if "hosts" in g else str(n) for g, n in zip(t["GPUs"], t["devices"])],

@@ -3,9 +3,9 @@ provenance once, and a folded table setting predictions beside the measured GPU 
 
 from __future__ import annotations
 
-from helpers.report.words.fmt import esc, html_table, rounded, sps_shown
-from helpers.report.words.headline import backend_name
+from helpers.report.words.fmt import esc, html_table, rounded, share, sps_shown
 from helpers.report.words.predictions import interval_text, said
+from helpers.report.words.style import backend_short
 
 
 def add_to(s, ctx) -> None:
@@ -29,20 +29,21 @@ def add_to(s, ctx) -> None:
                    "backend's per-step cost fitted on the workloads ({}); on 14 models of layer kinds the workloads "
                    "lack it ran {} off the measured samples/s (median) and its 80% interval held {} of them "
                    "(benchmarks/predict_check.py, docs/custom_model.md).", r0["gpu"], r0["fitted_on"],
-                   f"{r0['held_out_median_error']:.0%}", f"{r0['held_out_coverage']:.0%}")
+                   f"{share(r0['held_out_median_error'])}", f"{share(r0['held_out_coverage'])}")
         else:
             s.note("On the {}: a model of one training step fitted on the bundled reference's records ({}: "
                    "docs/custom_model.md); each workload held out in turn, it ran {} off the measured samples/s "
                    "(median) and its 80% interval held {} of the cells (benchmarks/predict_check_whole.py). Trust it "
                    "least for layer kinds the reference never ran and for input pipelines that read files.",
-                   r0["gpu"], r0["fitted_on"], f"{r0['held_out_median_error']:.0%}",
-                   f"{r0['held_out_coverage']:.0%}")
+                   r0["gpu"], r0["fitted_on"], f"{share(r0['held_out_median_error'])}",
+                   f"{share(r0['held_out_coverage'])}")
     both = t[t["gpu_measured"].notna()]
     if len(both):
         import pandas as pd
 
         rows = pd.DataFrame({
-            "workload": both["workload"], "GPU": both["gpu"], "GPU backend": [backend_name(b) for b in both["backend"]],
+            "workload": both["workload"], "GPU": both["gpu"],
+            "GPU backend": [backend_short(b) for b in both["backend"]],
             "batch": both["batch"], "measured samples/s": [sps_shown(p, "_gpu") for p in both["gpu_measured_pair"]],
             "predicted samples/s (80% interval)": [f"{rounded(p, 2)} ({interval_text(lo, hi)})" for p, lo, hi in zip(
                 both["gpu_predicted"], both["gpu_predicted_low"], both["gpu_predicted_high"])],

@@ -34,7 +34,7 @@ from helpers.report.derive.compare_stats import (  # noqa: F401 - its API
     runs_needed_at,
     welch,
 )
-from helpers.report.derive.protocol import marked
+from helpers.report.derive.protocol import is_busy
 from helpers.report.load import columns as C
 from helpers.report.load.records import comparison_side
 from helpers.report.words.compare_figures import differences, near, shown_ratio, side_figure, spread
@@ -42,7 +42,7 @@ from helpers.report.words.compare_figures import differences, near, shown_ratio,
 KEY = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
        "knobs"]  # a configuration across machines: the same model, backend, device, batch, precision and knobs
 CONFLICTED = "conflicting copies"  # a side holds copies of one run that say different things: no verdict
-NOT_LEARNED = "did not learn"  # a side's runs did not learn (helpers.report.derive.learning): no figure, no verdict
+DID_NOT_LEARN = "did not learn"  # a side's runs did not learn (helpers.report.derive.learning): no figure, no verdict
 FAILED_NEW = "every NEW run failed"  # changes.csv's verdict for a configuration of OLD whose NEW runs all failed
 CHANGES = "changes.csv"
 COLUMNS = ["workload", "backend", "device", "batch_size", "precision", "jit_compile", "threads", "augment", "workers",
@@ -127,7 +127,7 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
     fig = (ok["n_train"] / ok["median_epoch_s"])
     fig = fig.where(fig.notna(), ok[C.SAMPLES_PER_S]).to_numpy(dtype=float)
     earlier = (ok["protocol"] == EARLIER).to_numpy() if "protocol" in ok else np.zeros(len(ok), bool)
-    busy = np.array([marked(v) for v in ok["host_busy"].tolist()] if "host_busy" in ok else [False] * len(ok))
+    busy = np.array([is_busy(v) for v in ok["host_busy"].tolist()] if "host_busy" in ok else [False] * len(ok))
     window = ok["steady_s"].to_numpy(dtype=float) if "steady_s" in ok else np.full(len(ok), np.nan)
     least = ok["min_steady_s"].to_numpy(dtype=float) if "min_steady_s" in ok else np.full(len(ok), np.nan)
     copies = ["copy=" in str(v) for v in ok["knobs"].tolist()]
@@ -199,7 +199,7 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
             t = welch(o["runs"], n["runs"], confidence)
             conflicted = o["copies"] or n["copies"]
             unlearned = o["learned"].startswith(learning.NO) or n["learned"].startswith(learning.NO)
-            verdict = CONFLICTED if conflicted else NOT_LEARNED if unlearned else t["verdict"]
+            verdict = CONFLICTED if conflicted else DID_NOT_LEARN if unlearned else t["verdict"]
             need = (runs_needed(o["runs"], n["runs"], confidence) if verdict == NONE else
                     runs_needed_at(t["log_ratio"], var, confidence) if verdict == FEW and var is not None else None)
             cmp.rows.append({**dict(zip(KEY, k)), **shown_ratio(o, n), "old_runs": len(o["runs"]),

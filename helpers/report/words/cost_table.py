@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers.report.derive.costs import pick_base
 from helpers.report.load import columns as C
-from helpers.report.load.prices import era
+from helpers.report.load.prices import profile_era
 from helpers.report.load.values import isnull
 from helpers.report.words.fmt import spread_text
 
@@ -58,6 +58,6 @@ def price_sources(prices: dict, used: set):
         p = p or {}
         rows.append({"profile": name, "used here": "yes" if name in used else "", "description": p.get("description"),
                      "on-demand $/h": p.get("on_demand_per_hour"), "preemptible $/h": p.get("preemptible_per_hour"),
-                     "era": era(p) or "any", "source": p.get("source"), "date": p.get("date"),
+                     "era": profile_era(p) or "any", "source": p.get("source"), "date": p.get("date"),
                      "read": p.get("read"), "as of": p.get("as_of"), "note": p.get("note")})
     return pd.DataFrame(rows)

@@ -256,3 +256,40 @@ def html_table(df, floatfmt: str | None = None, max_rows: int | None = MAX_ROWS,
                    for row in df.itertuples(index=False))
     return (f'<div class="cgb-scroll" style="overflow-x:auto"><table class="cgb"><thead><tr>{head}</tr></thead>'
             f"<tbody>{rows}</tbody></table></div>{extra}")
+
+
+# Numbers in text: the one place a format spec writes a figure (tests/test_architecture.py checks that none is
+# written in derive/ or publish/); each gives the string the report has always written.
+def share(v) -> str:
+    """A fraction as a whole percent: 0.416 -> '42%'."""
+    return f"{v:.0%}"
+
+
+def percent(v, missing: str = "") -> str:
+    """A value in percent, whole: 41.6 -> '42%'; ``missing`` for none."""
+    return missing if isnull(v) else f"{v:.0f}%"
+
+
+def whole(v) -> str:
+    """A count or amount rounded to a whole number, thousands separated: 22500.4 -> '22,500'."""
+    return f"{v:,.0f}"
+
+
+def count(n: int) -> str:
+    """An integer, thousands separated: 50000 -> '50,000'."""
+    return f"{n:,}"
+
+
+def plain(v) -> str:
+    """A number as Python's shortest general form writes it: 2.0 -> '2', 0.25 -> '0.25' (batch sizes, axis ticks)."""
+    return f"{v:g}"
+
+
+def fixed(v, places: int = 2) -> str:
+    """A number to ``places`` decimals: fixed(0.8412) -> '0.84'."""
+    return f"{v:.{places}f}"
+
+
+def stable(v) -> str:
+    """A number to 6 significant digits: written for machines (a CSV cell, a tick), the same inputs write alike."""
+    return f"{v:.6g}"

@@ -2,7 +2,7 @@
 costs on each side; the sentences that say it, generated from the figures; short names for configurations.
 
     rows = ctx.best                                        # the verdict: fastest GPU over fastest CPU, per workload
-    pairs = headline.best_pairs(all_pairs(ctx.costed))     # like for like: one matched pair per workload × backend
+    pairs = headline.best_pairs(ctx.pairs)                 # like for like: one matched pair per workload × backend
     for s in headline.sentences(rows, headline.compared(ctx.df), pairs): print(s)
 
 Everything here is a function of the tidy tables (no files, no context object), so the sentences are tested
@@ -20,7 +20,7 @@ from helpers.report.load.visible import hardware_name
 from helpers.report.words import fmt
 from helpers.report.words.fmt import speedup_shown
 from helpers.report.words.labels import PRECISION_SHORT
-from helpers.report.words.style import BACKEND_SHORT
+from helpers.report.words.style import backend_short
 from helpers.report.words.words import differs, duration, money  # noqa: F401 - the verdict's words use them from here
 
 # the files beside report.html, linked from the top of its first section
@@ -72,10 +72,6 @@ def config_key(r, suffix: str = "_gpu") -> str:
     return " · ".join(p for p in parts if p)
 
 
-def backend_name(b) -> str:
-    return BACKEND_SHORT.get(str(b), str(b))
-
-
 def cores(r, suffix: str = "_cpu"):
     """The CPU cores a CPU configuration trained on: its thread setting, else the machine's logical CPUs."""
     t = r.get(f"threads{suffix}")
@@ -88,7 +84,7 @@ def cores(r, suffix: str = "_cpu"):
 def side(r, suffix: str) -> str:
     """One side of a verdict row (best.best_over_best) named: 'TF on 2 CPU cores', 'JAX on the H100', 'JAX on
     the reference H100', 'JAX on 2 H200' (one configuration over several GPUs)."""
-    be = backend_name(r.get(f"backend{suffix}", r.get("backend")))
+    be = backend_short(r.get(f"backend{suffix}", r.get("backend")))
     if suffix == "_cpu":
         n = cores(r, suffix)
         return f"{be} on {n} CPU core{'s' if n != 1 else ''}" if n else f"{be} on the CPU"
@@ -251,7 +247,7 @@ def one_side_sentence(alone: dict) -> str:
     by = {}
     for (wl, be), dev in sorted(alone.items()):
         by.setdefault((be, dev), []).append(wl)
-    parts = [f"{backend_name(be)} on the {dev.upper()} ({', '.join(w[:4])}"
+    parts = [f"{backend_short(be)} on the {dev.upper()} ({', '.join(w[:4])}"
              + (f" and {len(w) - 4} more)" if len(w) > 4 else ")") for (be, dev), w in sorted(by.items())]
     return (f"Measured on one side only: {'; '.join(parts)}: no like-for-like pair has it; the figures above count "
             "it on its own side.")

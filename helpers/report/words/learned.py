@@ -8,13 +8,13 @@ from helpers.record.learned import shown as _g
 from helpers.report.derive.learning import BATCH_GROUP, common_knobs, model_knobs
 from helpers.report.load.values import isnull
 from helpers.report.words.fmt import NOT_LEARNED as MARK  # a configuration that did not learn: a mark of its own
-from helpers.report.words.style import BACKEND_SHORT
+from helpers.report.words.style import backend_short
 
 
 def name(r, common=frozenset()) -> str:
     """A configuration as the learning lines name it: 'JAX on the CPU, 1 thread, b128, jit=False,
     learning_rate=1000'."""
-    parts = [f"{BACKEND_SHORT.get(str(r['backend']), str(r['backend']))} on the {str(r['device']).upper()}"]
+    parts = [f"{backend_short(r['backend'])} on the {str(r['device']).upper()}"]
     if r["device"] == "cpu" and not isnull(r.get("threads")) and r.get("threads"):
         parts.append(f"{int(r['threads'])} thread{'s' if int(r['threads']) > 1 else ''}")
     parts.append(f"b{int(r['batch_size'])}" if not isnull(r.get("batch_size")) else "")

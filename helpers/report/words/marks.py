@@ -3,7 +3,7 @@ which side of a pair was measured on a busy host (``busy_sides``)."""
 
 from __future__ import annotations
 
-from helpers.report.derive.protocol import MIN_STEPS, marked
+from helpers.report.derive.protocol import MIN_STEPS, is_busy
 from helpers.report.load.values import isnull
 from helpers.report.words import fmt
 
@@ -13,7 +13,7 @@ HOST_BUSY = "host busy"  # the mark of a figure measured while another process u
 def busy_sides(r) -> str:
     """'host busy (CPU side)', '... (GPU side)', '... (both sides)' for a row with ``host_busy_cpu``/``_gpu`` (a
     matched pair, a verdict row): a side whose figure rests on host-busy runs only; '' where neither does."""
-    sides = [d.upper() for d in ("cpu", "gpu") if marked(r.get(f"host_busy_{d}"))]
+    sides = [d.upper() for d in ("cpu", "gpu") if is_busy(r.get(f"host_busy_{d}"))]
     if not sides:
         return ""
     return f"{HOST_BUSY} ({'both sides' if len(sides) == 2 else sides[0] + ' side'})"
@@ -31,7 +31,7 @@ def precision_marks(r) -> str:
         marks.append(f"{fmt.ONE_RUN} one run: no between-run spread")
     if r.get("few_steps"):
         marks.append(f"< {MIN_STEPS} steps/epoch")
-    if marked(r.get("host_busy")):
+    if is_busy(r.get("host_busy")):
         marks.append(f"{HOST_BUSY}: every run measured while another process used its cores")
     if not isnull(r.get("n_host_busy")) and r["n_host_busy"] > 0:
         marks.append(f"{int(r['n_host_busy'])} {HOST_BUSY} run(s) left out")

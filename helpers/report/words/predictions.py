@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers.report.load import columns as C
 from helpers.report.words.fmt import rounded
-from helpers.report.words.headline import backend_name
+from helpers.report.words.style import backend_short
 
 
 def interval_text(lo, hi) -> str:
@@ -27,7 +27,7 @@ def said(g) -> str:
     """One workload predicted, not measured on a GPU: each backend's samples/s with its interval and the speedup."""
     from helpers.predict import layers
     r0 = g.iloc[0]
-    parts = [f"{backend_name(r['backend'])} {rounded(r['gpu_predicted'], 2)} samples/s "
+    parts = [f"{backend_short(r['backend'])} {rounded(r['gpu_predicted'], 2)} samples/s "
              f"(80% interval {interval_text(r['gpu_predicted_low'], r['gpu_predicted_high'])}; "
              f"{rounded(r['speedup_predicted'], 2)}× the CPU's {rounded(r['cpu_samples_per_s'], 3)}, "
              f"{interval_text(r['speedup_predicted_low'], r['speedup_predicted_high'])}×{_epoch_text(r)})"

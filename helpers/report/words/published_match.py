@@ -205,12 +205,13 @@ def _yours_other(summ, p):
     if m in ("gpu_pct", "gpu_pct_max"):  # the second answer beside busy time: the arithmetic done
         mfu = s.get("mfu")
         return (s["gpu_pct_max"] if m == "gpu_pct_max" else s["gpu_pct"],
-                f"peak {_pct(s['gpu_pct_max'])} beside mean {_pct(s['gpu_pct'])} (NVML busy time); MFU "
+                f"peak {fmt.percent(s['gpu_pct_max'], 'n/a')} beside mean {fmt.percent(s['gpu_pct'], 'n/a')} "
+                "(NVML busy time); MFU "
                 + (f"{fmt.mfu_shown(mfu)}% (the arithmetic done over the card's peak)" if mfu is not None and mfu == mfu
                    else "not known (no peak for this device or no FLOPs count)"))
     if m in ("cpu_pct", "cpu_pct_max"):
         what = "mean (the summary keeps no CPU peak)" if m == "cpu_pct_max" else "mean"
-        return s["cpu_pct"], f"CPU % {what}: {_pct(s['cpu_pct'])}"
+        return s["cpu_pct"], f"CPU % {what}: {fmt.percent(s['cpu_pct'], 'n/a')}"
     col = {"first_epoch_s": "first_epoch_s", "total_s": "total_s", "s_per_step": "s_per_step",
            "gpu_mem_mb": "gpu_mem_mb"}[m]
     note = {"first_epoch_s": f"your first epoch: {s['n_train']:,.0f} samples, compilation included",
@@ -218,10 +219,6 @@ def _yours_other(summ, p):
             "s_per_step": f"your step: batch {s['batch_size']:g}, training only",
             "gpu_mem_mb": "your peak device memory"}[m]
     return s[col], note
-
-
-def _pct(v) -> str:
-    return "n/a" if v is None or v != v else f"{v:.0f}%"
 
 
 def other_figures(summ, pub):

@@ -35,7 +35,13 @@ def backend_colour(backend) -> str:
 
 
 def backend_name(backend) -> str:
+    """A backend's name in full, as charts' keys write it: 'TensorFlow', 'JAX', 'PyTorch'."""
     return BACKEND_NAMES.get(str(backend), str(backend))
+
+
+def backend_short(backend) -> str:
+    """A backend's short name, as tables and sentences write it: 'TF', 'JAX', 'torch'."""
+    return BACKEND_SHORT.get(str(backend), str(backend))
 
 
 def device_marker(device) -> str:

@@ -10,7 +10,7 @@ from helpers.report.load.table import CONFIG_KEYS
 from helpers.report.load.values import isnull
 from helpers.report.publish.charts import grid
 from helpers.report.publish.sections.base import Section
-from helpers.report.words.fmt import mfu_shown, rounded
+from helpers.report.words.fmt import fixed, mfu_shown, rounded, share
 from helpers.report.words.labels import labels
 from helpers.report.words.style import PALETTE
 
@@ -92,7 +92,7 @@ def scaling_notes(conf) -> list[tuple[str, tuple]]:
             if isnull(step_a) or isnull(step_b):
                 continue
             what = ("no collective kernel among its top kernels" if isnull(coll) else
-                    f"the collectives (NCCL's kernels{'' if isnull(calls) else f', {calls:.0f} a step'}) take "
+                    f"the collectives (NCCL's kernels{'' if isnull(calls) else f', {fixed(calls, 0)} a step'}) take "
                     f"{rounded(coll, 2)} ms of each GPU's step")
             out.append(("{} ({}) on {} GPUs against 1: {} ms a step unprofiled against {} (+{} ms, the gap from "
                         "linear scaling); {}; the device idles while the host works {} ms a step against {}.",
@@ -148,10 +148,10 @@ def knob(part: str, r) -> str:
             return "jit_compile: true (torch.compile) or a larger batch"
         return "steps_per_execution (e.g. 8) or a larger batch"
     if device == "gpu":
-        share = r.get("matmul_share")
-        if not isnull(share) and share < 0.5:  # busy, but mostly not with the model's arithmetic
+        matmul = r.get("matmul_share")
+        if not isnull(matmul) and matmul < 0.5:  # busy, but mostly not with the model's arithmetic
             fuse = "jit_compile: true (torch.compile fuses them)" if backend == "torch" else "mixed_bfloat16"
-            return (f"fewer, fused kernels: convolutions and matmuls are {share:.0%} of the kernel time, the rest "
+            return (f"fewer, fused kernels: convolutions and matmuls are {share(matmul)} of the kernel time, the rest "
                     f"elementwise work, casts and reductions; {fuse}")
         bf16 = " or mixed_bfloat16" if str(r.get("precision", "float32")) == "float32" else ""
         return f"a larger batch{bf16} (fuller, faster kernels)"
@@ -164,10 +164,10 @@ def sentence(workload: str, t) -> tuple[str, tuple]:
     common = max(PARTS, key=lambda k: (doms.count(k), {"host_only": 2, "copies": 1, "device_busy": 0}[k]))
     rs = [r for r, d in zip(t.to_dict("records"), doms) if d == common]
     worst = max(rs, key=lambda r: r[common] / r["traced_ms"] if r["traced_ms"] else 0)
-    share = worst[common] / worst["traced_ms"] if worst["traced_ms"] else 0
+    part = worst[common] / worst["traced_ms"] if worst["traced_ms"] else 0
     of = "" if len(rs) == len(doms) else f" ({len(rs)} of {len(doms)} configurations)"
     return ("{}: {} dominates{}, {} of {}'s {} ms step; the knob: {}.",
-            (workload, PART_LABEL[common], of, f"{share:.0%}", worst["config"], rounded(worst["traced_ms"], 2),
+            (workload, PART_LABEL[common], of, share(part), worst["config"], rounded(worst["traced_ms"], 2),
              knob(common, worst)))
 
 
@@ -177,7 +177,7 @@ def finding(conf) -> tuple[str, tuple]:
     host = (conf["host_only"] / conf["traced_ms"]).dropna()
     return ("Profiled {} configuration(s) of {} workload(s): the largest part of the step is {}; the device idles "
             "while the host works for {}–{} of a step.",
-            (len(conf), conf["workload"].nunique(), counts, f"{host.min():.0%}", f"{host.max():.0%}"))
+            (len(conf), conf["workload"].nunique(), counts, f"{share(host.min())}", f"{share(host.max())}"))
 
 
 def chart(conf):
@@ -213,7 +213,7 @@ def table(conf):
     import pandas as pd
 
     def ms_share(part):
-        return [f"{rounded(r[part], 2)} ({r[part] / r['traced_ms']:.0%})" if r["traced_ms"] else ""
+        return [f"{rounded(r[part], 2)} ({share(r[part] / r['traced_ms'])})" if r["traced_ms"] else ""
                 for r in conf.to_dict("records")]
 
     return pd.DataFrame({
@@ -225,7 +225,7 @@ def table(conf):
         "MFU %": [mfu_shown(v) for v in conf["mfu"]],
         "GPUs": [int(v) for v in conf["devices"]],
         "collectives ms per GPU (calls)": [
-            "" if isnull(c) else f"{rounded(c, 2)}" + ("" if isnull(n) else f" ({n:.0f})")
+            "" if isnull(c) else f"{rounded(c, 2)}" + ("" if isnull(n) else f" ({fixed(n, 0)})")
             for c, n in zip(conf["collective_ms"], conf["collective_calls"])],
         "top kernels / ops (ms per step)": conf["top"], "GPU kernels by family (ms per step)": conf["families"],
         "trace (beside the record)": conf["trace"],

@@ -9,7 +9,7 @@ from helpers.report.publish.charts import grid, plain_log
 from helpers.report.publish.sections.base import Section, mark_bars
 from helpers.report.words import findings as said
 from helpers.report.words.cost_table import price_sources, relative_table
-from helpers.report.words.fmt import figure, html_table, marked, rounded, row_marks, union_marks
+from helpers.report.words.fmt import figure, html_table, marked, plain, rounded, row_marks, union_marks
 from helpers.report.words.labels import labels
 from helpers.report.words.style import PALETTE, bars_look, key_above, style_key
 
@@ -50,7 +50,7 @@ def plot_relative(rel):
     fig, axes = grid(len(panels), [0.18 * len(sub) + 1.0 for _, sub in panels], ncols=2)
     for ax, (wl, sub) in zip(axes, panels):
         y = np.arange(len(sub))
-        names = sub["label"] if "label" in sub else [f"{c} · b{b:g}" for c, b in zip(sub["device · backend"],
+        names = sub["label"] if "label" in sub else [f"{c} · b{plain(b)}" for c, b in zip(sub["device · backend"],
                                                                                  sub["batch"])]
         labs = [f"{n}{' ◀ base' if b else ''}{' ' + k if k else ''}" for n, b, k
                 in zip(names, sub["base"], sub.get("marks", [""] * len(sub)))]

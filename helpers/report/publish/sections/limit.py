@@ -12,7 +12,7 @@ from helpers.report.load.ladder import ladder_points
 from helpers.report.load.values import isnull, knob_items
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import mfu_shown, note, num, rounded, shown
+from helpers.report.words.fmt import fixed, mfu_shown, note, num, rounded, shown
 from helpers.report.words.labels import describe
 
 TITLE = "How far from the limit"
@@ -270,7 +270,7 @@ def build(ctx) -> Section:
                      "samples/s": shown(top[C.SAMPLES_PER_S], top), "MFU %": mfu_shown(top["mfu"]),
                      "gain over the source's rung ×": gain,
                      "bare loop (same host, precision)": _loop_text(loop, against, top),
-                     "suite / bare ×": f"{against['samples_per_s'] / loop['samples_per_s']:.2f}" if loop else ""})
+                     "suite / bare ×": f"{fixed(against['samples_per_s'] / loop['samples_per_s'])}" if loop else ""})
     import pandas as pd
 
     s.table(pd.DataFrame(best), caption="the best rung per workload and backend")

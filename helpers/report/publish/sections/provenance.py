@@ -5,7 +5,7 @@ from __future__ import annotations
 from helpers.report.load.values import isnull
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import html_table, num, short_path
+from helpers.report.words.fmt import html_table, num, percent, plain, short_path
 
 TITLE = "Provenance"
 NAV = "Provenance"  # its name in the one-line contents
@@ -26,7 +26,7 @@ def _clocks(g) -> str:
     """'345–1980, 2619' : the range of the GPUs' current SM and memory clocks over a machine's records."""
     def span(col):
         v = g[col].dropna()
-        return "" if v.empty else (f"{v.min():g}" if v.min() == v.max() else f"{v.min():g}–{v.max():g}")
+        return "" if v.empty else (f"{plain(v.min())}" if v.min() == v.max() else f"{plain(v.min())}–{plain(v.max())}")
 
     sm, mem = span("gpu_sm_now"), span("gpu_mem_now")
     return f"{sm or '?'}, {mem or '?'}" if sm or mem else NOT_RECORDED
@@ -90,7 +90,7 @@ def lease_differences(leases) -> list[tuple]:
             vals = [v for v in g[label] if isinstance(v, float)]
             if len(vals) >= 2 and min(vals) > 0:
                 apart = max(vals) / min(vals) - 1
-                parts.append(f"{label} {num(min(vals))}–{num(max(vals))} ({100 * apart:.0f}% apart)")
+                parts.append(f"{label} {num(min(vals))}–{num(max(vals))} ({percent(100 * apart)} apart)")
                 worst, n = max(worst, apart), max(n, len(vals))
         if parts:
             out.append((machine, n, "; ".join(parts), worst))

@@ -14,7 +14,7 @@ from helpers.report.load.values import isnull
 from helpers.report.publish.charts import grid, plain_log
 from helpers.report.publish.sections.base import Section, mark_bars
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import figure, html_table, note, rounded, row_marks
+from helpers.report.words.fmt import figure, html_table, note, plain, rounded, row_marks, whole
 from helpers.report.words.published_match import other_figures, versus_published
 from helpers.report.words.style import PALETTE, bar_look, key_above, style_key
 
@@ -49,7 +49,7 @@ def _shown(r, v) -> str:
 def with_runs(vs, src):
     """Your rows: between-run low/high (none for one run), the value as shown and the marks (for the chart)."""
     vs = vs.copy()
-    vs["shown"] = [_shown(r, v) if r else (None if isnull(v) else f"{v:,.0f}") for r, v in zip(src, vs["samples/s"])]
+    vs["shown"] = [_shown(r, v) if r else (None if isnull(v) else f"{whole(v)}") for r, v in zip(src, vs["samples/s"])]
     vs["marks"] = [row_marks(r) if r else "" for r in src]
     for col, k in (("low", "sps_lo"), ("high", "sps_hi")):
         vs[col] = [r[k] if r and _shown(r, v) == figure(r).split(" (")[0] else lo
@@ -121,12 +121,12 @@ def plot_vs_published(vs):
             tail = f" · {_short(var, 14)}" if var else ""
             lab = (f"[{_short(s.split('_')[0], 8)}] {_short(h.split(' · ')[0], 30)}{tail}"
                    if w == "published" else f"{_whose(h, f)} · {d} · {_backend(f)}")
-            labs.append(lab + (f" · b{b:g}" if not isnull(b) else "") + (f" {k}" if k else ""))
+            labs.append(lab + (f" · b{plain(b)}" if not isnull(b) else "") + (f" {k}" if k else ""))
         ax.set_yticks(y, labs, fontsize=8)
         ax.invert_yaxis()
         plain_log(ax)
         for yi, m, e, t in zip(y, val, val + hi, sub.get("shown", [None] * len(sub))):
-            ax.annotate(re.sub(r" \[.*?\]", "", t) if t else f"{m:,.0f}", (e, yi),  # the interval: in the table
+            ax.annotate(re.sub(r" \[.*?\]", "", t) if t else f"{whole(m)}", (e, yi),  # the interval: in the table
                         xytext=(4, 0), textcoords="offset points", va="center",
                         fontsize=8)
         ax.set_xlim(right=ax.get_xlim()[1] * 6)  # room for the value labels

@@ -29,7 +29,7 @@ from helpers.report.publish.devices_chart import plot_devices
 from helpers.report.publish.devices_readme import shown
 from helpers.report.publish.sections.base import Section
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import NOT_LEARNED, esc, html_table, note, num, rounded, row_marks
+from helpers.report.words.fmt import NOT_LEARNED, esc, fixed, html_table, note, num, rounded, row_marks, share
 from helpers.report.words.headline import LINKS
 from helpers.report.words.labels import labels
 from helpers.report.words.learned import not_learned
@@ -180,12 +180,12 @@ def input_path(summ):
     rows = []
     for r in s.sort_values(["workload", "backend", "precision", "batch_size"]).to_dict("records"):
         step = r.get("s_per_step")
-        share = r["host_copy_s"] / step if step and not isnull(step) else math.nan
+        copy_share = r["host_copy_s"] / step if step and not isnull(step) else math.nan
         twin = host_sps.get(twin_key(r)) if r["placement"] == "device" else None
         rows.append({"workload": r["workload"], "config": r["config"], "batch": r["batch_size"],
                      "data on": r["placement"], "MB per step": r.get("input_mb_per_step"),
                      "s per step": step, "copy of one batch, s": r["host_copy_s"],
-                     "copy / step": share if r["placement"] == "host" else math.nan,
+                     "copy / step": copy_share if r["placement"] == "host" else math.nan,
                      "samples/s": r[C.SAMPLES_PER_S], "_digits": digits(r),
                      "gain of data on the device": r[C.SAMPLES_PER_S] / twin if twin else math.nan,
                      "marks": row_marks(r)})
@@ -213,8 +213,8 @@ def _input_part(s: Section, ctx, fold: bool = False) -> None:
     s.heading("Where the time goes: the copy from the host against the step")
     shown = table.assign(**{c: [num(v) for v in table[c]]
                             for c in ("MB per step", "s per step", "copy of one batch, s")},
-                         **{"copy / step": ["" if isnull(v) else f"{v:.0%}" for v in table["copy / step"]],
-                            "gain of data on the device": ["" if isnull(v) else f"{v:.2f}x"
+                         **{"copy / step": ["" if isnull(v) else f"{share(v)}" for v in table["copy / step"]],
+                            "gain of data on the device": ["" if isnull(v) else f"{fixed(v)}x"
                                                            for v in table["gain of data on the device"]],
                             "samples/s": [rounded(v, d) for v, d in zip(table["samples/s"], table["_digits"])]}
                          ).drop(columns=["_digits"])

@@ -10,7 +10,7 @@ from helpers.report.load.values import isnull
 from helpers.report.publish.charts import bar_facets
 from helpers.report.publish.sections.base import Section, at_digits, config_labels, mark_bars, with_marks
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import figure, html_table, rounded, shown
+from helpers.report.words.fmt import figure, html_table, plain, rounded, shown, whole
 from helpers.report.words.labels import labels
 from helpers.report.words.marks import precision_marks
 
@@ -37,12 +37,12 @@ def timing_table(summ):
     return pd.DataFrame({
         "workload": s["workload"], "machine": s["machine"] + s["fixture"].map({True: " (fixture)", False: ""}),
         "configuration": config_labels(s), "batch": s["batch_size"],
-        "threads": s["threads"].map(lambda t: "all" if t == 0 else ("" if pd.isna(t) else f"{t:g}")),
+        "threads": s["threads"].map(lambda t: "all" if t == 0 else ("" if pd.isna(t) else f"{plain(t)}")),
         "samples/s, median of runs [between runs]": [figure(r) for r in rows],
         "within-run epoch IQR, samples/s (not its uncertainty)": [_iqr(r["sps_q1"], r["sps_q3"], r)
                                                                            for r in rows],
         "s per source epoch": [shown(r["source_epoch_s"], r) for r in rows],
-        "samples · steps per epoch": [f"{r['n_train']:,.0f} · {r['steps_per_epoch']:,.0f}"
+        "samples · steps per epoch": [f"{whole(r['n_train'])} · {whole(r['steps_per_epoch'])}"
                                       if not (isnull(r["n_train"]) or isnull(r["steps_per_epoch"])) else ""
                                       for r in rows],
         "s/epoch (median run)": [shown(r["s_per_epoch"], r) for r in rows],

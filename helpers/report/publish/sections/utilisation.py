@@ -7,7 +7,18 @@ from helpers.report.derive.precision import digits
 from helpers.report.load.values import isnull
 from helpers.report.publish.sections.base import Section, config_labels
 from helpers.report.words import findings as said
-from helpers.report.words.fmt import BUSY, figure, marked, mfu_shown, num, rounded, row_marks, short_path, shown
+from helpers.report.words.fmt import (
+    BUSY,
+    figure,
+    marked,
+    mfu_shown,
+    num,
+    percent,
+    rounded,
+    row_marks,
+    short_path,
+    shown,
+)
 from helpers.report.words.style import PALETTE
 
 TITLE = "Comparison summary and utilisation over time"
@@ -159,8 +170,8 @@ def both_answers(rec: dict, tidy: dict | None = None) -> str | None:
         return None
     parts = []
     if busy is not None:
-        parts.append(f"busy {busy:.0f}% of the time (NVML, mean over {util.get('window') or 'the run'}"
-                     + (f", peak {util['gpu_pct_max']:.0f}%" if util.get("gpu_pct_max") is not None else "") + ")")
+        parts.append(f"busy {percent(busy)} of the time (NVML, mean over {util.get('window') or 'the run'}"
+                     + (f", peak {percent(util['gpu_pct_max'])}" if util.get("gpu_pct_max") is not None else "") + ")")
     if mfu is not None:
         parts.append(f"did {_mfu_text(mfu)} of its peak arithmetic (MFU"
                      + (f", {num(tflops)} TFLOP/s" if tflops else "") + ")")

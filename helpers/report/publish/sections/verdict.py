@@ -22,6 +22,7 @@ from helpers.report.words.fmt import (
     esc,
     html_table,
     note,
+    plain,
     rounded,
     row_marks,
     speedup_shown,
@@ -29,7 +30,7 @@ from helpers.report.words.fmt import (
 )
 from helpers.report.words.labels import PRECISION_SHORT
 from helpers.report.words.marks import busy_sides
-from helpers.report.words.style import PALETTE, key_handles, scatter_look
+from helpers.report.words.style import PALETTE, backend_short, key_handles, scatter_look
 
 TITLE = "The verdict: how much faster the GPU trains, per workload"
 NAV = "Verdict"  # its name in the one-line contents
@@ -45,7 +46,7 @@ LEAD = ("Each workload's fastest GPU configuration against its fastest CPU confi
 
 
 def _row_label(r) -> str:
-    return f"{r['workload']} · {hl.backend_name(r['backend_cpu'])} → {hl.backend_name(r['backend_gpu'])}"
+    return f"{r['workload']} · {backend_short(r['backend_cpu'])} → {backend_short(r['backend_gpu'])}"
 
 
 def chart(rows):
@@ -116,7 +117,7 @@ def glance_table(rows):
         od_c, od_g = r.get("on_demand_per_source_epoch_cpu"), r.get("on_demand_per_source_epoch_gpu")
         out.append({
             "workload": r["workload"],
-            "sides compared: CPU → GPU": f"{hl.sides(r)} · b{r['batch_size']:g}" + (
+            "sides compared: CPU → GPU": f"{hl.sides(r)} · b{plain(r['batch_size'])}" + (
                 f" · {PRECISION_SHORT.get(str(r['precision']), r['precision'])}"
                 if str(r["precision"]) != "float32" else ""),
             "GPU ÷ CPU": sp + (f" {m}" if m else "") + (f" · {busy_sides(r)}" if busy_sides(r) else "")
@@ -161,7 +162,7 @@ def cpu_backends_left_out(c, rows) -> list[str]:
     cpu = c[(c["device"] == "cpu") & c[C.SAMPLES_PER_S].notna() & ~c["machine"].map(is_reference)]
     by_missing: dict[tuple, list[str]] = {}
     for w in sorted(set(rows["workload"])):
-        missing = tuple(hl.backend_name(b) for b in BACKENDS if b not in set(cpu.loc[cpu["workload"] == w, "backend"]))
+        missing = tuple(backend_short(b) for b in BACKENDS if b not in set(cpu.loc[cpu["workload"] == w, "backend"]))
         if missing:
             by_missing.setdefault(missing, []).append(w)
     return [f"{' and '.join(m)} for {', '.join(ws)}" for m, ws in sorted(by_missing.items(), key=lambda i: -len(i[1]))]
