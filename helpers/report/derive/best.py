@@ -1,6 +1,7 @@
 """The verdict's figure: per workload, its fastest GPU configuration over its fastest CPU configuration.
 
-    rows = best_over_best(ctx.costed)   # (the context holds it: ctx.best) one row per workload, columns suffixed _cpu / _gpu, as a matched pair's
+    rows = ctx.best                     # best_over_best(ctx.costed), once a context: one row per workload,
+                                        # columns suffixed _cpu / _gpu, as a matched pair's
     headline.sides(rows.iloc[0])        # 'TF on 2 CPU cores → JAX on the H100'
     one_side(ctx.costed)                # {(workload, backend): 'cpu' | 'gpu'}: a backend measured on one side only
 
