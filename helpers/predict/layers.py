@@ -26,7 +26,8 @@ from the host are added on whole models (``fit_steps``, on the array-fed workloa
 (``helpers.predict.gpu.interval_quantiles``, the split-conformal correction): of the workloads left out one at a
 time where every kind is profiled, pooled over the backends (15-16 cells a backend make the corrected percentiles
 their extremes); widened towards the errors that held-out kinds earned (each kind's profile left out in turn, the
-models holding it predicted from the generic profile) by the unprofiled share of the step. Never narrower than the errors say.
+models holding it predicted from the generic profile) by the unprofiled share of the step.
+Never narrower than the errors say.
 
     rows = layer_rows(model, batch)
     prof = fit_profiles(measurements)        # {(backend, precision, kind): coefficients}
