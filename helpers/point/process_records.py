@@ -72,7 +72,7 @@ def gather(record: dict) -> list[dict]:
     import numpy as np
     from jax.experimental import multihost_utils
 
-    blob = np.frombuffer(json.dumps(writer._clean(record), sort_keys=True, default=str).encode(), dtype=np.uint8)
+    blob = np.frombuffer(json.dumps(writer.clean_json(record), sort_keys=True, default=str).encode(), dtype=np.uint8)
     sizes = np.asarray(multihost_utils.process_allgather(np.asarray([blob.size], dtype=np.int32))).reshape(-1)
     padded = np.zeros(int(sizes.max()), dtype=np.uint8)
     padded[:blob.size] = blob

@@ -66,7 +66,7 @@ def predictions(model_path: str, batch_size: int, precision: str = "float32", op
     params = {"model_path": model_path, "optimizer": optimizer, "loss": loss, "batch_size": int(batch_size),
               "precision": precision}
     model = custom.load_model(params, where="--predict")
-    model.compile(**{k: v for k, v in custom._compile(params).items() if k != "metrics"})
+    model.compile(**{k: v for k, v in custom.compile_kwargs(params).items() if k != "metrics"})
     count = flops_analytic.analytic(model)
     shp = shape(model)
     rows = layers.layer_rows(model, int(batch_size))
@@ -94,14 +94,14 @@ def predictions(model_path: str, batch_size: int, precision: str = "float32", op
 
 def _compile_choice(info: dict, optimizer: str) -> tuple[str, str, list[str]]:
     """(optimizer, loss, notes): the knobs the child compiles with; empty = the saved compile config's."""
-    from helpers.workloads.custom_checks import LOSS_KIND, _loss_name
+    from helpers.workloads.custom_checks import LOSS_KIND, saved_loss_name
 
     cc = info["config"].get("compile_config") or {}
     notes, loss = [], ""
     if not optimizer and not cc.get("optimizer"):
         optimizer = DEFAULT_OPTIMIZER
         notes.append(f"optimizer {DEFAULT_OPTIMIZER} (the model was saved without one; --optimizer NAME to choose)")
-    if not cc.get("loss") or _loss_name(cc.get("loss")) not in LOSS_KIND:
+    if not cc.get("loss") or saved_loss_name(cc.get("loss")) not in LOSS_KIND:
         loss = DEFAULT_LOSS
         why = "saved without one" if not cc.get("loss") else "saved with one the suite makes no targets for"
         notes.append(f"loss {DEFAULT_LOSS} (the model was {why}; a loss barely changes a step's cost)")

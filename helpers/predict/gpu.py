@@ -173,7 +173,7 @@ def step_s(fit: Fit, f: dict) -> float:
     return _predict(fit.a, fit.k, fit.e, fit.w, fit.h, f, fit.gpu)
 
 
-def _quantiles(errors: list[float]) -> tuple[float, float]:
+def interval_quantiles(errors: list[float]) -> tuple[float, float]:
     """The interval's ends from ``errors``: each tail's quantile with the finite-sample correction of split
     conformal prediction (level x (1 + 1/n), the next error up), so that n errors hold the stated coverage."""
     import numpy as np
@@ -202,7 +202,7 @@ def leave_one_out(obs: list[dict], nested: bool = True) -> list[dict]:
         if nested:  # per backend: the other workloads' held-out errors on it
             inner = [(o, p) for w2 in wls if w2 != wl for o, p in _inner(obs, wl, w2, cache)]
             for b in {o["backend"] for o, _ in outer[wl]}:
-                q[b] = _quantiles([math.log(o[F.STEP_S] / p) for o, p in inner if o["backend"] == b])
+                q[b] = interval_quantiles([math.log(o[F.STEP_S] / p) for o, p in inner if o["backend"] == b])
         for o, p in outer[wl]:
             if nested:
                 lo, hi = q[o["backend"]]
@@ -228,7 +228,8 @@ def final_fit(obs: list[dict]) -> Fit:
     """Every workload fitted; each backend's interval from its held-out errors in ``leave_one_out`` (not nested)."""
     fit = fit_model(obs)
     rows = leave_one_out(obs, nested=False)
-    fit.log_q = {b: _quantiles([math.log(r["predicted_sps"] / r["measured_sps"]) for r in rows if r["backend"] == b])
+    fit.log_q = {b: interval_quantiles([math.log(r["predicted_sps"] / r["measured_sps"]) for r in rows
+                                        if r["backend"] == b])
                  for b in fit.a}  # log(measured step / predicted step)
     return fit
 

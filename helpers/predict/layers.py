@@ -22,11 +22,12 @@ from the host are added on whole models (``fit_steps``, on the array-fed workloa
 
     t_step = a_b + s_b x S + h_b x host bytes
 
-**The interval** (``interval``): the held-out errors' 10th and 90th percentiles (``helpers.predict.gpu._quantiles``,
-the split-conformal correction): of the workloads left out one at a time where every kind is profiled, pooled over
-the backends (15-16 cells a backend make the corrected percentiles their extremes); widened
-towards the errors that held-out kinds earned (each kind's profile left out in turn, the models holding it
-predicted from the generic profile) by the unprofiled share of the step. Never narrower than the errors say.
+**The interval** (``interval``): the held-out errors' 10th and 90th percentiles
+(``helpers.predict.gpu.interval_quantiles``, the split-conformal correction): of the workloads left out one at a
+time where every kind is profiled, pooled over the backends (15-16 cells a backend make the corrected percentiles
+their extremes); widened towards the errors that held-out kinds earned (each kind's profile left out in turn, the
+models holding it predicted from the generic profile) by the unprofiled share of the step.
+Never narrower than the errors say.
 
     rows = layer_rows(model, batch)
     prof = fit_profiles(measurements)        # {(backend, precision, kind): coefficients}
@@ -92,9 +93,9 @@ def layer_rows(model, batch: int) -> list[dict]:
         if type(layer).__name__ in SKIP:
             continue
         notes: list = []
-        fwd = fa._layer_flops(layer, notes) or 0.0
-        ins, outs = fa._io(layer)
-        elems = fa._elems(ins) + fa._elems(outs)
+        fwd = fa.layer_flops(layer, notes) or 0.0
+        ins, outs = fa.layer_io(layer)
+        elems = fa.shape_elems(ins) + fa.shape_elems(outs)
         params = sum(math.prod(int(d) for d in v.shape) for v in layer.trainable_weights)
         rows.append({"name": layer.name, "kind": ALIASES.get(kind, kind), "units": _units(layer, ins),
                      "flops": 3.0 * fwd * batch, "bytes": 4.0 * (ACT_PASSES * elems * batch + WEIGHT_PASSES * params),
@@ -213,9 +214,9 @@ LEVEL = 0.80
 
 
 def quantiles(log_errs: list[float]) -> list[float]:
-    from helpers.predict.gpu import _quantiles
+    from helpers.predict.gpu import interval_quantiles
 
-    return list(_quantiles(log_errs))
+    return list(interval_quantiles(log_errs))
 
 
 def interval(fit: dict, backend: str, share: float) -> tuple[float, float]:

@@ -23,12 +23,12 @@ from helpers.record.ids import record_name
 from helpers.record.schema import REQUIRED_KEYS, STATUSES, Record
 
 
-def _clean(obj):
+def clean_json(obj):
     """JSON-safe: numpy scalars to Python, NaN/inf to None."""
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): clean_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [clean_json(v) for v in obj]
     if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
         try:
             obj = obj.item()
@@ -55,7 +55,7 @@ def umask() -> int:
 
 def write_atomic(path: Path, data: dict) -> Path:
     """Write JSON to ``path`` atomically (``write_text_atomic``)."""
-    return write_text_atomic(path, json.dumps(_clean(data), indent=1, sort_keys=True, allow_nan=False))
+    return write_text_atomic(path, json.dumps(clean_json(data), indent=1, sort_keys=True, allow_nan=False))
 
 
 def write_text_atomic(path: Path, text: str) -> Path:

@@ -40,7 +40,7 @@ def time_left(seconds: float) -> str:
 def outcome(rec: dict) -> str:
     """What a point's progress line says of its record: its figures (an ok point), else the first line of its reason;
     ``HOST BUSY`` and by how much where another process ate its cores while it was timed. A record's words as the
-    page shows them (``fmt.visible``): no escape sequence, control character or carriage return reaches the terminal."""
+    page shows them (``visible``): no escape sequence, control character or carriage return reaches the terminal."""
     from helpers.measure.host_load import busy_text
     from helpers.report.load.visible import visible
 
@@ -105,7 +105,7 @@ class LiveEpochs:
             if self.live:
                 self._flush()
 
-    def _flush(self) -> None:  # the kernel's words through ``fmt.visible``, as a page shows them: one line each
+    def _flush(self) -> None:  # the kernel's words through ``visible``, as a page shows them: one line each
         from helpers.report.load.visible import visible
 
         if self.title is not None:

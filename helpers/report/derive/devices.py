@@ -131,7 +131,7 @@ def leads(ctx) -> bool:
     return t is not None and t["devices"].nunique() > 1
 
 
-def _lines(g):
+def chart_lines(g):
     """The chart's lines of one workload: per backend, precision and input path, and, where its devices were driven
     both ways, per way whatever the GPU count (``kind``; each line starting from the one-device point); the way is
     None where there is one."""

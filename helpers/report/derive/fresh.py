@@ -79,11 +79,11 @@ def spread(cells: dict) -> dict[str, tuple[float, int, int]]:
 def reference_spread() -> tuple[dict, str]:
     """The bundled reference's pooled spread per device and its name (the first reference folder with one)."""
     if "v" not in _FALLBACK:
-        from helpers.report.load.reference import _reference_table, reference_folders
+        from helpers.report.load.reference import reference_folders, reference_table
 
         found = ({}, "")
         for folder in reference_folders():
-            p = spread(lease_medians(_reference_table(folder)))
+            p = spread(lease_medians(reference_table(folder)))
             if {"cpu", "gpu"} <= set(p):
                 found = (p, folder.parent.name)
                 break

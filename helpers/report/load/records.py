@@ -13,7 +13,7 @@ _WHERE = ("_path", "notebook")  # where a record lies and its notebook: kept as 
 
 
 def _visible(v):
-    """A record's strings (values and keys) made ``fmt.visible``: charts, tables and sentences draw what the
+    """A record's strings (values and keys) made ``visible``: charts, tables and sentences draw what the
     record says, never a raw bidi control, zero-width character or lone surrogate (matplotlib cannot draw one)."""
     if isinstance(v, str):
         return visible(v)
@@ -27,7 +27,7 @@ def _visible(v):
 def load_rows(folders):
     """``table.load_table``, where a record that cannot be tabulated (an error in ``table``'s row of it, which
     the record checks should have prevented) costs that record only: skipped, with the error's name. Every
-    string of a record but its paths is made ``fmt.visible`` first."""
+    string of a record but its paths is made ``visible`` first."""
     from helpers.record.reader import read_records
 
     folders = [Path(f) for f in folders if Path(f).exists()]

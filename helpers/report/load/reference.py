@@ -57,7 +57,7 @@ def match_key(df):
 _TABLES: dict = {}  # a reference folder's table, read once a process while its files stay as they are
 
 
-def _reference_table(folder):
+def reference_table(folder):
     """The tidy table of a reference folder (``table.load_table``), kept while none of its files changes: a process
     that builds several reports (a notebook re-run, the tests) reads the bundled records once."""
     folder = Path(folder)
@@ -87,7 +87,7 @@ def reference_rows(df, folders: list[Path] | None = None):
     wanted = set(match_key(own_cpu))
     parts, labels = [], []
     for folder in folders:
-        ref = _reference_table(folder)
+        ref = reference_table(folder)
         if not len(ref):
             continue
         ref = ref[(ref["status"] == "ok") & (ref["device"] == "gpu") & ref["path"].map(bundled)]  # the suite's files

@@ -68,7 +68,7 @@ def skeleton(text) -> str:
 
 def hardware_name(raw) -> str:
     """A record's hardware (GPU or CPU model) as every part of the report names it (the machine column, so every
-    table, chart, CSV and verdict row; the opening sentence; short names): as recorded (``fmt.visible``), but where
+    table, chart, CSV and verdict row; the opening sentence; short names): as recorded (``visible``), but where
     its ``skeleton`` holds "reference", in quotes and said to be a record's name, whatever hides the word. The
     bundled reference is told by its files (``reference.is_reference``), never by a name."""
     text = visible("" if isnull(raw) else str(raw))

@@ -58,7 +58,7 @@ def _cell(v):
 
 def inert(frame):
     """Text cells that start like a spreadsheet formula get a leading apostrophe (records are untrusted); lone
-    surrogates, bidi controls and zero-width characters are made visible (``fmt.visible``); numbers are left as
+    surrogates, bidi controls and zero-width characters are made visible (``visible``); numbers are left as
     they are."""
     out = frame.copy()
     for c in out.columns:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from helpers.report.derive.devices import ONE_PROCESS, _lines
+from helpers.report.derive.devices import ONE_PROCESS, chart_lines
 from helpers.report.words.scaling_words import path_words
 
 
@@ -36,7 +36,7 @@ def plot_devices(table, anchors=None, across: bool = False):
         fig, axes = grid(2 * nw, [3.2] * (2 * nw), ncols=min(4, 2 * nw))
         pairs = [(axes[2 * i], axes[2 * i + 1]) for i in range(nw)]
     else:
-        n_lines = max(len(list(_lines(table[table["workload"] == wl]))) for wl in wls) + 2  # + published families
+        n_lines = max(len(list(chart_lines(table[table["workload"] == wl]))) for wl in wls) + 2  # + published families
         fig, axes = grid(2 * nw, [3.0] * nw + [3.0 + 0.18 * n_lines] * nw, ncols=nw)  # the key under the bottom
         pairs = [(axes[i], axes[nw + i]) for i in range(nw)]
     key: dict = {}
@@ -44,7 +44,7 @@ def plot_devices(table, anchors=None, across: bool = False):
         g = table[table["workload"] == wl]
         xs_all = set(g["devices"])
         seen: dict = {}
-        for (be, prec, inp, on, w), h in _lines(g):
+        for (be, prec, inp, on, w), h in chart_lines(g):
             h = h.sort_values("devices")
             label = " · ".join([*(str(v) for c, v in (("backend", be), ("precision", prec)) if c in named),
                                 path_words(inp, on)] + ([] if w is None else

@@ -31,7 +31,7 @@ def make_self_contained(page: str) -> str:
 
 def write_page(path: Path, text: str) -> Path:
     """A page or CSV of the report, written atomically (``record.writer.write_text_atomic``) with lone surrogates,
-    bidi controls and zero-width characters made visible (``fmt.visible``), whatever the text."""
+    bidi controls and zero-width characters made visible (``visible``), whatever the text."""
     from helpers.record.writer import write_text_atomic
     from helpers.report.load.visible import visible
 

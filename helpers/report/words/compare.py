@@ -67,7 +67,7 @@ class Comparison:
 
 
 def shown(text) -> str:
-    """``text`` safe for a page and a terminal alike: ``fmt.visible`` (lone surrogates, bidi controls, zero-width
+    """``text`` safe for a page and a terminal alike: ``visible`` (lone surrogates, bidi controls, zero-width
     characters written out), then every control character (C0 with newline, carriage return and ESC, DEL, C1 with
     the 8-bit CSI ``\\x9b``) written out as ``\\xNN``: a record's name cannot erase a CI log's lines, retitle its
     window or clear its screen."""

@@ -1,8 +1,15 @@
-"""Formatting for the report: numbers for people, escaped HTML tables and notes, paths as shown. Text that comes
-from records is HTML-escaped wherever it is shown (``html_table``, ``note``, ``esc``).
+"""Formatting for the report: numbers for people, escaped HTML tables and notes; every figure a page shows becomes a
+string here, once (tests/test_architecture.py: no format spec in derive/ or publish/).
 
-    num(14822.3) -> '14,822';  sig_digits(209358, n_runs=1, short=True) -> 2   (the rounding rule below)
+Text that comes from records is HTML-escaped wherever it is shown (``html_table``, ``note``, ``esc``).
+
+    num(14822.3)                      -> '14,822'
+    spread_text(1.23, 1.1, 1.4)       -> '1.23 [1.1–1.4]'
+    sig_digits(209358, n_runs=1, short=True)            -> 2   (derive/precision.py: the rounding rule)
     figure_text(209358, None, None, 1, 0.72, 2.0)       -> '210,000 †‡ (1 run, window 0.72 s < 2 s)'
+    share(0.416), percent(41.6), whole(22500.4)         -> '42%', '42%', '22,500'
+    html_table(frame)                 -> '<div ...><table class="cgb">...'
+    note("{} records", n, kind="warn")
 """
 
 from __future__ import annotations
