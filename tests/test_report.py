@@ -203,10 +203,9 @@ def test_a_section_that_raises_is_shown_as_failed_not_lost(tmp_path, monkeypatch
         sections.get("nope")
 
 
-def test_report_modules_stay_small_and_each_section_has_its_own_module():
-    folder = Path(report.__file__).parent
-    for path in folder.rglob("*.py"):
-        assert len(path.read_text().splitlines()) <= 300, path
+def test_each_section_has_its_own_module():
+    # no line ceiling (issue 73: files sized by concern; the columns' one declaration is longer than 300 lines)
+    folder = Path(report.__file__).parent / "publish"
     names = {p.stem for p in (folder / "sections").glob("*.py")} - {"__init__", "base"}
     assert names == set(sections.ORDER)
 
