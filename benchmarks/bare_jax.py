@@ -269,7 +269,7 @@ def main(argv=None):
                     help="fail unless JAX's default device is this one")
     ap.add_argument("--record", default="", metavar="FILE",
                     help="also append the result to FILE, named bare_loops.jsonl, in the run's folder (the report "
-                         "sets it beside the suite's ladder: helpers/report/bare.py)")
+                         "sets it beside the suite's ladder: helpers/report/load/bare.py)")
     ap.add_argument("--cpu-smoke", action="store_true",
                     help="tiny run on the CPU: images 32 (vgg) / 64 (resnet), batch 8, 2 steps x 2")
     args = ap.parse_args(argv)
@@ -353,7 +353,7 @@ def main(argv=None):
     print(json.dumps(result))
     if args.record:  # beside the run's records: the report's limit section reads it
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from helpers.report.bare import append
+        from helpers.report.load.bare import append
 
         where = append(args.record, result, gpu=dev.device_kind if platform == "gpu" else None)
         print(f"recorded in {where}", file=sys.stderr)

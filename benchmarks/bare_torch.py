@@ -111,7 +111,7 @@ def main(argv=None):
     ap.add_argument("--own-resnet", action="store_true", help="the ResNet-50 written here, not torchvision's")
     ap.add_argument("--record", default="", metavar="FILE",
                     help="also append the result to FILE, named bare_loops.jsonl, in the run's folder (the report "
-                         "sets it beside the suite's ladder: helpers/report/bare.py)")
+                         "sets it beside the suite's ladder: helpers/report/load/bare.py)")
     ap.add_argument("--cpu-smoke", action="store_true",
                     help="tiny run on the CPU: images 32 (vgg) / 64 (resnet), batch 8, 2 steps x 2, eager")
     args = ap.parse_args(argv)
@@ -199,7 +199,7 @@ def main(argv=None):
     print(json.dumps(result))
     if args.record:  # beside the run's records: the report's limit section reads it
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from helpers.report.bare import append
+        from helpers.report.load.bare import append
 
         where = append(args.record, result, gpu=torch.cuda.get_device_name(0) if cuda else None)
         print(f"recorded in {where}", file=sys.stderr)

@@ -99,7 +99,7 @@ def _configs() -> list[tuple[str, dict]]:
     from helpers import grid
     from helpers.measure import flops_table
     from helpers.record.reader import read_records
-    from helpers.report.reference import reference_folders
+    from helpers.report.load.reference import reference_folders
 
     seen: dict[tuple, tuple] = {}
 

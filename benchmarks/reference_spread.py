@@ -42,9 +42,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helpers.report.aggregate import run_figures  # noqa: E402
-from helpers.report.fmt import isnull, num  # noqa: E402
-from helpers.report.table import CONFIG_KEYS, load_table  # noqa: E402
+from helpers.report.derive.aggregate import run_figures  # noqa: E402
+from helpers.report.load.table import CONFIG_KEYS, load_table  # noqa: E402
+from helpers.report.load.values import isnull
+from helpers.report.words.fmt import num
 
 UNKNOWN = "unknown lease"
 SHOWN = ["workload", "backend", "device", "batch_size", "precision"]
@@ -279,8 +280,9 @@ def _current(df):
 def markdown(df) -> str:
     """The README table: GPU cells of the current protocol beside their CPU twins (see the module docstring), each
     figure written as the report writes it (``fmt.sps_shown``, ``fmt.speedup_shown``: one string per figure)."""
-    from helpers.report.aggregate import matched_pairs, summarise
-    from helpers.report.fmt import digits, rounded, speedup_shown, sps_shown
+    from helpers.report.derive.aggregate import matched_pairs, summarise
+    from helpers.report.derive.precision import digits
+    from helpers.report.words.fmt import rounded, speedup_shown, sps_shown
 
     pairs = matched_pairs(summarise(_current(df)))
     lines = ["| workload (batch) | backend | CPU samples/s, median (runs / leases) "

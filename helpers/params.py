@@ -241,7 +241,7 @@ LATER_DEFAULTS = {**{k: COMMON_DEFAULTS[k] for k in ("gpus", "hosts", "processes
 
 # Knobs that change what a model learns and not the work of a step (a workload's own): the report names them in a
 # configuration only away from their LATER_DEFAULTS value, and the verdict takes its fastest side over them as over
-# threads and compilation settings, among the configurations that learned (helpers.report.learning)
+# threads and compilation settings, among the configurations that learned (helpers.report.derive.learning)
 LEARNING_KNOBS = ("learning_rate",)
 
 

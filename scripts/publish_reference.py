@@ -12,7 +12,7 @@ Paths are made machine-neutral on the way: the executed
 notebook becomes ``../notebooks/<name>`` (notebooks are not published), ``params.output_dir`` becomes
 ``records``, and the project's own folder is cut from failure messages and tracebacks. Nothing else in a record
 changes. The bare-loop results found beside the records (every ``bare_loops.jsonl`` under the folders, see
-``helpers/report/bare.py``) go to ``DEST/records/bare_loops.jsonl``, each line once, so the published report
+``helpers/report/load/bare.py``) go to ``DEST/records/bare_loops.jsonl``, each line once, so the published report
 still sets the ladder's best rung against them. Then it renders the report over ``DEST/records`` with the
 suite's own ``run_all.sh report --inputs`` (a real kernel, papermill, nbconvert) into
 ``DEST/report.html``, with its index page (``DEST/index.html``).
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from helpers.exits import Exit  # noqa: E402
 from helpers.paths import without_prefix  # noqa: E402
 from helpers.record.reader import read_records  # noqa: E402
-from helpers.report import bare  # noqa: E402
+from helpers.report.load import bare  # noqa: E402
 
 
 def lease(rec: dict) -> str | None:

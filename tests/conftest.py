@@ -37,7 +37,7 @@ def charts_not_drawn(monkeypatch):
     real (test_report's H100 report in Chromium, test_notebooks' shared run)."""
     import matplotlib.pyplot as plt
 
-    from helpers.report import charts
+    from helpers.report.publish import charts
 
     def not_drawn(fig, alt=""):
         charts.readable(fig)

@@ -17,7 +17,7 @@ from support.records import _rec
 from helpers.exits import Exit
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import compare as C
+from helpers.report.words import compare as C
 from helpers.runner.cli import main
 
 

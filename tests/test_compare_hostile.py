@@ -22,8 +22,8 @@ from support.records import _rec
 
 from helpers.exits import Exit
 from helpers.record.writer import write_atomic
-from helpers.report import compare as C
-from helpers.report import compare_page as P
+from helpers.report.publish import compare_page as P
+from helpers.report.words import compare as C
 from helpers.runner.cli import main
 
 GOOD = {("cnn_cifar10", "jax"): [1000, 1010, 990], ("cnn_cifar10", "torch"): [500, 505, 495],

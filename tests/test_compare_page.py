@@ -15,10 +15,10 @@ from support.records import _rec
 
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import compare as C
-from helpers.report import compare_figures as F
-from helpers.report import compare_page as P
-from helpers.report import fmt
+from helpers.report.publish import compare_page as P
+from helpers.report.words import compare as C
+from helpers.report.words import compare_figures as F
+from helpers.report.words import fmt
 
 H100 = PROJECT_ROOT / "reference" / "h100" / "records"
 SCIENTIFIC = re.compile(r"\d(\.\d+)?e[+-]?\d", re.I)
@@ -162,8 +162,8 @@ def test_a_catsdogs_pair_on_one_against_four_workers_is_named_so_in_the_verdict(
     from support.records import _ctx
 
     from helpers import report
-    from helpers.report import csvs, sections
-    from helpers.report.reference import all_pairs
+    from helpers.report.derive.pairs import all_pairs
+    from helpers.report.publish import csvs, sections
 
     fp = {"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4, "gpu_names": ["NVIDIA H100 80GB HBM3"],
           "versions": {"keras": "3.15.1"}}
@@ -178,7 +178,7 @@ def test_a_catsdogs_pair_on_one_against_four_workers_is_named_so_in_the_verdict(
     said = "input workers: 1 on the CPU, 4 on the GPU"
     verdict = re.sub(r"<[^>]+>", " ", sections.build(sections.get("verdict"), ctx)._repr_html_())
     assert said in html.unescape(verdict)
-    assert list(csvs.verdict_frame(ctx.costed, ctx.records)["sides"]) == [f"JAX on 4 CPU cores → JAX on the H100 "
+    assert list(csvs.verdict_frame(ctx)["sides"]) == [f"JAX on 4 CPU cores → JAX on the H100 "
                                                                           f"({said})"]
     # your CPU on 1 worker against the reference's GPU on 4: the like-for-like pair says so
     report.setup_plots()

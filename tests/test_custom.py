@@ -332,8 +332,8 @@ def test_notebook_times_a_model_saved_under_another_backend(kernel, tmp_path, sa
     # no GPU measured it: the report's verdict predicts its GPU side, each backend with its interval and the mark
     assert rec["model_shape"] == {"layers": 2, "launches": 2, "weights": 4, "input_bytes": 48}
     from helpers import report
-    from helpers.report import sections
-    from helpers.report.csvs import verdict_frame
+    from helpers.report.publish import sections
+    from helpers.report.publish.csvs import verdict_frame
 
     report.setup_plots()
     ctx = report.build_context([tmp_path / "records"], use_reference=False)
@@ -345,7 +345,7 @@ def test_notebook_times_a_model_saved_under_another_backend(kernel, tmp_path, sa
     assert "custom, batch 64, float32: predicted, not measured, on one NVIDIA H200 (layer by layer" in page
     assert page.count("samples/s (80% interval ") == 5 and "held out in turn" in page
     assert page.count("an epoch of 512 samples ") == 5 and page.count(" s, $") == 5  # every GPU priced
-    rows = verdict_frame(ctx.costed, ctx.records)
+    rows = verdict_frame(ctx)
     assert list(rows["figure"]) == ["predicted"] * 5 and list(rows["marks"]) == ["predicted"] * 5
     assert sum("NVIDIA H200" in s for s in rows["sides"]) == 2
     assert (rows["gpu_samples_per_s_low"] < rows["gpu_samples_per_s_median"]).all()

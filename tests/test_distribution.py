@@ -368,7 +368,7 @@ print("OK")
 def _scaling_html(tmp_path, runs):
     from helpers import report
     from helpers.record.writer import write_atomic
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     for i, (gpus, dt, sps) in enumerate(runs):
         n = 2560

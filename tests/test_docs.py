@@ -5,6 +5,8 @@
 - Every relative link in README.md, docs/*.md and reference/**/README.md resolves to a file (or folder) here.
 - docs/knobs.md is exactly what ``python -m helpers.runner.knobs_doc`` prints (helpers/params.py's table).
 - docs/running.md's command line reference is exactly what ``python -m helpers.runner.cli_doc`` prints (the parsers).
+- docs/csv_columns.md is exactly what ``python -m helpers.report.publish.columns_doc`` prints (the columns'
+  declaration, helpers/report/load/columns.py).
 - docs/report.md names every registered report section.
 - docs/running.md holds the exit status table generated from ``helpers.exits.Exit``; run_all.sh points there.
 - Every launcher command of docs/multi_gpu.md is one a test runs: each sits in a block marked for the test that
@@ -228,11 +230,12 @@ def test_knobs_page_has_every_knob_with_its_default():
 
 
 def test_report_page_names_every_section():
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     text = (PROJECT_ROOT / "docs" / "report.md").read_text(encoding="utf-8")
     missing = [name for name in sections.ORDER if f"`{name}`" not in text]
-    assert not missing, f"docs/report.md does not describe the report sections {missing} (helpers/report/sections)"
+    assert not missing, (f"docs/report.md does not describe the report sections {missing} "
+                         "(helpers/report/publish/sections)")
 
 
 def test_the_exit_status_table_of_the_docs_is_the_enum():
@@ -279,7 +282,7 @@ def test_no_figure_of_the_old_readme_is_lost():
     new: set[str] = set()
     for page in pages():
         new |= numbers(page.read_text(encoding="utf-8"))
-    from helpers.report.fmt import rounded
+    from helpers.report.words.fmt import rounded
 
     def kept(n: str) -> bool:  # as written, or to the digits its runs support now (one string per figure)
         if n in new:
@@ -340,3 +343,18 @@ def test_report_screenshot_script_writes_the_first_screen(tmp_path):
     missing = subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "report_screenshot.sh"),
                               str(tmp_path / "none.html"), str(tmp_path / "x.png")], capture_output=True, text=True)
     assert missing.returncode == 1 and "no report at" in missing.stderr
+
+
+def test_csv_columns_page_is_generated_from_the_columns_declaration():
+    """docs/csv_columns.md is exactly what ``python -m helpers.report.publish.columns_doc`` prints, and names every
+    header the report writes (the declaration in helpers/report/load/columns.py)."""
+    from helpers.report.load import columns
+
+    out = subprocess.run([sys.executable, "-m", "helpers.report.publish.columns_doc"], cwd=PROJECT_ROOT,
+                         capture_output=True, text=True, check=True)
+    committed = (PROJECT_ROOT / "docs" / "csv_columns.md").read_text(encoding="utf-8")
+    assert committed == out.stdout, "docs/csv_columns.md differs from the code: run " \
+                                    "`python -m helpers.report.publish.columns_doc > docs/csv_columns.md`"
+    headers = ([c.header for c in columns.TIDY.values() if c.csv != ""] + list(columns.CONFIG_COLUMNS.values())
+               + columns.VERDICT_COLUMNS)
+    assert all(f"| `{h}` |" in committed for h in headers)

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from helpers.report import published as P
-from helpers.report import published_match as M
+from helpers.report.load import published as P
+from helpers.report.words import published_match as M
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "data" / "published_figures.csv"
@@ -91,7 +91,7 @@ def test_rows_that_cannot_be_compared_get_a_reason(tmp_path):
 
 
 def test_the_section_lists_every_row_and_renders_like_with_like(pub):
-    from helpers.report.sections import published as section
+    from helpers.report.publish.sections import published as section
 
     summ = pd.DataFrame([summ_row(val_s=2.0), summ_row(workload="catsdogs", knobs="variant=original, workers=1",
                                                        batch_size=32.0, samples_per_s=40.0, n_train=640.0)])

@@ -292,7 +292,7 @@ def _rec(i, host="h1", **fp) -> dict:
 
 def _provenance(folder):
     from helpers import report
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     ctx = report.build_context([folder])
     s = sections.build(sections.get("provenance"), ctx)
@@ -303,7 +303,7 @@ def _provenance(folder):
 def test_provenance_over_old_records_says_not_recorded():
     """The H100 reference: the re-published cells' five leases, each with its calibration, and the earlier
     single runs, which recorded neither ("not recorded")."""
-    from helpers.report.sections import provenance
+    from helpers.report.publish.sections import provenance
 
     ctx, s = _provenance(PROJECT_ROOT / "reference" / "h100" / "records")
     assert s.present and "Machines by lease" in s._repr_html_()
@@ -321,7 +321,7 @@ def test_provenance_over_old_records_says_not_recorded():
 
 
 def test_provenance_shows_one_row_per_machine_and_lease_with_calibration_medians(tmp_path):
-    from helpers.report.sections import provenance
+    from helpers.report.publish.sections import provenance
 
     ident = {"cpu_vendor": "GenuineIntel", "cpu_family": 6, "cpu_model_number": 143, "cpu_stepping": 8,
              "cpu_flags": ["avx2", "avx512f"], "gpu_state": []}
@@ -369,14 +369,14 @@ def test_provenance_shows_one_row_per_machine_and_lease_with_calibration_medians
 
 
 def test_gpu_state_is_shown_per_gpu_and_identical_gpus_once():
-    from helpers.report import table
+    from helpers.report.load import columns
 
     g = GPU
     fp = {"gpu_state": [g, g, {**g, "persistence_mode": None, "sm_clock_mhz": 1755}]}
-    assert table._gpu_state(fp) == ("2 × SM max 1980 MHz · mem max 2619 MHz · 700 W limit · persistence on; "
+    assert columns._gpu_state(fp) == ("2 × SM max 1980 MHz · mem max 2619 MHz · 700 W limit · persistence on; "
                                     "SM max 1980 MHz · mem max 2619 MHz · 700 W limit")
-    assert table._gpu_clocks_now(fp, "sm_clock_mhz") == 1755 and table._gpu_clocks_now({}, "sm_clock_mhz") is None
-    assert table._gpu_state({}) is None and table._gpu_state({"gpu_state": []}) == "no GPU"
+    assert columns._gpu_clocks_now(fp, "sm_clock_mhz") == 1755 and columns._gpu_clocks_now({}, "sm_clock_mhz") is None
+    assert columns._gpu_state({}) is None and columns._gpu_state({"gpu_state": []}) == "no GPU"
 
 
 def test_a_calibration_of_this_boot_from_within_the_hour_is_reused_and_no_other(monkeypatch):

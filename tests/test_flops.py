@@ -208,7 +208,7 @@ def test_steps_per_execution_above_1_with_torch_is_refused_with_keras_reason(tmp
 
 
 def test_the_ladder_validates_and_climbs_one_knob_at_a_time():
-    from helpers.report.sections import limit
+    from helpers.report.publish.sections import limit
 
     pts = grid.expand(PROJECT_ROOT / "params" / "ladder.yaml")
     assert {p["device"] for p in pts} == {"gpu"} and {p["backend"] for p in pts} == {"jax", "torch"}
@@ -263,8 +263,9 @@ def test_every_ok_reference_record_gets_flops_per_sample_at_report_time(ref_ctx)
 
 
 def test_limit_section_builds_over_the_reference_and_the_sentences_say_mfu(ref_ctx):
-    from helpers.report import headline, sections
-    from helpers.report.reference import all_pairs
+    from helpers.report.derive.pairs import all_pairs
+    from helpers.report.publish import sections
+    from helpers.report.words import headline
 
     s = sections.build(sections.get("limit"), ref_ctx)
     html = s._repr_html_()
@@ -280,7 +281,7 @@ def test_limit_section_ladder_from_fixture_records(ref_ctx):
     """Ladder rungs are found by configuration; with none run the section says 'not run yet'."""
     import dataclasses
 
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     s = sections.build(sections.get("limit"), dataclasses.replace(
         ref_ctx, summary=ref_ctx.summary[ref_ctx.summary["device"] == "cpu"]))
@@ -294,9 +295,9 @@ def test_seed_001_table_and_seed_003_timeline_get_both_answers_busy_time_and_mfu
     and the published utilisation figures get your MFU beside your busy time; one sentence says why they differ."""
     from html import escape as html_escape
 
-    from helpers.report import sections
-    from helpers.report.published_match import other_figures
-    from helpers.report.sections import utilisation
+    from helpers.report.publish import sections
+    from helpers.report.publish.sections import utilisation
+    from helpers.report.words.published_match import other_figures
 
     table = utilisation.comparison_summary(ref_ctx.summary)
     cols = list(table.columns)
@@ -321,8 +322,8 @@ def test_bare_loop_recorded_by_the_benchmark_sits_beside_the_best_rung(tmp_path)
     import subprocess
     import sys
 
-    from helpers.report import bare
-    from helpers.report.context import build_context
+    from helpers.report.derive.context import build_context
+    from helpers.report.load import bare
 
     if not HAS_JAX:
         pytest.skip("jax not installed")
@@ -355,7 +356,7 @@ def test_bare_loop_recorded_by_the_benchmark_sits_beside_the_best_rung(tmp_path)
     assert loop == {"samples_per_s": 310000.0, "runs": 2, "batch": 512, "impl": "bare-jax",
                     "model": "cifar10_cnn.py, no augmentation"}
     assert bare.beside(ctx.bare, "vgg_cifar10", "jax", "float32", "another-host") is None
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     html = sections.build(sections.get("limit"), ctx)._repr_html_()
     assert "bare loop (same host, precision)" in html and "310,000 (bare-jax, b512, 2 run(s))" in html
@@ -367,7 +368,7 @@ def test_ladder_moves_name_the_knob_that_moved_it_and_the_rungs_that_lost():
     run is skipped over), and a rung under LOSS × the rung before it is named as a loss."""
     import pandas as pd
 
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     limit = sections.get("limit")
     g = pd.DataFrame({"rung": [3, 0, 1, 4], "rung_label": ["3: bf16", "0: source b32", "1: b256", "4: jit=True"],

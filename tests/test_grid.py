@@ -203,7 +203,7 @@ def test_each_knob_added_later_ran_at_its_own_default():
     from COMMON; the image workloads' input_dtype is each one's default: one default a knob."""
     from helpers import workloads
     from helpers.params import COMMON_DEFAULTS, LATER_DEFAULTS
-    from helpers.report.fmt import MIN_STEADY_S
+    from helpers.report.derive.protocol import MIN_STEADY_S
 
     assert all(LATER_DEFAULTS[k] == COMMON_DEFAULTS[k] for k in LATER_DEFAULTS if k in COMMON_DEFAULTS)
     image = [n for n in workloads.names() if "input_dtype" in workloads.knobs(n)]

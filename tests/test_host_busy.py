@@ -22,8 +22,9 @@ from helpers.measure import host_load
 from helpers.measure.sampler import Sampler
 from helpers.point.record_figures import host_figures
 from helpers.record.ids import notebook_path
-from helpers.report import csvs, fmt, sections
-from helpers.report.protocol import precision_marks
+from helpers.report.publish import csvs, sections
+from helpers.report.words import fmt
+from helpers.report.words.marks import precision_marks
 from helpers.runner.progress import outcome
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +98,7 @@ def test_the_verdict_marks_a_side_that_rests_on_host_busy_runs_only(tmp_path, ch
                fingerprint={"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4,
                             "gpu_names": ["NVIDIA H100 80GB HBM3"], "versions": {"keras": "3.15.1"}})
     ctx = _ctx(tmp_path, [cpu, gpu])
-    v = csvs.verdict_frame(ctx.costed)
+    v = csvs.verdict_frame(ctx)
     assert v["marks"].iloc[0].endswith(f"({fmt.BUSY} CPU side)"), v["marks"].tolist()
     page = sections.build(sections.get("verdict"), ctx)._repr_html_()
     assert "Host busy: cnn_cifar10 (host busy (CPU side))" in page and "· host busy (CPU side)" in page
@@ -250,7 +251,7 @@ def test_a_figure_on_busy_host_runs_only_carries_its_mark_in_every_section_that_
     backends sections, the CSVs), the mark explained once; a quiet configuration beside it carries none."""
     import re
 
-    from helpers.report import fmt
+    from helpers.report.words import fmt
 
     load = {"window_s": 2.0, "process_cpu_s": 2.0, "cores_busy_s": 4.0, "allowed_cores": 2, "process_cores": 1.0,
             "others_cores": 1.0, "threshold_cores": 0.5, "host_busy": True}
@@ -284,7 +285,7 @@ def test_a_figure_on_busy_host_runs_only_carries_its_mark_in_every_section_that_
     conf = csvs.configurations_frame(ctx.costed).set_index(["backend", "device"])
     assert fmt.BUSY in conf.loc[("jax", "cpu"), "marks"] and fmt.BUSY not in conf.loc[("torch", "cpu"), "marks"]
     assert "host busy" not in " ".join(conf["marks"])  # the page's symbols
-    verdict_csv = csvs.verdict_frame(ctx.costed, ctx.records)
+    verdict_csv = csvs.verdict_frame(ctx)
     assert all(fmt.BUSY in m and "host busy" not in m for m in verdict_csv["marks"]), list(verdict_csv["marks"])
     # every figure derived from the busy runs carries §: utilisation, first epoch, costs, durations in sentences
     row = summ.loc[("jax", "cpu")].to_dict()

@@ -37,7 +37,7 @@ GOOD = ["p0", "p1", "p2"]
 @pytest.fixture(scope="module")
 def hostile_ctx(tmp_path_factory):
     from helpers import report
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     base = tmp_path_factory.mktemp("hostile")
     for i in range(3):
@@ -56,7 +56,7 @@ def test_each_hostile_record_costs_only_itself(hostile_ctx, name):
     assert sorted(ctx.df["point_id"]) == GOOD  # every good record, nothing of a bad one
     why = {Path(p).name: w for p, w in ctx.skipped}
     assert expected[name] in why.get(name, ""), (name, why.get(name))
-    overview = unescape(html["helpers.report.sections.overview"])
+    overview = unescape(html["helpers.report.publish.sections.overview"])
     assert f"{len(expected)} JSON file(s) skipped" in overview and expected[name].split(" (")[0] in overview
     assert not [m for m, h in html.items() if "failed to build" in h]
     assert SECRET_HOST not in "".join(html.values())
@@ -68,11 +68,11 @@ def test_each_hostile_record_costs_only_itself(hostile_ctx, name):
 
 def test_a_record_that_breaks_the_checks_or_the_table_costs_only_itself(tmp_path, monkeypatch):
     from helpers import report
-    from helpers.report import table
+    from helpers.report.load import table
 
     for i in range(3):
         write(tmp_path, f"r{i}.json", good_record(i))
-    real_row, real_problem = table._row, schema._problem
+    real_row, real_problem = table.row, schema._problem
 
     def row(r):
         if r["point_id"] == "p1":
@@ -84,7 +84,7 @@ def test_a_record_that_breaks_the_checks_or_the_table_costs_only_itself(tmp_path
             raise OverflowError("int too large")
         return real_problem(obj)
 
-    monkeypatch.setattr(table, "_row", row)
+    monkeypatch.setattr(table, "row", row)
     monkeypatch.setattr(schema, "_problem", problem)
     ctx = report.build_context([tmp_path], use_reference=False)
     assert list(ctx.df["point_id"]) == ["p0"]
@@ -112,7 +112,7 @@ def _die_on_killme(job):
     """A renderer that dies like one the OOM killer took, on the notebook named 'killme'."""
     if "killme" in job[0]:
         os.kill(os.getpid(), signal.SIGKILL)
-    from helpers.report.index import _render_job
+    from helpers.report.publish.index import _render_job
 
     return _render_job(job)
 
@@ -212,7 +212,7 @@ def test_a_dense_activation_holding_lambda_code_is_named_as_such(tmp_path):
 def test_a_failed_report_says_why_and_the_old_one_no_longer_looks_current(tmp_path):
     from papermill.exceptions import PapermillExecutionError
 
-    from helpers.report.failed import failure_text, mark_failed
+    from helpers.report.publish.failed import failure_text, mark_failed
 
     exc = PapermillExecutionError(7, 7, "ctx = build_context(inputs)", "ValueError", "bad value in records/x.json",
                                   ["\x1b[31mValueError\x1b[0m: bad value in records/x.json"])
@@ -229,7 +229,7 @@ def test_a_failed_report_says_why_and_the_old_one_no_longer_looks_current(tmp_pa
 def test_a_full_disk_leaves_no_temp_report(tmp_path, monkeypatch):
     import os
 
-    from helpers.report.render import write_text_atomic
+    from helpers.report.publish.render import write_page
 
     real = os.fsync
 
@@ -238,7 +238,7 @@ def test_a_full_disk_leaves_no_temp_report(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(OSError):
-        write_text_atomic(tmp_path / "report.html", "x" * 1000)
+        write_page(tmp_path / "report.html", "x" * 1000)
     monkeypatch.setattr(os, "fsync", real)
     assert list(tmp_path.iterdir()) == []
 

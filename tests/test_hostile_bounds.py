@@ -24,7 +24,7 @@ from support.records import _rec
 
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report.charts import figure_html as FIGURE_HTML  # the real one (tests below draw without it)
+from helpers.report.publish.charts import figure_html as FIGURE_HTML  # the real one (tests below draw without it)
 
 BOUND_S = 10.0  # each case: reading, tabulating, every section and the CSVs
 GOOD = ["p0", "p1"]
@@ -38,8 +38,8 @@ def _charts_unrendered(monkeypatch):
     the figure's alt text is kept, escaped as ``charts.figure_html`` escapes it."""
     import matplotlib.pyplot as plt
 
-    from helpers.report import charts
-    from helpers.report.fmt import esc
+    from helpers.report.publish import charts
+    from helpers.report.words.fmt import esc
 
     def figure_html(fig, alt=""):
         plt.close(fig)
@@ -58,8 +58,8 @@ def _good(folder: Path) -> Path:
 def _report(folders, tmp_path: Path, only=None):
     """The context, every section's HTML (or those named in ``only``), the CSVs' text, and how long it took."""
     from helpers import report
-    from helpers.report import sections
-    from helpers.report.csvs import write_csvs
+    from helpers.report.publish import sections
+    from helpers.report.publish.csvs import write_csvs
 
     t0 = time.perf_counter()
     ctx = report.build_context([Path(f) for f in folders], use_reference=False)
@@ -90,7 +90,7 @@ def _bare(folder: Path, text: str | bytes) -> Path:
 
 
 def test_bare_loop_files_are_read_within_the_record_bounds(tmp_path):
-    from helpers.report import bare
+    from helpers.report.load import bare
 
     good = _good(tmp_path / "good")
     _bare(good, json.dumps(BARE_OK) + "\n")
@@ -161,7 +161,7 @@ def _drawn(ctx):
     draw a lone surrogate: the section would fail)."""
     import matplotlib.pyplot as plt
 
-    from helpers.report.visible import _UNSAFE
+    from helpers.report.load.visible import _UNSAFE
 
     names = [v for c in ("workload", "backend", "host", "machine", "knobs") for v in ctx.df[c].dropna().astype(str)]
     assert not [v for v in names if _UNSAFE.search(v)]
@@ -176,7 +176,7 @@ def _drawn(ctx):
 
 
 def test_bidi_controls_and_zero_width_characters_are_shown_as_escapes(tmp_path):
-    from helpers.report import index
+    from helpers.report.publish import index
 
     good = _good(tmp_path / "good")
     bad = tmp_path / "bad"
@@ -292,7 +292,7 @@ def test_a_record_that_contradicts_itself_is_refused_with_the_reason(tmp_path):
 
 
 def test_a_notebook_rewritten_with_an_older_mtime_gets_its_page_rendered_again(tmp_path):
-    from helpers.report import index
+    from helpers.report.publish import index
 
     def notebook(path, text):  # a minimal v4 notebook (nbformat's schema check costs seconds to load)
         path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
@@ -334,7 +334,7 @@ def test_a_notebook_rewritten_with_an_older_mtime_gets_its_page_rendered_again(t
 
 
 def test_a_record_cannot_reprice_another_machine_of_the_same_host_name(tmp_path):
-    from helpers.report import costs
+    from helpers.report.derive import costs
 
     h100 = {"host": "vm", "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_logical": 16, "gpu_driver": "550.54.15",
             "gpu_names": ["NVIDIA H100 80GB HBM3"], "versions": {"keras": "3.15.1", "jax": "0.10.2"}}
@@ -376,8 +376,8 @@ def test_a_notebook_page_over_the_time_limit_is_replaced_and_the_rest_goes_on(tm
     process never renders one)."""
     from support.slow_page import slow_on_marker
 
-    from helpers.report import index
-    from helpers.report.workers import too_slow
+    from helpers.report.publish import index
+    from helpers.report.publish.workers import too_slow
 
     folder = tmp_path / "outputs"
     nb_dir, rec_dir = folder / "runs" / "r" / "notebooks", folder / "runs" / "r" / "records"
@@ -471,8 +471,8 @@ def test_a_crafted_notebook_that_renders_for_hours_beside_good_records_costs_its
     ``test_a_notebook_page_over_the_time_limit_is_replaced_and_the_rest_goes_on``; no good notebook here, whose
     page could itself pass 2 s on a loaded 2-core machine.)"""
 
-    from helpers.report import index
-    from helpers.report.workers import too_slow
+    from helpers.report.publish import index
+    from helpers.report.publish.workers import too_slow
 
     good, bad, out = tmp_path / "good", tmp_path / "bad", tmp_path / "out"
     for i in range(2):
@@ -508,7 +508,7 @@ def test_a_crafted_notebook_that_renders_for_hours_beside_good_records_costs_its
 
 
 def test_the_page_limit_comes_from_the_environment_and_a_bad_value_is_refused(tmp_path, monkeypatch, capsys):
-    from helpers.report import index
+    from helpers.report.publish import index
 
     monkeypatch.delenv(index.PAGE_LIMIT_ENV, raising=False)
     assert index.page_limit_s() == index.PAGE_LIMIT_S == 60.0
@@ -578,7 +578,7 @@ def test_a_failed_report_names_a_previous_report_only_when_there_is_one(tmp_path
     from types import SimpleNamespace
 
     from helpers.exits import Exit
-    from helpers.report.failed import previous_report
+    from helpers.report.publish.failed import previous_report
     from helpers.runner import summary
 
     def fail(*a, **k):
@@ -693,7 +693,7 @@ def test_a_dead_renderer_is_called_out_of_memory_only_when_the_oom_killer_counte
     from support.slow_page import die_on_marker
 
     from helpers.measure import oom
-    from helpers.report import workers
+    from helpers.report.publish import workers
 
     jobs = [(str(tmp_path / "die.ipynb"), str(tmp_path / "die.html"))]
     counts = iter([{"vmstat": 1}, {"vmstat": 1}])

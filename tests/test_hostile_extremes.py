@@ -43,8 +43,8 @@ def test_a_section_that_fails_closes_its_figures(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
     from helpers import report
-    from helpers.report import sections
-    from helpers.report.sections import throughput
+    from helpers.report.publish import sections
+    from helpers.report.publish.sections import throughput
 
     def broken(ctx):
         plt.figure()
@@ -63,7 +63,7 @@ def test_a_record_cannot_pass_for_the_bundled_reference(tmp_path):
     """A GPU record whose GPU name reads like the bundled reference's machine name stands as a machine of its own,
     named as a record's name: the report never calls it the bundled reference."""
     from helpers import report
-    from helpers.report.reference import is_reference
+    from helpers.report.load.reference import is_reference
 
     forged = _rec(0, device="gpu", device_used="gpu", samples_per_s=5e6, median_epoch_s=2e-4, epoch_s=[2e-4] * 3,
                   point_id="forged", fingerprint={"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 16,
@@ -73,7 +73,7 @@ def test_a_record_cannot_pass_for_the_bundled_reference(tmp_path):
     ctx = report.build_context([tmp_path / "in"])
     own = ctx.df[ctx.df["point_id"] == "forged"]["machine"].iloc[0]
     assert not is_reference(own) and own.startswith("“reference H100") and "a record's name" in own
-    from helpers.report import headline
+    from helpers.report.words import headline
 
     assert headline.compared(ctx.df)["reference"] is False  # its own GPU run: no bundled reference, none claimed
     assert not any(is_reference(m) for m in ctx.df["machine"])
@@ -84,7 +84,7 @@ def test_a_forged_conflicting_copy_never_takes_a_workload_out_of_the_verdict(tmp
     the workload's GPU side still pairs with its CPU twin; the verdict's row stays, marked ≠, with both values."""
     from support.hostile import write_conflict
 
-    from helpers.report.sections.verdict import CONFLICT_MARK
+    from helpers.report.publish.sections.verdict import CONFLICT_MARK
 
     good = _good(tmp_path / "good")
     gpu_fp = {"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 16, "gpu_names": ["NVIDIA H100 80GB HBM3"]}
@@ -150,7 +150,7 @@ def test_this_machine_and_the_same_machine_only_where_true(tmp_path, monkeypatch
     import psutil
 
     from helpers.measure.fingerprint import cpu_model
-    from helpers.report import headline
+    from helpers.report.words import headline
 
     here = {"host": socket.gethostname(), "cpu_model": cpu_model(), "cpu_logical": psutil.cpu_count(logical=True),
             "gpu_names": []}

@@ -81,9 +81,10 @@ def test_a_crafted_gpu_name_is_a_quoted_records_name_in_every_part_of_the_report
     opening sentence, every section, the CSVs and the verdict rows show each name in quotes; no bundled reference is
     claimed (these records have their own GPU runs)."""
     from helpers import report
-    from helpers.report import headline, sections
-    from helpers.report.csvs import write_csvs
-    from helpers.report.reference import is_reference
+    from helpers.report.load.reference import is_reference
+    from helpers.report.publish import sections
+    from helpers.report.publish.csvs import write_csvs
+    from helpers.report.words import headline
 
     folder = tmp_path / "in"
     for i in range(2):
@@ -154,9 +155,9 @@ def test_a_render_beside_the_bundled_reference_quotes_every_crafted_name_and_nam
 def test_the_bundled_reference_is_told_by_its_files_not_by_a_name():
     """``is_reference`` holds for the names ``reference_rows`` gave rows read under reference/, for none a record
     could carry, however close; every disguise folds to the word and is quoted, a real GPU's name is not."""
-    from helpers.report import reference
-    from helpers.report.labels import hardware_name, skeleton
-    from helpers.report.table import tidy
+    from helpers.report.load import reference
+    from helpers.report.load.table import tidy
+    from helpers.report.load.visible import hardware_name, skeleton
 
     df = tidy([_cpu_rec(0, _path=str(Path("/tmp") / "r.json"))])
     ref, labels = reference.reference_rows(df)

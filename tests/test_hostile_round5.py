@@ -48,7 +48,7 @@ def test_a_records_model_shape_is_checked_at_read(tmp_path, shape, why):
 
 @pytest.fixture
 def key_place(tmp_path, monkeypatch):
-    from helpers.report import index_folder
+    from helpers.report.publish import index_folder
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     index_folder._key_at.cache_clear()
@@ -73,7 +73,7 @@ def _job(pair):
 
 @pytest.mark.parametrize("kind", ["symlink", "empty", "0644", "folder", "short"])
 def test_an_unusable_seal_key_is_said_once_and_the_pages_still_render(tmp_path, key_place, kind, capsys):
-    from helpers.report import index
+    from helpers.report.publish import index
 
     key_place.parent.mkdir(parents=True, mode=0o700)
     if kind == "symlink":
@@ -106,7 +106,7 @@ def test_an_unusable_seal_key_is_said_once_and_the_pages_still_render(tmp_path, 
 
 
 def test_a_usable_seal_key_is_silent_and_seals(tmp_path, key_place, capsys):
-    from helpers.report import index
+    from helpers.report.publish import index
 
     folder = tmp_path / "outputs"
     _notebooks(folder)

@@ -19,7 +19,7 @@ The package-registration pattern, handled explicitly: a package loads its own su
 ``REGISTRATION_PACKAGES`` (none today), by dropping the loader's edge P -> P.m where P.m imports
 P directly; every other cycle still counts. Neither registry has such a cycle: the workload modules
 import ``Workload``/``register`` from ``helpers.workloads.registry`` and the report's sections import
-``Section`` from ``helpers.report.sections.base``, each re-exported by its package.
+``Section`` from ``helpers.report.publish.sections.base``, each re-exported by its package.
 """
 
 from __future__ import annotations
@@ -249,16 +249,22 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_layers_contract_holds_and_fails_on_a_planted_upward_import(tmp_path):
-    """The contract is kept by the code as it is; a copy of helpers/ with one upward import planted (the record
-    layer importing the runner, inside a function) breaks it, named."""
+    """The contracts (helpers' layers, the report's stages) are kept by the code as it is; a copy of helpers/ with
+    one upward import planted (the record layer importing the runner, inside a function) breaks it, named; so does
+    a report stage importing a later one."""
     ok = _lint_imports(PROJECT_ROOT)
-    assert ok.returncode == 0 and "1 kept, 0 broken" in ok.stdout, ok.stdout[-2000:] + ok.stderr[-2000:]
+    assert ok.returncode == 0 and "2 kept, 0 broken" in ok.stdout, ok.stdout[-2000:] + ok.stderr[-2000:]
     shutil.copytree(PROJECT_ROOT / "helpers", tmp_path / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
     check = tmp_path / "helpers" / "record" / "check.py"
     check.write_text(check.read_text() + "\n\ndef _planted():\n    from helpers.runner import cli  # noqa\n")
     bad = _lint_imports(tmp_path)
     assert bad.returncode != 0 and "BROKEN" in bad.stdout, bad.stdout[-2000:]
     assert "helpers.record.check -> helpers.runner.cli" in bad.stdout, bad.stdout[-3000:]
+    aggregate = tmp_path / "helpers" / "report" / "derive" / "aggregate.py"
+    planted = "\n\ndef _planted():\n    from helpers.report.publish import csvs  # noqa\n"
+    aggregate.write_text(aggregate.read_text() + planted)
+    bad = _lint_imports(tmp_path)
+    assert "helpers.report.derive.aggregate -> helpers.report.publish.csvs" in bad.stdout, bad.stdout[-3000:]
 
 
 # ---------------------------------------------------------------- the checker itself

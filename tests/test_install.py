@@ -30,10 +30,10 @@ SHIPPED = ["notebooks/*.ipynb", "params/*.yaml", "data/*.csv", "reference/*/reco
 PROBE = """
 import json, sys
 import helpers, helpers.paths as p
-import helpers.report.reference, helpers.runner.cli  # noqa: F401 - their module-level paths, every import they make
+import helpers.report.load.reference, helpers.runner.cli  # noqa: F401 - their module-level paths, every import
 mods = {n: getattr(m, "__file__", None) for n, m in sys.modules.items() if n == "helpers" or n.startswith("helpers.")}
 print(json.dumps({"file": helpers.__file__, "installed": p.INSTALLED, "root": str(p.PROJECT_ROOT),
-                  "reference": str(helpers.report.reference.REFERENCE_ROOT), "outputs": str(p.outputs_dir()),
+                  "reference": str(helpers.report.load.reference.REFERENCE_ROOT), "outputs": str(p.outputs_dir()),
                   "path": sys.path, "modules": mods}))
 """
 

@@ -21,8 +21,10 @@ from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.reader import read_records
 from helpers.record.writer import write_atomic
-from helpers.report import best, csvs, learning, sections
-from helpers.report.reference import all_pairs
+from helpers.report.derive import best, learning
+from helpers.report.derive.pairs import all_pairs
+from helpers.report.publish import csvs, sections
+from helpers.report.words import learned
 
 GRID = ("defaults: {backend: jax, device: cpu, data_source: synthetic, workload: mlp_mnist, epochs: 2, n_train: 256,"
         " batch_size: 128, min_steady_s: 0.1}\npoints:\n  - {learning_rate: 1000}\n  - {threads: 1}\n"
@@ -69,16 +71,16 @@ def test_a_configuration_that_did_not_learn_is_marked_and_the_next_fastest_that_
     assert ("faster" in row["not_learned"]) == faster  # said when it was faster than the side taken
     page = _text(sections.build(sections.get("verdict"), ctx))
     assert "Left out of the verdict's best, for they did not learn" in page and DIVERGES in page
-    assert learning.MARK + " did not learn (the loss-and-accuracy section says why)" in page  # its mark, explained
+    assert learned.MARK + " did not learn (the loss-and-accuracy section says why)" in page  # its mark, explained
     # the learned columns of configurations.csv and verdict.csv
     _, conf, verdict = csvs.write_csvs(ctx, tmp_path / "csv")
     conf_rows = list(csv.DictReader(conf.open(encoding="utf-8")))
     marked = {r["knobs"]: (r["learned"], r["marks"]) for r in conf_rows if r["device"] == "cpu"}
-    assert all((v[0] == "no") == (DIVERGES in k) == (learning.MARK in v[1]) for k, v in marked.items()), marked
+    assert all((v[0] == "no") == (DIVERGES in k) == (learned.MARK in v[1]) for k, v in marked.items()), marked
     vrow = next(r for r in csv.DictReader(verdict.open(encoding="utf-8")) if r["workload"] == "mlp_mnist")
     assert (vrow["cpu_learned"], vrow["gpu_learned"]) == ("yes", "yes") and DIVERGES in vrow["not_learned_left_out"]
     # the loss-and-accuracy section: one line for the workload, naming it and why
-    line = next(t for t in learning.lines(s) if t.startswith("mlp_mnist:"))
+    line = next(t for t in learned.lines(s) if t.startswith("mlp_mnist:"))
     assert f"{len(s) - 1} of {len(s)} configurations learned" in line and DIVERGES in line, line
     assert line in _text(sections.build(sections.get("history"), ctx))
     # never paired: the speedups hold no pair of it
@@ -103,7 +105,7 @@ def test_a_workload_whose_only_gpu_configuration_diverged_says_did_not_learn_in_
     ctx = report.build_context([folder], use_reference=False)
     assert set(ctx.summary["device"]) == {"cpu", "gpu"}
     assert not len(best.best_over_best(ctx.costed))  # no speedup ...
-    dnl = best.did_not_learn(ctx.costed)
+    dnl = ctx.not_learned
     assert list(dnl["workload"]) == ["mlp_mnist"] and list(dnl["side"]) == ["GPU"]
     page = _text(sections.build(sections.get("verdict"), ctx))
     assert "mlp_mnist: did not learn on the GPU side" in page and "so no speedup" in page, page[:2000]
@@ -164,6 +166,6 @@ def test_larger_batches_say_what_learning_they_give_up():
             "threads": 0, "jit_compile": "auto"}
     summ = pd.DataFrame([{**base, "batch_size": 128, "loss_curve_median": (2.0, 1.0, 0.2)},
                          {**base, "batch_size": 1024, "loss_curve_median": (2.0, 1.5, 1.1)}])
-    said = learning.batches(summ)
+    said = learned.batches(summ)
     assert len(said) == 1 and "b1024 1.1 (gives up 50% of b128's fall in loss)" in said[0], said
     assert json.dumps(said)  # plain strings

@@ -13,7 +13,7 @@ from support.records import _ctx, _rec
 
 from helpers.measure import flops_analytic, flops_table, peaks
 from helpers.point import record_figures
-from helpers.report import csvs
+from helpers.report.publish import csvs
 
 FASTTEXT = flops_analytic.Count(forward=20105.0, trainable_params=66372201, update_per_param=12.0, optimizer="adam")
 CAL = {"when": "2026-01-01T00:00:00", "matmul_gflops_all": 100.0, "matmul_gflops_1thread": 55.0, "matmul_threads": 2}

@@ -18,8 +18,10 @@ from support.records import _ctx, _rec
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.report import fmt, headline, sections
-from helpers.report.reference import all_pairs
+from helpers.report.derive.pairs import all_pairs
+from helpers.report.load.values import isnull
+from helpers.report.publish import sections
+from helpers.report.words import fmt, headline
 
 REF = PROJECT_ROOT / "reference"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -39,7 +41,7 @@ def _figures(ctx) -> dict:
     speedup."""
     out = {}
     for i, r in enumerate(ctx.costed.to_dict("records")):
-        if not fmt.isnull(r.get("samples_per_s")):
+        if not isnull(r.get("samples_per_s")):
             out[f"config {i} {r['workload']} {r['backend']} {r['device']}"] = (r["samples_per_s"], fmt.sps_shown(r), "")
     pairs = all_pairs(ctx.costed)
     for r in (pairs.to_dict("records") if pairs is not None and len(pairs) else []):
@@ -84,11 +86,11 @@ def other_quantities(ctx) -> set:
                     out |= _renderings(float(v))
     for r in ctx.costed.to_dict("records"):  # the energy section's derived figures (per 1k samples, source epoch)
         e, n, src = r.get("energy_j_per_epoch"), r.get("n_train"), r.get("source_samples")
-        if not (fmt.isnull(e) or fmt.isnull(n) or not n):
-            for v in (1000 * e / n, *(() if fmt.isnull(src) else (e / n * src, e / n * src / 3600))):
+        if not (isnull(e) or isnull(n) or not n):
+            for v in (1000 * e / n, *(() if isnull(src) else (e / n * src, e / n * src / 3600))):
                 if math.isfinite(v) and v:
                     out |= _renderings(v)
-    from helpers.report import fresh
+    from helpers.report.derive import fresh
 
     for _, meds in fresh.lease_medians(ctx.df).values():  # a lease's median (the READMEs' spread tables)
         for v in meds:
@@ -160,9 +162,9 @@ def test_one_string_per_figure_over_the_whole_page_and_its_readmes(name, tmp_pat
 def _verdict_csv_reads_as_the_page(ctx, text: str) -> None:
     """verdict.csv's columns meant to be read are the page's strings: every ``*_shown`` figure is on the page, none in
     powers of ten; its marks are the page's symbols; its counts are integers."""
-    from helpers.report import csvs
+    from helpers.report.publish import csvs
 
-    frame = csvs.whole(csvs.verdict_frame(ctx.costed, ctx.records))
+    frame = csvs.whole(csvs.verdict_frame(ctx))
     measured = frame[frame["figure"] == "measured"]
     for col in [c for c in frame.columns if c.endswith("_shown")]:
         for v in measured[col].dropna():
@@ -179,7 +181,8 @@ def test_the_comparison_of_two_leases_prints_each_figure_one_way(tmp_path):
     printed figures, nothing in powers of ten, and no other rendering of a side's median on the page."""
     import json
 
-    from helpers.report import compare, compare_page
+    from helpers.report.publish import compare_page
+    from helpers.report.words import compare
 
     leases = {"8e28086d8d20": tmp_path / "old", "8ee8feab14e7": tmp_path / "new"}
     for p in sorted((REF / "h100" / "records").glob("*.json")):

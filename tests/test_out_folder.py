@@ -27,8 +27,8 @@ from test_hostile_bounds import _runner_watched
 
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import index
-from helpers.report.index_folder import PAGES
+from helpers.report.publish import index
+from helpers.report.publish.index_folder import PAGES
 
 
 def _tree(folder: Path) -> dict:
@@ -201,7 +201,7 @@ def test_the_whole_index_is_bounded_in_time(tmp_path, monkeypatch):
     within seconds, each page listed as stopped by the whole index's bound."""
     from support.runs import sleep_job
 
-    from helpers.report.workers import over_total
+    from helpers.report.publish.workers import over_total
 
     folder = tmp_path / "outputs"
     for i in range(8):
@@ -216,7 +216,7 @@ def test_the_whole_index_is_bounded_in_time(tmp_path, monkeypatch):
 
 
 def test_the_index_bound_comes_from_the_environment_and_a_bad_value_is_refused(tmp_path):
-    from helpers.report.index_folder import INDEX_LIMIT_S, index_limit_s
+    from helpers.report.publish.index_folder import INDEX_LIMIT_S, index_limit_s
 
     assert index_limit_s({}) == INDEX_LIMIT_S and index_limit_s({"CGB_INDEX_LIMIT_S": "30"}) == 30.0
     with pytest.raises(ValueError, match="CGB_INDEX_LIMIT_S='-1' is not a positive, finite number of seconds"):

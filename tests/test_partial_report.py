@@ -17,7 +17,7 @@ import pytest
 from support import tiny
 from test_reliability import all_records, kernels_of, start, wait_for
 
-from helpers.report.sections import ORDER
+from helpers.report.publish.sections import ORDER
 
 
 def _grid(tmp_path, seeds: dict) -> str:

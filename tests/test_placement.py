@@ -201,8 +201,8 @@ def test_scaling_section_says_where_the_time_goes_and_what_n_gpus_cost(tmp_path)
     """The input path: the copy's share of the host row's step, the device row's gain over its host twin; the
     scaling table: the data's placement and the machine's price per 1,000 samples and per epoch."""
     from helpers import report
-    from helpers.report import sections
-    from helpers.report.sections import scaling
+    from helpers.report.publish import sections
+    from helpers.report.publish.sections import scaling
 
     # 1 GPU from the host: 2,560 samples/s -> a step of 0.1 s, of which one batch's copy takes 0.04 s (40%);
     # with the data on the device 3,840 samples/s (1.5x); 2 GPUs from the host 4,096 (efficiency 0.8)
@@ -229,7 +229,9 @@ def test_scaling_sets_one_process_per_gpu_beside_one_process_driving_both(tmp_pa
     """2 GPUs reached two ways, each against the same one-GPU run: gpus: 2 (one process) and gpus: 1 x
     processes: 2 (one process per GPU); the table's way, the finding's two efficiencies, the section's note."""
     from helpers import report
-    from helpers.report import devices, devices_chart, sections
+    from helpers.report.derive import devices
+    from helpers.report.publish import devices_chart, sections
+    from helpers.report.words import scaling_words
 
     # 1 GPU 2,500 samples/s; one process driving 2 GPUs 3,000 (0.60); one process per GPU 4,500 (0.90)
     _records(tmp_path, [(1, "host", 2500.0, 0.04), (2, "host", 3000.0, 0.07), (1, "host", 4500.0, 0.04, 2)])
@@ -241,7 +243,7 @@ def test_scaling_sets_one_process_per_gpu_beside_one_process_driving_both(tmp_pa
     assert two.loc["one process", "efficiency"] == pytest.approx(3000 / (2 * 2500))
     assert two.loc["2 processes x 1 GPU", "efficiency"] == pytest.approx(4500 / (2 * 2500))
     assert two.loc["2 processes x 1 GPU", "GPUs"] == "1 x 2 processes"
-    assert devices.findings(table) == [
+    assert scaling_words.findings(table) == [
         "resnet50 (jax, mixed_bfloat16) on 2 GPUs: efficiency with float32 inputs from the host 0.60 one process "
         "driving 2 GPUs against 0.90 one process per GPU."]
     fig = devices_chart.plot_devices(table)
@@ -304,7 +306,10 @@ def test_scaling_section_sets_published_anchors_beside_and_says_the_efficiency_p
     draws them with their efficiency; the single-device comparison section leaves them out; each model gets a
     sentence with its efficiency per input path and the range over its runs."""
     from helpers import report
-    from helpers.report import devices, published, published_match, sections
+    from helpers.report.derive import devices
+    from helpers.report.load import published
+    from helpers.report.publish import sections
+    from helpers.report.words import published_match, scaling_words
 
     pub = published.load_published()
     anchors = devices.published_devices(pub, {"resnet50"})
@@ -327,7 +332,7 @@ def test_scaling_section_sets_published_anchors_beside_and_says_the_efficiency_p
     two = table[table["devices"] == 2].iloc[0]
     assert two["efficiency"] == pytest.approx(4200 / (2 * 2500))
     assert two["efficiency over the runs"] == pytest.approx((4000 / (2 * 2600), 4400 / (2 * 2400)))
-    lines = devices.findings(table)
+    lines = scaling_words.findings(table)
     assert lines == ["resnet50 (jax, mixed_bfloat16) on 2 GPUs: efficiency 0.84 with float32 inputs from the host "
                      "(0.77-0.92 over 2 run(s))."]
     page = sections.build(sections.get("scaling"), ctx)._repr_html_()
@@ -371,24 +376,26 @@ def test_a_gpu_count_grid_leads_the_report_with_its_efficiency_per_count_way_and
     import re
 
     from helpers import report
-    from helpers.report import devices, devices_chart, devices_readme, sections
+    from helpers.report.derive import devices
+    from helpers.report.publish import devices_chart, devices_readme, sections
+    from helpers.report.words import scaling_words
 
     # one GPU: staged 4,900 and 5,100 (median 5,000), host 3,900 and 4,100 (4,000); then one run each
     _staged_grid(tmp_path, [(1, "staged", 4900.0, 0.0), (1, "staged", 5100.0, 0.0), (1, "host", 3900.0, 0.04),
                             (1, "host", 4100.0, 0.04), (2, "staged", 9000.0, 0.0), (2, "host", 6000.0, 0.07),
                             (1, "staged", 9500.0, 0.0, 2), (1, "host", 7200.0, 0.04, 2), (4, "staged", 16000.0, 0.0),
                             (4, "host", 8000.0, 0.1), (1, "staged", 18400.0, 0.0, 4), (1, "host", 12800.0, 0.04, 4)])
-    assert devices._path("uint8", "staged") == "uint8 inputs staged on the GPUs"
-    assert devices._path("float32", "host", inputs=False) == "float32 from the host"
+    assert scaling_words.path_words("uint8", "staged") == "uint8 inputs staged on the GPUs"
+    assert scaling_words.path_words("float32", "host", inputs=False) == "float32 from the host"
     report.setup_plots()
     ctx = report.build_context([tmp_path], use_reference=False)
     table = devices.scaling_table(ctx)
-    assert devices.answer(table) == [  # each N-GPU point is one run: its efficiency carries †
+    assert scaling_words.answer(table) == [  # each N-GPU point is one run: its efficiency carries †
         "resnet50 (jax, mixed_bfloat16), uint8 inputs staged on the GPUs: efficiency with one process per GPU 0.95 † "
         "on 2 GPUs, 0.92 † on 4; with one process driving them 0.90 † on 2 GPUs, 0.80 † on 4.",
         "resnet50 (jax, mixed_bfloat16), float32 inputs from the host: efficiency with one process per GPU 0.90 † on "
         "2 GPUs, 0.80 † on 4; with one process driving them 0.75 † on 2 GPUs, 0.50 † on 4."]
-    assert devices.findings(table) == [
+    assert scaling_words.findings(table) == [
         "resnet50 (jax, mixed_bfloat16) on 4 GPUs: efficiency with uint8 inputs staged on the GPUs 0.80 one process "
         "driving 4 GPUs against 0.92 one process per GPU; with float32 inputs from the host 0.50 one process driving "
         "4 GPUs against 0.80 one process per GPU."]
@@ -398,7 +405,7 @@ def test_a_gpu_count_grid_leads_the_report_with_its_efficiency_per_count_way_and
     # the report: the scaling answer first (sentences, then the chart), the verdict one line
     assert sections.order(ctx)[:2] == ["scaling", "verdict"] and devices.leads(ctx)
     page = sections.build(sections.get("scaling"), ctx)._repr_html_()
-    assert page.index("<h2>Scaling: samples/s and efficiency") < page.index(devices.answer(table)[0]) \
+    assert page.index("<h2>Scaling: samples/s and efficiency") < page.index(scaling_words.answer(table)[0]) \
         < page.index("<svg") < page.index("<table")
     verdict = sections.build(sections.get("verdict"), ctx)
     assert not verdict.present and "no CPU run" in verdict.reason
@@ -417,12 +424,12 @@ def test_a_gpu_count_grid_leads_the_report_with_its_efficiency_per_count_way_and
 
 def test_the_default_report_still_leads_with_the_verdict_and_old_grids_read_in_words(tmp_path, capsys):
     """A CPU run beside the GPU counts: the verdict first, as ever. The published two-H100 grid with its uint8 rows
-    staged: the README table from the records (python -m helpers.report.devices_readme) gives the figures its
+    staged: the README table from the records (python -m helpers.report.publish.devices_readme) gives the figures its
     README quotes."""
     import shutil
 
     from helpers import report
-    from helpers.report import devices_readme, sections
+    from helpers.report.publish import devices_readme, sections
 
     src = PROJECT_ROOT / "reference" / "h100x2" / "multi_gpu" / "records"
     for f in src.glob("*.json"):

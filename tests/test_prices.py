@@ -1,5 +1,5 @@
 """params/prices.yaml and its price sets: every profile sourced and dated, today's prices by default, the seed's
-2017 prices on request, and which machine gets which price (helpers/report/costs.py)."""
+2017 prices on request, and which machine gets which price (helpers/report/derive/costs.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ import yaml
 
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import aggregate, costs, table
+from helpers.report.derive import aggregate, costs
+from helpers.report.load import table
+from helpers.report.load.prices import load_prices
+from helpers.report.words import cost_table
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
 PRICE_KEYS = ("on_demand_per_hour", "preemptible_per_hour")
@@ -44,7 +47,7 @@ def _costed(tmp_path, recs, **kw):
         write_atomic(tmp_path / f"r{i}.json", r)
     df, _, skipped = table.load_table([tmp_path])
     assert not skipped and len(df) == len(recs), skipped
-    return costs.add_costs(aggregate.summarise(df), costs.load_prices(), **kw)
+    return costs.add_costs(aggregate.summarise(df), load_prices(), **kw)
 
 
 def _machine(rec, host, gpu_names, cpus, cpu_model="Some CPU"):
@@ -75,7 +78,7 @@ def test_every_profile_cites_a_source_a_read_date_and_a_price_or_a_noted_null(ra
 
 
 def test_current_profiles_are_read_this_year_and_2017_ones_are_the_seeds(raw):
-    prices = costs.load_prices()
+    prices = load_prices()
     assert prices["price_set"] == "current" and prices["era"] == "2026"
     current = prices["profiles"]
     assert len(current) >= 10 and all(p["era"] == "2026" for p in current.values())
@@ -84,7 +87,7 @@ def test_current_profiles_are_read_this_year_and_2017_ones_are_the_seeds(raw):
         assert p["as_of"] is None or _iso(p["as_of"]).year == 2026, name  # an undated source says so in `date`
         assert p["as_of"] is not None or "no date" in p["date"], name
         assert "http" in p["source"], f"{name}: today's prices cite the page they come from"
-    seed = costs.load_prices(price_set="2017")["profiles"]
+    seed = load_prices(price_set="2017")["profiles"]
     assert seed and all(p["era"] == "2017" for p in seed.values())
     assert all(p["as_of"] is None or p["as_of"].startswith("2017") for p in seed.values())
     assert all("seed 00" in p["source"] for p in seed.values())
@@ -99,13 +102,13 @@ def test_the_h100_reference_gets_todays_single_h100_price_and_none_from_2017(tmp
     cpu, gpu = reference_pair
     assert gpu["fingerprint"]["gpu_names"] == ["NVIDIA H100 80GB HBM3"] and gpu["fingerprint"]["cpu_logical"] == 16
     c = _costed(tmp_path, [cpu, gpu])
-    lam = costs.load_prices()["profiles"]["lambda-1x-h100-sxm"]
+    lam = load_prices()["profiles"]["lambda-1x-h100-sxm"]
     assert list(c["profile"]) == ["lambda-1x-h100-sxm"] * 2  # the CPU point pays for the whole H100 machine too
     assert (c["on_demand_per_h"] == lam["on_demand_per_hour"]).all() and c["preemptible_per_h"].isna().all()
     g = c.set_index("device").loc["gpu"]
     assert g["on_demand_per_source_epoch"] == pytest.approx(g["source_epoch_s"] * lam["on_demand_per_hour"] / 3600)
     # the seed's 2017 prices have no H100: no price, rather than a K80's
-    old = costs.add_costs(c, costs.load_prices(), price_set="2017")
+    old = costs.add_costs(c, load_prices(), price_set="2017")
     assert old["profile"].isna().all() and old["on_demand_per_1k"].isna().all()
 
 
@@ -113,12 +116,12 @@ def test_k80_and_p100_get_the_seeds_prices_only_from_the_2017_set(tmp_path, refe
     cpu, _ = reference_pair
     recs = [_machine(cpu, "k80box", ["Tesla K80"], 4), _machine(cpu, "p100box", ["Tesla P100-PCIE-16GB"], 8)]
     c = _costed(tmp_path, recs, price_set="2017").set_index("host")
-    seed = costs.load_prices(price_set="2017")["profiles"]
+    seed = load_prices(price_set="2017")["profiles"]
     assert c.loc["k80box", "profile"] == "gcp-n1-standard-1-k80"
     assert c.loc["p100box", "profile"] == "gcp-n1-standard-1-p100"
     assert c.loc["p100box", "on_demand_per_h"] == seed["gcp-n1-standard-1-p100"]["on_demand_per_hour"]
     assert c.loc["k80box", "preemptible_per_h"] == seed["gcp-n1-standard-1-k80"]["preemptible_per_hour"]
-    today = costs.add_costs(c.reset_index(), costs.load_prices())  # retired GPUs: no price today
+    today = costs.add_costs(c.reset_index(), load_prices())  # retired GPUs: no price today
     assert today["profile"].isna().all()
 
 
@@ -127,13 +130,13 @@ def test_cpu_only_machines_get_the_cloud_machine_with_as_many_vcpus(tmp_path, re
     recs = [_machine(cpu, "laptop2", [], 2, "Intel(R) Core(TM) i5"), _machine(cpu, "laptop8", [], 8, "Apple M2"),
             _machine(cpu, "odd6", [], 6), _machine(cpu, "mystery-gpu", ["Acme Tensor Thing 9000"], 16)]
     c = _costed(tmp_path, recs).set_index("host")
-    current = costs.load_prices()["profiles"]
+    current = load_prices()["profiles"]
     assert c.loc["laptop2", "profile"] == "aws-c7i-large" and c.loc["laptop8", "profile"] == "aws-c7i-2xlarge"
     for host, name in (("laptop2", "aws-c7i-large"), ("laptop8", "aws-c7i-2xlarge")):
         assert c.loc[host, "on_demand_per_h"] == current[name]["on_demand_per_hour"]
         assert c.loc[host, "preemptible_per_h"] == current[name]["preemptible_per_hour"]
         assert "cost rented" in c.loc[host, "profile_label"]
-    rel, _ = costs.relative_table(c.reset_index(), {"device": "cpu"})
+    rel, _ = cost_table.relative_table(c.reset_index(), {"device": "cpu"})
     shown = dict(zip(rel["machine"].str.split(" ").str[0], rel["profile"]))
     assert any("aws-c7i-2xlarge (what this CPU would cost rented: 8 vCPUs" in v for v in shown.values()), shown
     # a machine no profile describes gets no price, and says so
@@ -144,7 +147,7 @@ def test_cpu_only_machines_get_the_cloud_machine_with_as_many_vcpus(tmp_path, re
 
 
 def test_matching_rules_by_fingerprint():
-    now, old = costs.load_prices(), costs.load_prices(price_set="2017")
+    now, old = load_prices(), load_prices(price_set="2017")
 
     def m(gpu, cpus, gpus, prices=now, cpu_model="Intel(R) Xeon(R) Processor"):
         return costs.match_profile("h", gpu, cpu_model, cpus, gpus, prices)
@@ -168,13 +171,13 @@ def test_matching_rules_by_fingerprint():
 
 def test_a_bad_price_set_or_a_profile_of_another_set_is_refused_clearly(tmp_path):
     with pytest.raises(costs.PriceError, match=r"price set '2018' is not in .*prices.yaml.*allowed: 2017, 2026, curr"):
-        costs.load_prices(price_set="2018")
+        load_prices(price_set="2018")
     with pytest.raises(costs.PriceError, match="price set 'latest'"):
-        costs.add_costs(aggregate.summarise(table.tidy([])), costs.load_prices(), price_set="latest")
-    now = costs.load_prices()
+        costs.add_costs(aggregate.summarise(table.tidy([])), load_prices(), price_set="latest")
+    now = load_prices()
     with pytest.raises(costs.PriceError, match=r"'gcp-n1-standard-1-k80' is in .* price set\(s\) 2017.*'current'"):
         costs.check_profile("gcp-n1-standard-1-k80", now, "--price-profile")
-    costs.check_profile("gcp-n1-standard-1-k80", costs.load_prices(price_set=2017), "--price-profile")
+    costs.check_profile("gcp-n1-standard-1-k80", load_prices(price_set=2017), "--price-profile")
     with pytest.raises(costs.PriceError, match="'nope' is not in .*allowed: aws-c7i-2xlarge"):
         costs.check_profile("nope", now, "host_profiles['h']")
 
@@ -182,22 +185,22 @@ def test_a_bad_price_set_or_a_profile_of_another_set_is_refused_clearly(tmp_path
 def test_a_prices_file_without_sets_is_one_current_set(tmp_path):
     own = tmp_path / "prices.yaml"
     own.write_text("currency: EUR\nprofiles:\n  my-box: {match: {cpus: 12, gpus: 0}, on_demand_per_hour: 0.05}\n")
-    p = costs.load_prices(own)
+    p = load_prices(own)
     assert p["price_set"] == "current" and list(p["profiles"]) == ["my-box"] and p["currency"] == "EUR"
     with pytest.raises(costs.PriceError, match="allowed: current"):
-        costs.load_prices(own, price_set="2017")
+        load_prices(own, price_set="2017")
     # eras without a `price_sets` key: one set per era, "current" the newest; a profile without era is in all
     own.write_text("profiles:\n  a: {era: 2017, on_demand_per_hour: 1.0}\n  b: {era: 2026, on_demand_per_hour: 2.0}\n"
                    "  mine: {on_demand_per_hour: 0.1}\n")
-    assert sorted(costs.load_prices(own)["profiles"]) == ["b", "mine"]
-    assert sorted(costs.load_prices(own, "2017")["profiles"]) == ["a", "mine"]
-    assert costs.load_prices(tmp_path / "absent.yaml")["profiles"] == {}
+    assert sorted(load_prices(own)["profiles"]) == ["b", "mine"]
+    assert sorted(load_prices(own, "2017")["profiles"]) == ["a", "mine"]
+    assert load_prices(tmp_path / "absent.yaml")["profiles"] == {}
 
 
 def test_price_sources_list_the_set_in_use_with_dates():
-    src = costs.price_sources(costs.load_prices(), {"lambda-1x-h100-sxm"})
+    src = cost_table.price_sources(load_prices(), {"lambda-1x-h100-sxm"})
     assert {"era", "read", "as of", "source", "date", "note"} <= set(src.columns)
     assert set(src["era"]) == {"2026"} and src["read"].str.startswith("2026-11-2").all()  # read 2026-11-23/24
     assert src.set_index("profile").loc["lambda-1x-h100-sxm", "used here"] == "yes"
-    old = costs.price_sources(costs.load_prices(price_set="2017"), set())
+    old = cost_table.price_sources(load_prices(price_set="2017"), set())
     assert set(old["era"]) == {"2017"} and "gcp-n1-standard-1-p100" in set(old["profile"])

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import report
 from helpers.record.writer import write_atomic
-from helpers.report import sections
+from helpers.report.publish import sections
 
 
 def _rec(i, workload, backend, device, parts, **kw) -> dict:
@@ -90,7 +90,7 @@ def test_without_profiled_records_the_section_is_one_line_saying_how(tmp_path):
     ("device_busy", "torch", "gpu", {"matmul_share": 0.06}, "jit_compile: true (torch.compile fuses them)"),
 ])
 def test_each_cost_names_its_knob(part, backend, device, extra, says):
-    from helpers.report.sections import breakdown
+    from helpers.report.publish.sections import breakdown
 
     assert says in breakdown.knob(part, {"backend": backend, "device": device, **extra})
 

@@ -17,7 +17,7 @@ from helpers.record.ids import notebook_path, point_id, record_name
 from helpers.record.reader import read_records
 from helpers.record.schema import empty_record, is_record
 from helpers.record.writer import write_atomic
-from helpers.report.fmt import shown_path
+from helpers.report.load.visible import shown_path
 from helpers.runner import cli as runner
 from helpers.runner import notebook
 
@@ -132,7 +132,7 @@ def test_publish_reference_keeps_the_newest_record_per_point_with_neutral_paths(
     assert is_record(a) and is_record(b)
     published = (dest / "records" / "bare_loops.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["impl"] for x in published) == ["bare-jax", "bare-torch"]  # once each, stale gone
-    from helpers.report import bare
+    from helpers.report.load import bare
     df, bad = bare.read([dest / "records"])  # the report reads them from the published folder
     assert sorted(df["impl"]) == ["bare-jax", "bare-torch"] and not bad
     assert publish_reference.main([str(tmp_path / "missing"), "--to", str(dest), "--no-report"]) == 2
@@ -308,7 +308,7 @@ def test_published_h200x2_scaling_reference_holds_one_lease_of_params_scaling():
     """reference/h200x2: every run of params/scaling.yaml (each configuration twice) from one machine boot; the
     2-GPU records name both devices; each model's efficiency on 2 GPUs is there with float32 and uint8 inputs."""
     from helpers import report
-    from helpers.report.devices import device_scaling
+    from helpers.report.derive.devices import device_scaling
 
     folder = PROJECT_ROOT / "reference" / "h200x2"
     recs, skipped = read_records([folder / "records"])
@@ -339,7 +339,7 @@ def test_published_multi_gpu_sets_one_process_per_gpu_beside_one_process_driving
     1-GPU run; the merged records of two processes name both processes, each on its own GPU and stopped after the
     same epoch. The H100 pair holds the whole grid (the H200 pair's lease lost VGG's two-process runs to a bug)."""
     from helpers import report
-    from helpers.report.devices import device_scaling
+    from helpers.report.derive.devices import device_scaling
 
     folder = PROJECT_ROOT / "reference" / machine / "multi_gpu"
     recs, skipped = read_records([folder / "records"])
@@ -397,8 +397,8 @@ def test_published_h100_ladder_holds_every_rung_of_params_ladder():
     from collections import Counter
 
     from helpers import report
-    from helpers.report import sections
-    from helpers.report.reference import reference_folders
+    from helpers.report.load.reference import reference_folders
+    from helpers.report.publish import sections
 
     folder = PROJECT_ROOT / "reference" / "h100" / "ladder"
     recs, skipped = read_records([folder / "records"])
@@ -467,12 +467,12 @@ def test_published_h100x4_holds_the_scaling_grid_of_one_lease_and_its_readme_tab
     """reference/h100x4: every configuration of params/multi_gpu.yaml up to 4 GPUs from one lease (ResNet-50's
     twice, VGG's at least once), the 8-GPU points skipped by the runner with the reason and no kernel; the two
     profiled points of params/multi_gpu_profile.yaml with their collectives; the README's table is the one the
-    records give (helpers.report.devices_readme), and the report leads with the scaling answer."""
+    records give (helpers.report.publish.devices_readme), and the report leads with the scaling answer."""
     from collections import Counter
 
-    from helpers.report.context import build_context
-    from helpers.report.devices import scaling_table
-    from helpers.report.devices_readme import readme_table
+    from helpers.report.derive.context import build_context
+    from helpers.report.derive.devices import scaling_table
+    from helpers.report.publish.devices_readme import readme_table
 
     folder = PROJECT_ROOT / "reference" / "h100x4"
     recs, _ = read_records([folder / "records"])
@@ -504,7 +504,7 @@ def test_mfu_of_a_point_of_several_processes_is_over_every_gpus_peak():
     """A 2-process x 1-GPU record (reference/h100x2/multi_gpu): the report's peak is both GPUs' and its MFU the
     record's own, never the two processes' FLOP/s over one GPU's peak."""
     from helpers.measure import peaks
-    from helpers.report.table import tidy
+    from helpers.report.load.table import tidy
 
     recs, _ = read_records([PROJECT_ROOT / "reference" / "h100x2" / "multi_gpu" / "records"])
     two = [r for r in recs if r.get("merged_from") == 2 and r.get("mfu")]
@@ -525,7 +525,7 @@ def test_every_published_reference_re_renders_its_csvs_byte_equal(tmp_path):
     """Every reference's CSVs, rebuilt from its records as the report builds them (the reader's upgrade of older
     schemas included), are the committed files byte for byte: the upgrade on read changes no figure."""
     from helpers import report
-    from helpers.report import csvs
+    from helpers.report.publish import csvs
 
     folders = sorted(p.parent for p in (PROJECT_ROOT / "reference").glob("**/records") if p.is_dir())
     assert len(folders) >= 8

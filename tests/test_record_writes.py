@@ -74,7 +74,7 @@ def test_the_reader_returns_every_record_in_the_current_shape(tmp_path):
     from helpers.record.reader import read_records
     from helpers.record.upgrade import CURRENT, EARLIER, ENERGY_MEDIAN, TIMING
     from helpers.record.writer import write_atomic
-    from helpers.report.table import workload_knobs
+    from helpers.report.load.table import workload_knobs
 
     base = {"point_id": "p", "workload": "cnn_cifar10", "backend": "jax", "device": "cpu", "device_used": "cpu",
             "status": "ok", "reason": None, "data_source": "synthetic", "n_train": 100, "batch_size": 10,

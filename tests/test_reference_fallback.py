@@ -7,8 +7,10 @@ import pytest
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import best, reference
-from helpers.report.sections import verdict
+from helpers.report.derive import best
+from helpers.report.derive.pairs import all_pairs, speedup_label
+from helpers.report.load import reference
+from helpers.report.publish.sections import verdict
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
 
@@ -45,12 +47,12 @@ def test_a_cpu_only_report_gets_the_reference_gpu_at_the_same_configurations(tmp
     assert set(zip(gpu["workload"], gpu["backend"], gpu["batch_size"])) == {
         ("cnn_cifar10", "jax", 1000), ("cnn_cifar10", "torch", 1000), ("mlp_mnist", "jax", 128)}
     assert set(gpu["precision"]) == {"float32"}
-    pairs = reference.all_pairs(ctx.summary)
+    pairs = all_pairs(ctx.summary)
     assert len(pairs) == 3 and all(reference.is_reference(g) for g in pairs["gpu_machine"])
     jax = pairs[(pairs["workload"] == "cnn_cifar10") & (pairs["backend"] == "jax")].iloc[0]
     ref_sps = gpu[(gpu["workload"] == "cnn_cifar10") & (gpu["backend"] == "jax")]["samples_per_s"].iloc[0]
     assert jax["speedup"] == pytest.approx(ref_sps / 4000.0)  # per sample, medians over runs
-    assert reference.speedup_label(jax).startswith("your CPU → reference H100 ")
+    assert speedup_label(jax).startswith("your CPU → reference H100 ")
     assert any("bundled reference" in t for t, _, _ in ctx.notes)
     tab = verdict.glance_table(best.best_over_best(ctx.costed)).set_index("workload")
     assert "→ JAX on the reference H100" in tab.loc["cnn_cifar10", "sides compared: CPU → GPU"]
@@ -76,7 +78,7 @@ def test_a_workload_without_a_matching_reference_configuration_is_shown_not_pair
     gpu = ctx.summary[ctx.summary["device"] == "gpu"]
     assert set(gpu["workload"]) == {"resnet50"} and set(gpu["precision"]) == {"float32"}
     assert set(gpu["batch_size"]) == {64}  # the reference's float32 batch nearest to 8
-    assert reference.all_pairs(ctx.summary).empty
+    assert all_pairs(ctx.summary).empty
     page = verdict.build(ctx)._repr_html_()  # resnet50 alone, unpaired: no verdict row, the sections say why
     assert "no configuration ran on both" in page
 
@@ -86,7 +88,7 @@ def test_the_default_grid_pairs_its_cpu_rows_with_the_reference():
     backend, batch size, precision, compilation, knobs), so the at-a-glance table pairs them, every workload:
     cnn_256 and resnet50 run on the CPU at the reference's batch of 64 and full image size, one step an epoch."""
     from helpers import grid
-    from helpers.report import table
+    from helpers.report.load import table
 
     ref, _, _ = table.load_table([REFERENCE])
     ref = ref[(ref["status"] == "ok") & (ref["device"] == "gpu")]
@@ -109,7 +111,7 @@ def test_a_knob_added_after_the_reference_pairs_at_the_value_the_reference_ran(t
     _write(tmp_path, [_cpu_rec(0, params={**params, "input_dtype": "float32"}),
                       _cpu_rec(1, backend="torch", params={**params, "input_dtype": "uint8"})])
     ctx = report.build_context([tmp_path])
-    pairs = reference.all_pairs(ctx.summary)
+    pairs = all_pairs(ctx.summary)
     assert set(zip(pairs["workload"], pairs["backend"])) == {("cnn_cifar10", "jax")}  # uint8: not the reference's
     gpu = ctx.summary[(ctx.summary["device"] == "gpu") & (ctx.summary["backend"] == "jax")]
     assert "input_dtype=float32" in gpu["knobs"].iloc[0]

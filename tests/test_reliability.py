@@ -223,7 +223,7 @@ def test_price_profile_missing_from_prices_file_is_refused_before_running(tmp_pa
 def test_summary_refuses_a_host_profile_missing_from_prices():
     import pandas as pd
 
-    from helpers.report import costs
+    from helpers.report.derive import costs
 
     prices = {"profiles": {"a": {"on_demand_per_hour": 1.0}}, "_path": "prices.yaml"}
     with pytest.raises(costs.PriceError, match="'nope' is not in prices.yaml.*allowed: a"):

@@ -23,8 +23,13 @@ from support.fixtures import XSS
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import aggregate, charts, costs, fmt, published, sections
-from helpers.report import labels as report_labels
+from helpers.report.derive import aggregate, costs
+from helpers.report.load import published
+from helpers.report.load.prices import load_prices
+from helpers.report.load.values import isnull
+from helpers.report.publish import charts, sections
+from helpers.report.words import cost_table, fmt
+from helpers.report.words import labels as report_labels
 
 
 def _runner(args, extra_env=None, timeout=900):
@@ -198,10 +203,9 @@ def test_a_section_that_raises_is_shown_as_failed_not_lost(tmp_path, monkeypatch
         sections.get("nope")
 
 
-def test_report_modules_stay_small_and_each_section_has_its_own_module():
-    folder = Path(report.__file__).parent
-    for path in folder.rglob("*.py"):
-        assert len(path.read_text().splitlines()) <= 300, path
+def test_each_section_has_its_own_module():
+    # no line ceiling (issue 73: files sized by concern; the columns' one declaration is longer than 300 lines)
+    folder = Path(report.__file__).parent / "publish"
     names = {p.stem for p in (folder / "sections").glob("*.py")} - {"__init__", "base"}
     assert names == set(sections.ORDER)
 
@@ -231,7 +235,7 @@ def test_every_section_keeps_the_contract_on_the_h100_reference_and_no_chart_mix
     assert drawn and {v for v, _ in drawn} <= per_sample, drawn
     assert all(label for _, label in drawn)  # every chart says its unit
     # the relative time and cost chart: per sample too
-    rel, _ = costs.relative_table(reference_ctx.costed, {"device": "cpu", "backend": "jax"})
+    rel, _ = cost_table.relative_table(reference_ctx.costed, {"device": "cpu", "backend": "jax"})
     r = rel[(rel["workload"] == "resnet50") & (rel["device · backend"] == "gpu · jax") & (rel["batch"] == 64)]
     base = rel[(rel["workload"] == "resnet50") & (rel["base"] != "")].iloc[0]
     assert base["device · backend"] == "cpu · jax"
@@ -247,8 +251,8 @@ def test_every_section_keeps_the_contract_on_the_h100_reference_and_no_chart_mix
 
 def test_speedups_pair_only_matched_configurations(reference_ctx):
     """On the reference: cnn_cifar10's headline used to read 38.5x (JAX bf16 GPU over torch fp32 CPU)."""
-    from helpers.report import headline
-    from helpers.report.reference import all_pairs
+    from helpers.report.derive.pairs import all_pairs
+    from helpers.report.words import headline
 
     pairs = aggregate.matched_pairs(reference_ctx.summary)
     assert (pairs["n_train_cpu"] != pairs["n_train_gpu"]).any()  # per sample: epoch sizes may differ
@@ -321,8 +325,8 @@ def test_costs_price_the_rented_machine_per_sample_and_unknown_profiles_have_non
     by = costs.add_costs(ctx.summary, prices).set_index("device")
     assert by.loc["cpu", "profile"] == "four"
     assert by.loc["cpu", "on_demand_per_1k"] == pytest.approx(0.4 / 3600 * 1000 / (1000 / 1.0))
-    assert fmt.isnull(by.loc["gpu", "profile"]) and fmt.isnull(by.loc["gpu", "on_demand_per_1k"])
-    real = costs.load_prices(price_set="2017")  # the seed's table: a P100 has no price today
+    assert isnull(by.loc["gpu", "profile"]) and isnull(by.loc["gpu", "on_demand_per_1k"])
+    real = load_prices(price_set="2017")  # the seed's table: a P100 has no price today
     costed = costs.add_costs(ctx.summary, real)
     p100 = real["profiles"]["gcp-n1-standard-1-p100"]
     g = costed.set_index("device").loc["gpu"]
@@ -331,7 +335,7 @@ def test_costs_price_the_rented_machine_per_sample_and_unknown_profiles_have_non
     # a colleague's record names a profile only their prices.yaml has: no price, said once, no crash
     ctx2 = _ctx(tmp_path / "b", [_rec(0, price_profile="their-own-box")])
     assert any("their-own-box" in str(v) for _, v, _ in ctx2.notes)
-    assert fmt.isnull(ctx2.costed.iloc[0]["profile"])
+    assert isnull(ctx2.costed.iloc[0]["profile"])
     # no hard-coded price in the code: every profile cites its source and date
     for name, p in real["profiles"].items():
         assert p.get("source") and p.get("date"), name
@@ -345,7 +349,7 @@ def test_costs_price_the_rented_machine_per_sample_and_unknown_profiles_have_non
 def test_published_figures_cite_sources_and_use_suite_workload_names():
     pub = published.load_published()
     assert len(pub) > 50
-    known = set(aggregate.source_epochs())
+    known = set(published.source_epochs())
     assert len(known) == 10 and set(pub["workload"]) <= known
     assert pub["source"].str.len().gt(0).all() and pub["ref"].str.len().gt(0).all()
     for seed in ("000_", "001_", "002_", "003_", "004_"):

@@ -10,7 +10,7 @@ from support import first_screen as known_records
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import csvs
+from helpers.report.publish import csvs
 
 
 @pytest.fixture()

@@ -12,8 +12,10 @@ from support.first_screen import CPU, GPU, HEIGHT, MAX_SCREENS, WIDTH, _rec, ass
 
 from helpers import report
 from helpers.record.writer import write_atomic
-from helpers.report import best, findings, headline, sections
-from helpers.report.reference import all_pairs
+from helpers.report.derive import best
+from helpers.report.derive.pairs import all_pairs
+from helpers.report.publish import sections
+from helpers.report.words import findings, headline
 
 
 @pytest.fixture()
@@ -75,7 +77,7 @@ def test_the_verdict_section_shows_chart_sentences_and_a_short_table(known):
     rows = best.best_over_best(known.costed)
     tab = sections.get("verdict").glance_table(rows)
     assert len(tab.columns) <= 7 and len(tab) == 2
-    assert list(tab["GPU ÷ CPU"]) == ["330× †", "5.60× †"]  # one run: 3 significant digits (fmt.sig_digits)
+    assert list(tab["GPU ÷ CPU"]) == ["330× †", "5.60× †"]  # one run: 3 significant digits (precision.sig_digits)
     assert list(tab["sides compared: CPU → GPU"]) == ["JAX on 2 CPU cores → JAX on the H100 · b128",
                                                       "JAX on 2 CPU cores → JAX on the H100 · b100"]
     assert list(tab["CPU time / source epoch"]) == ["1.7 h †", "8.3 min †"]
@@ -101,7 +103,7 @@ def test_findings_from_known_numbers(known):
 
 
 def test_short_names(monkeypatch):
-    from helpers.report import labels
+    from helpers.report.load import reference
 
     assert headline.short_gpu(GPU) == "H100"
     assert headline.short_gpu("NVIDIA GeForce RTX 4090") == "RTX 4090"
@@ -109,7 +111,7 @@ def test_short_names(monkeypatch):
     assert headline.short_cpu("Intel(R) Xeon(R) Platinum 8480+") == "Xeon 8480+"
     label = f"reference H100 2026-11-23: {GPU} · 16 CPUs"
     assert headline.gpu_side(label).startswith("“reference H100")  # a name alone: a record's, quoted
-    monkeypatch.setattr(labels, "BUNDLED", {label})  # a name reference_rows gave rows read under reference/
+    monkeypatch.setattr(reference, "BUNDLED", {label})  # a name reference_rows gave rows read under reference/
     assert headline.gpu_side(label) == "H100 ref"
     r = {"gpu_machine": f"reference H100 2026-11-23: {GPU} · 16 CPUs", "backend": "jax", "batch_size": 32,
          "precision": "mixed_bfloat16"}
@@ -130,11 +132,12 @@ def test_a_section_with_nothing_is_one_line(tmp_path):
 def test_the_rendered_page_leaves_developer_cells_out(tmp_path):
     import nbformat
 
-    from helpers.report.render import DEV_TAG, render_html
+    from helpers.report.publish.render import DEV_TAG, render_html
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# Title"),
-                nbformat.v4.new_markdown_cell("`ctx.df` and helpers/report/sections/", metadata={"tags": [DEV_TAG]})]
+                nbformat.v4.new_markdown_cell("`ctx.df` and helpers/report/publish/sections/",
+                                              metadata={"tags": [DEV_TAG]})]
     src = tmp_path / "nb.ipynb"
     nbformat.write(copy.deepcopy(nb), str(src))
     page = render_html(src, tmp_path / "out.html").read_text()

@@ -2,7 +2,7 @@
 
 A configuration's figure is the median over its runs of each run's steady-state samples/s, with the
 between-run interval (range of 2–4 runs, bootstrap 95% from 5, fixed seed); the within-run epoch spread is
-shown apart. Figures from one run or a short window are marked and rounded (fmt.sig_digits); speedups carry
+shown apart. Figures from one run or a short window are marked and rounded (precision.sig_digits); speedups carry
 an interval from both sides' runs. Records are built with the helpers of tests/test_report.py.
 """
 
@@ -19,13 +19,17 @@ from support.records import _check_sections, _ctx, _rec
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import aggregate, fmt, headline, sections
-from helpers.report import labels as report_labels
-from helpers.report.reference import all_pairs
-from helpers.report.sections.base import mark_bars, with_marks
-from helpers.report.sections.speedup import build as build_speedup
-from helpers.report.sections.throughput import timing_table
-from helpers.report.sections.verdict import glance_table
+from helpers.report.derive import aggregate
+from helpers.report.derive.pairs import all_pairs
+from helpers.report.derive.precision import sig_digits
+from helpers.report.publish import sections
+from helpers.report.publish.sections.base import mark_bars, with_marks
+from helpers.report.publish.sections.speedup import build as build_speedup
+from helpers.report.publish.sections.throughput import timing_table
+from helpers.report.publish.sections.verdict import glance_table
+from helpers.report.words import fmt, headline
+from helpers.report.words import labels as report_labels
+from helpers.report.words.marks import precision_marks
 
 GPU = {"device": "gpu", "device_used": "gpu"}
 
@@ -98,7 +102,7 @@ def test_the_bootstrap_interval_of_six_runs_is_deterministic_and_holds_the_media
 
 
 def test_the_rounding_rule():
-    d = fmt.sig_digits
+    d = sig_digits
     assert d(1000, n_runs=1) == 3 and d(1000, n_runs=1, short=True) == 2
     assert d(1000, 990, 1010, 3) == 3  # 2% between runs
     assert d(1000, 900, 1100, 3) == 2  # 20%
@@ -130,7 +134,7 @@ def test_one_run_and_a_short_window_are_marked_in_every_table(tmp_path):
     assert fmt.figure(gpu) == "4,200 †‡ (1 run, window 0.72 s < 2 s)"  # 2 significant digits
     assert fmt.figure(torch) == "2,000 † (1 run, 1.5 s)"
     assert fmt.figure(cpu) == "1,000 [990–1,010] (n=3, range; 3 s)"
-    assert "‡ window under 2 s" in aggregate.precision_marks(gpu) and "† one run" in aggregate.precision_marks(gpu)
+    assert "‡ window under 2 s" in precision_marks(gpu) and "† one run" in precision_marks(gpu)
     t = timing_table(summ)
     assert any(v == "4,200 †‡ (1 run, window 0.72 s < 2 s)" for v in t.iloc[:, 5])
     assert "0.24 †‡" in set(t["s/epoch (median run)"])  # a derived figure keeps the digits and the marks
@@ -150,7 +154,7 @@ def test_one_run_and_a_short_window_are_marked_in_every_table(tmp_path):
     whole = [x for x in sections.build_all(ctx) if fmt.esc(fmt.MARKS_NOTE) in x._repr_html_()]
     assert [x.name for x in whole] == ["verdict"]
     # bar charts: the marked bars are hatched, with a legend line; labels say runs and window
-    from helpers.report.charts import bar_facets
+    from helpers.report.publish.charts import bar_facets
 
     lab = with_marks(report_labels.labels)(summ)
     assert any(x.endswith("(n=1, 0.72 s) †‡") for x in lab) and any(x.endswith("(n=3, 3 s)") for x in lab)
@@ -239,7 +243,7 @@ def test_the_h100_readme_table_is_the_scripts_output_in_the_reports_strings(refe
     pairs = aggregate.matched_pairs(reference_ctx.summary).to_dict("records")
     rows = table.splitlines()[2:]
     # ten workloads x three backends, less the two whose one side did not learn (catsdogs on JAX's GPU, resnet50 on
-    # TensorFlow's CPU: helpers.report.learning), which pair with nothing
+    # TensorFlow's CPU: helpers.report.derive.learning), which pair with nothing
     left = reference_ctx.summary[reference_ctx.summary["learned"] == "no"]
     assert set(zip(left["workload"], left["backend"])) >= {("catsdogs", "jax"), ("resnet50", "tensorflow")}
     assert len(rows) == len(pairs) == 28
@@ -353,7 +357,8 @@ def test_what_a_fresh_machine_of_each_kind_is_expected_to_give(tmp_path):
     configuration on one lease takes the same s around its one median; both CSVs carry it and the verdict says it."""
     import math
 
-    from helpers.report import csvs, fresh
+    from helpers.report.derive import fresh
+    from helpers.report.publish import csvs
 
     a = _runs([1000, 1100, 1210], boot=["l1", "l2", "l3"], schema=4)  # one run a lease
     b = _runs([500, 450, 550], start=10, boot=["l1", "l2", "l3"], schema=4, backend="torch")
@@ -376,7 +381,7 @@ def test_what_a_fresh_machine_of_each_kind_is_expected_to_give(tmp_path):
     assert f"of the bundled reference {name}" in c.loc[("jax", "gpu"), "fresh_basis"]
     conf = csvs.configurations_frame(ctx.costed)
     assert conf["fresh_machine_samples_per_s_low"].notna().all() and conf["fresh_machine_interval"].str.len().min() > 20
-    v = csvs.verdict_frame(ctx.costed)
+    v = csvs.verdict_frame(ctx)
     assert v["gpu_fresh_machine_samples_per_s_high"].iloc[0] == pytest.approx(50_000 * math.exp(gpu_half))
     page = sections.build(sections.get("verdict"), ctx)._repr_html_()
     assert f"the GPU side within about ±{round(100 * (math.exp(gpu_half) - 1))}%" in page

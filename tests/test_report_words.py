@@ -11,7 +11,9 @@ import pytest
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.report import devices, fmt, sections
+from helpers.report.derive import devices
+from helpers.report.publish import sections
+from helpers.report.words import fmt, scaling_words
 
 REF = PROJECT_ROOT / "reference"
 
@@ -25,7 +27,7 @@ def page(request):
     ``charts_not_drawn`` fixture does: drawing is the rendered reports' test)."""
     import matplotlib.pyplot as plt
 
-    from helpers.report import charts
+    from helpers.report.publish import charts
 
     def not_drawn(fig, alt=""):
         plt.close(fig)
@@ -43,7 +45,7 @@ def page(request):
 def test_two_gpus_slower_or_no_faster_than_one_are_said_in_words(page):
     ctx, built = page
     table = devices.scaling_table(ctx)
-    said = " ".join(devices.answer(table))
+    said = " ".join(scaling_words.answer(table))
     for (_, _, _, inp, on), g in table.groupby(["workload", "backend", "precision", "input", "data on"]):
         one = g[g["devices"] == 1]
         for r in g[g["devices"] > 1].to_dict("records") if len(one) else []:
@@ -52,9 +54,9 @@ def test_two_gpus_slower_or_no_faster_than_one_are_said_in_words(page):
                 assert f"{int(r['devices'])} GPUs" in said and "slower than one" in said, (r["workload"], inp, on)
             elif ratio < 1.05:
                 assert "no faster than one" in said, (r["workload"], inp, on)
-    for line in devices.answer(table):  # an efficiency on one-run figures is marked
+    for line in scaling_words.answer(table):  # an efficiency on one-run figures is marked
         for eff_marks in re.findall(r"(\d\.\d\d)( [†‡§]+)? on \d", line):
-            rows = table[table["efficiency"].map(devices.eff_shown) == eff_marks[0]]
+            rows = table[table["efficiency"].map(scaling_words.eff_shown) == eff_marks[0]]
             if len(rows) and (rows["runs"] <= 1).all():
                 assert fmt.ONE_RUN in eff_marks[1], line
     assert "slower than one" in said or "no faster than one" in said  # both references have such a case

@@ -252,7 +252,7 @@ def test_every_malformed_record_costs_only_itself_in_the_report(tmp_path):
     assert dict(ctx.skipped_reasons)["missing key 'status'"] == 2
     # an unknown price profile in a colleague's record: no price, said once, no PriceError
     assert sum("their-own-box" in str(v) for _, v, _ in ctx.notes) == 1
-    from helpers.report import sections
+    from helpers.report.publish import sections
 
     html = unescape(sections.build(sections.get("overview"), ctx)._repr_html_())
     assert "2 record(s) read" in html and f"{2 * (len(BAD) + 1)} JSON file(s) skipped" in html

@@ -93,9 +93,9 @@ def test_the_point_id_holds_the_files_contents_and_keeps_the_ids_of_points_witho
 def test_the_report_labels_two_contents_of_one_path_apart():
     from support.records import _rec
 
-    from helpers.report.aggregate import summarise
-    from helpers.report.labels import labels
-    from helpers.report.table import tidy
+    from helpers.report.derive.aggregate import summarise
+    from helpers.report.load.table import tidy
+    from helpers.report.words.labels import labels
 
     def rec(i, sha, epoch_s):  # 1,000 samples an epoch
         params = {"threads": 0, "precision": "float32", "model_path": "my.keras"}

@@ -307,8 +307,9 @@ def test_records_of_dead_runners_only_are_set_aside(tmp_path):
 # ------------------------------------------------------------------ the report's mark
 
 def test_the_report_marks_configurations_measured_on_a_shared_host():
-    from helpers.report import aggregate
-    from helpers.report.table import tidy
+    from helpers.report.derive import aggregate
+    from helpers.report.load.table import tidy
+    from helpers.report.words.marks import precision_marks
 
     base = {"workload": "mlp_mnist", "backend": "jax", "device": "cpu", "status": "ok", "n_train": 200,
             "batch_size": 50, "epochs": 2, "params": {"precision": "float32"}, "fingerprint": {"host": "h"},
@@ -317,9 +318,9 @@ def test_the_report_marks_configurations_measured_on_a_shared_host():
     assert list(df["concurrent_runners"].fillna(-1)) == [2, -1]
     (row,) = aggregate.summarise(df).to_dict("records")
     assert row["shared_host"] == 2
-    assert "host shared: up to 2 other runner(s) busy" in aggregate.precision_marks(row)
+    assert "host shared: up to 2 other runner(s) busy" in precision_marks(row)
     row["shared_host"] = 0
-    assert "host shared" not in aggregate.precision_marks(row)
+    assert "host shared" not in precision_marks(row)
 
 
 # ------------------------------------------------------------------ the cluster files

@@ -197,7 +197,7 @@ def test_parameter_counts_keras_reader_and_lstm_kernel_record(tmp_path):
         "res['same_as_keras'] = ([list(s) for s in x] == [list(s) for s in kx] and (y == ky).all()\n"
         "                        and [list(s) for s in xt] == [list(s) for s in kxt] and bool((yt == kyt).all()))\n"
         "seqs = [np.arange(1, n + 1, dtype=np.int32) for n in (0, 3, 12)]\n"
-        "res['pad'] = bool((datasets_text._pad(seqs, 5) == keras.utils.pad_sequences(seqs, maxlen=5)).all())\n"
+        "res['pad'] = bool((datasets_text.pad_reviews(seqs, 5) == keras.utils.pad_sequences(seqs, maxlen=5)).all())\n"
         "print('JSON' + json.dumps(res, default=str))\n")
     res = json.loads(out.split("JSON", 1)[1])
     assert res["bilstm_imdb-"] == [2_658_945, [1]] and get("bilstm_imdb").expected_params == 2_658_945

@@ -14,8 +14,10 @@ from support.records import _ctx, _rec
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
-from helpers.report import best, csvs, fmt, headline, sections
-from helpers.report.reference import all_pairs
+from helpers.report.derive import best
+from helpers.report.derive.pairs import all_pairs
+from helpers.report.publish import csvs, sections
+from helpers.report.words import fmt, headline
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -151,7 +153,7 @@ def _figures(ctx):
 
 def _page(ctx, names) -> str:
     html = " ".join(sections.build(sections.get(n), ctx)._repr_html_() for n in names)
-    # predicted figures are another kind (helpers/report/predicted.py: marked, each with its interval), not
+    # predicted figures are another kind (helpers/report/derive/predicted.py: marked, each with its interval), not
     # strings of the measured ones: left out here
     html = re.sub(r'<ul class="cgb-predicted">.*?</ul>', " ", html, flags=re.S)
     html = re.sub(r"<details><summary>Predicted beside measured.*?</details>", " ", html, flags=re.S)
@@ -212,7 +214,8 @@ def _side(first, steady, source_epoch, d):
 
 
 def test_the_break_even_by_hand():
-    from helpers.report import breakeven as be
+    from helpers.report.derive import breakeven as be
+    from helpers.report.words import payoff
 
     rows = pd.DataFrame([
         # GPU: compiles 60 s, 2 s a source epoch; CPU: compiles 1 s, 20 s an epoch. 60 + 2n <= 1 + 20n from
@@ -236,7 +239,7 @@ def test_the_break_even_by_hand():
     assert n["cnn_cifar10"] == {"epochs_planned": be.DEFAULT_EPOCHS, "planned_from": "default"}
     assert out.loc["cnn_cifar10", "planned_s_gpu"] == 60 + 2 * be.DEFAULT_EPOCHS
     assert out.loc["mlp_mnist", "planned_s_cpu"] == pytest.approx(1 + 10.5 * 20)
-    said = {t.split(":")[0]: t for t in be.sentences(out.reset_index())}
+    said = {t.split(":")[0]: t for t in payoff.per_workload(out.reset_index())}
     assert said["cnn_cifar10"].endswith("the GPU is ahead after 4 epochs (its first epoch spends 1.0 min compiling, "
                                         "the CPU's 1.0 s).")
     assert said["cnn_cifar10"].startswith("cnn_cifar10: 10 epochs (the suite's default), the first (compiling) one "
@@ -245,13 +248,13 @@ def test_the_break_even_by_hand():
     assert said["cnn_mnist"].endswith("the GPU is ahead from the first epoch.") and "50 epochs (epochs_planned)" in \
         said["cnn_mnist"]
     assert said["lstm_textgen"].endswith("the GPU is ahead for the first 9 epochs only, the CPU from epoch 10 on.")
-    assert be.overview(out.reset_index()) == (
+    assert payoff.overall(out.reset_index()) == (
         "Counting the first (compiling) epoch, the GPU is ahead from the first epoch on 1 of the 4 workloads, after "
         "4 epochs on cnn_cifar10, early on lstm_textgen (the first 9 epochs only); never within 100 epochs on "
         "mlp_mnist.")
     # a first epoch shorter than the steady one costs nothing; an unknown one leaves the row out of the sentences
     assert be.compile_overhead(0.5, 1.0) == 0.0 and be.ahead_after((float("nan"), 1.0), (0.0, 1.0)) is None
-    assert be.sentences(be.add(rows.assign(first_epoch_s_gpu=float("nan")))) == []
+    assert payoff.per_workload(be.add(rows.assign(first_epoch_s_gpu=float("nan")))) == []
 
 
 def _payoff(i, workload, device, sps, compile_s, planned=None):
@@ -314,7 +317,7 @@ def test_every_workload_left_out_of_the_verdict_is_named_with_its_reason(tmp_pat
 def test_the_verdict_names_what_differs_between_its_sides_besides_the_device(tmp_path):
     """A CPU side on JAX 0.10.2 in epochs of 4 steps against a GPU side on JAX 0.11.2 in epochs of 100: the verdict
     says both; sides that agree say nothing."""
-    from helpers.report import sides
+    from helpers.report.words import sides
 
     cpu = _rec(0, workload="cnn_cifar10", backend="jax", device="cpu", device_used="cpu", batch_size=100,
                n_train=400, steps_per_epoch=4)

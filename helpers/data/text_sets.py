@@ -2,9 +2,9 @@
 
     read_imdb_npz(imdb_cache_file(), num_words)  -> x_train, y_train, x_test, y_test (Keras' encoding)
     synthetic_imdb(n, num_words, seed)            -> reviews, labels of IMDb's shapes
-    _imdb(params) / _imdb_val(split, params, n)   -> the training split / validation reviews of a point
-    _pad(seqs, maxlen)                            -> keras.utils.pad_sequences without Keras
-    synthetic_text(n_chars, seed); _text(params); text_chars(params)   (Nietzsche)
+    imdb_data(params) / imdb_val(split, params, n)   -> the training split / validation reviews of a point
+    pad_reviews(seqs, maxlen)                            -> keras.utils.pad_sequences without Keras
+    synthetic_text(n_chars, seed); textgen_data(params); text_chars(params)   (Nietzsche)
 
 IMDb from the Keras cache (``<KERAS_HOME>/datasets/imdb.npz``, read and indexed exactly as
 ``keras.datasets.imdb.load_data`` does) or downloaded by Keras when reachable; Nietzsche from
@@ -110,7 +110,7 @@ def synthetic_imdb(n: int, num_words: int, seed: int) -> tuple[list, np.ndarray]
 
 
 @functools.lru_cache(maxsize=2)
-def _imdb_split(source: str, num_words: int, n_corpus: int, seed: int, home: str) -> dict:
+def imdb_split(source: str, num_words: int, n_corpus: int, seed: int, home: str) -> dict:
     """The training split (``n_corpus`` synthetic reviews, or all real ones) and where it came from.
 
     ``home`` (the Keras cache root) is part of the cache key only.
@@ -139,22 +139,22 @@ def _imdb_split(source: str, num_words: int, n_corpus: int, seed: int, home: str
     return {"source": "synthetic", "detail": detail, "x": x, "y": y, "x_test": None, "y_test": None}
 
 
-def _imdb(params: dict, ngrams: bool = False) -> dict:
+def imdb_data(params: dict, ngrams: bool = False) -> dict:
     n_train = params.get("n_train")
     # the n-gram table comes from the whole training split (as the source): a synthetic one has
     # IMDb's 25,000 reviews then; without n-grams only the reviews trained on are generated
     n_corpus = max(IMDB_TRAIN, n_train or 0) if (ngrams or n_train is None) else n_train
-    return _imdb_split(params["data_source"], int(params["max_features"]), n_corpus,
+    return imdb_split(params["data_source"], int(params["max_features"]), n_corpus,
                        int(params["seed"]), str(_data.keras_home()))
 
 
-def _imdb_val(split: dict, params: dict, n_val: int) -> tuple[list, np.ndarray]:
+def imdb_val(split: dict, params: dict, n_val: int) -> tuple[list, np.ndarray]:
     if split["source"] == "real":
         return split["x_test"][:n_val], split["y_test"][:n_val]
     return synthetic_imdb(n_val, int(params["max_features"]), int(params["seed"]) + 1)
 
 
-def _pad(seqs: list, maxlen: int) -> np.ndarray:
+def pad_reviews(seqs: list, maxlen: int) -> np.ndarray:
     """``keras.utils.pad_sequences(seqs, maxlen)``: zeros in front, long ones keep their *last* words."""
     out = np.zeros((len(seqs), maxlen), dtype=np.int32)
     for i, s in enumerate(seqs):
@@ -233,7 +233,7 @@ def _nietzsche(source: str, n_chars_needed: int, seed: int, home: str) -> dict:
             "alphabet": SYNTH_ALPHABET}
 
 
-def _text(params: dict) -> dict:
+def textgen_data(params: dict) -> dict:
     n_train, maxlen, step = params.get("n_train"), int(params["maxlen"]), int(params["step"])
     need = NIETZSCHE_CHARS if n_train is None else max(NIETZSCHE_CHARS, n_train * step + maxlen + 1)
     return _nietzsche(params["data_source"], need, int(params["seed"]), str(_data.keras_home()))
@@ -241,6 +241,6 @@ def _text(params: dict) -> dict:
 
 def text_chars(params: dict) -> list[str]:
     """The source's ``chars = sorted(list(set(text)))`` (the synthetic alphabet when synthetic)."""
-    t = _text(params)
+    t = textgen_data(params)
     return sorted(set(t.get("alphabet") or t["text"]))
 

@@ -93,7 +93,7 @@ def _shape(t) -> tuple | None:
         return None
 
 
-def _io(layer):
+def layer_io(layer):
     """(input shape, output shape) of a layer called once in a functional graph; None where unknown."""
     try:
         node = layer._inbound_nodes[0]
@@ -104,11 +104,11 @@ def _io(layer):
         return None, None
 
 
-def _elems(shape) -> int:
+def shape_elems(shape) -> int:
     if not shape:
         return 0
     if isinstance(shape, list):
-        return sum(_elems(s) for s in shape)
+        return sum(shape_elems(s) for s in shape)
     return math.prod(int(d) for d in shape[1:] if d is not None)
 
 
@@ -139,7 +139,7 @@ def _input_projection(layer, f: float) -> float:
     subs = (layer.forward_layer, layer.backward_layer) if type(layer).__name__ == "Bidirectional" else (layer,)
     if not all(hasattr(s, "cell") for s in subs):
         return f
-    ins, _ = _io(layer)
+    ins, _ = layer_io(layer)
     try:
         return float(sum(FLOPS_PER_MAC * int(ins[1]) * math.prod(int(d) for d in s.cell.kernel.shape)
                          for s in subs))
@@ -162,12 +162,12 @@ def _attention(layer, ins, notes: list) -> float:
     return float(FLOPS_PER_MAC * macs + ACT_FLOPS["softmax"] * h * t * s)
 
 
-def _layer_flops(layer, notes: list) -> float:  # noqa: C901 - one case per layer kind
+def layer_flops(layer, notes: list) -> float:  # noqa: C901 - one case per layer kind
     import keras
 
     kind = type(layer).__name__
-    ins, outs = _io(layer)
-    out_n = _elems(outs)
+    ins, outs = layer_io(layer)
+    out_n = shape_elems(outs)
     if isinstance(layer, keras.Model):
         return None  # nested: walked by the caller
     if kind in DATA_MOVEMENT:
@@ -194,7 +194,7 @@ def _layer_flops(layer, notes: list) -> float:  # noqa: C901 - one case per laye
     act = _act(layer.activation, out_n) if hasattr(layer, "activation") else 0.0
     if kind in ("Dense", "EinsumDense") and hasattr(layer, "kernel"):
         k = layer.kernel.shape
-        positions = _elems(outs) // int(k[-1]) if kind == "Dense" else 1
+        positions = shape_elems(outs) // int(k[-1]) if kind == "Dense" else 1
         macs = positions * math.prod(int(d) for d in k)
         bias = out_n if getattr(layer, "use_bias", False) else 0
         return float(FLOPS_PER_MAC * macs + bias + act)
@@ -218,7 +218,7 @@ def _layer_flops(layer, notes: list) -> float:  # noqa: C901 - one case per laye
                 "AveragePooling3D"):
         return float(out_n * math.prod(int(d) for d in layer.pool_size))
     if kind.startswith(("GlobalAveragePooling", "GlobalMaxPooling")):
-        return float(_elems(ins))
+        return float(shape_elems(ins))
     if kind in ("Activation", "ReLU", "Softmax", "LeakyReLU", "PReLU", "ELU"):
         return float(act if hasattr(layer, "activation") else ACT_FLOPS.get(kind.lower(), 1) * out_n)
     if kind in ("Dropout", "GaussianNoise", "GaussianDropout", "AlphaDropout"):
@@ -256,7 +256,7 @@ def analytic(model, optimizer=None) -> Count:
     def walk(m):
         nonlocal weighted_seen
         for layer in m.layers:
-            f = _layer_flops(layer, c.notes)
+            f = layer_flops(layer, c.notes)
             if f is None:
                 walk(layer)
                 continue

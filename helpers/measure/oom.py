@@ -1,6 +1,6 @@
 """The OOM killer's own counters: whether a process killed with SIGKILL was killed for memory, told
 apart from a ``kill -9`` sent by someone else (a scheduler, a user). Read by the runner's kernel watcher
-(``helpers.runner.kernel_watch``) and the report's page workers (``helpers.report.workers``)."""
+(``helpers.runner.kernel_watch``) and the report's page workers (``helpers.report.publish.workers``)."""
 
 from __future__ import annotations
 

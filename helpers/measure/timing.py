@@ -26,6 +26,8 @@ import math
 import statistics
 import time
 
+from helpers.record import fields as F
+
 
 def spread(values: list[float]) -> dict:
     """Median, quartiles, min, max, mean and standard deviation of ``values`` (None when empty)."""
@@ -46,13 +48,13 @@ def steady_figures(steady: list[float], n: int, steps: int | None, first: float 
     spread and median, the step, samples/s with its spread, and the first epoch's excess over the median
     (compilation). Only the spread and median when there is no steady epoch."""
     st = spread(steady)
-    out = {"epoch_spread": st, "median_epoch_s": st["median"]}
+    out = {F.EPOCH_SPREAD: st, F.MEDIAN_EPOCH_S: st["median"]}
     if st["median"]:
         out.update(step_s=st["median"] / steps if steps else None, samples_per_s=n / st["median"] if n else None,
                    samples_per_s_spread={"min": n / st["max"], "max": n / st["min"], "q1": n / st["q3"],
                                          "q3": n / st["q1"]})
         if first is not None:
-            out["compile_overhead_s"] = first - st["median"]
+            out[F.COMPILE_OVERHEAD_S] = first - st["median"]
     return out
 
 

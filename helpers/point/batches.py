@@ -2,7 +2,7 @@
 the data on the device, the host copy's cost; ``helpers.point.staging``: batches put on the devices ahead of the
 step).
 
-    put, wait = _to_device("jax")     # numpy -> the device(s), sharded as Keras shards a batch; wait for it to land
+    put, wait = to_device("jax")     # numpy -> the device(s), sharded as Keras shards a batch; wait for it to land
 """
 
 from __future__ import annotations
@@ -10,21 +10,21 @@ from __future__ import annotations
 import numpy as np
 
 
-def _tree():
+def keras_tree():
     import keras
 
     return keras.tree
 
 
-def _slice(x, i: int, j: int):
-    return _tree().map_structure(lambda a: a[i:j], x)
+def batch_slice(x, i: int, j: int):
+    return keras_tree().map_structure(lambda a: a[i:j], x)
 
 
-def _nbytes(x) -> int:
-    return int(sum(np.asarray(a).nbytes for a in _tree().flatten(x)))
+def batch_nbytes(x) -> int:
+    return int(sum(np.asarray(a).nbytes for a in keras_tree().flatten(x)))
 
 
-def _to_device(backend: str):
+def to_device(backend: str):
     """A function putting one numpy array where the backend trains (and, with a distribution set, sharded as
     Keras shards a data batch over the mesh), and one that waits for the copies to land."""
     if backend == "jax":
@@ -65,8 +65,8 @@ def shuffled(x, y, seed: int):
     each a contiguous copy (the data on the device and the staged batches are cut from it)."""
     import keras
 
-    n = len(_tree().flatten(x)[0])
+    n = len(keras_tree().flatten(x)[0])
     perm = np.random.default_rng(seed).permutation(n)
     fx = keras.config.floatx()
-    return (_tree().map_structure(lambda a: _as_fed(a, fx)[perm], x),
+    return (keras_tree().map_structure(lambda a: _as_fed(a, fx)[perm], x),
             _as_fed(y, fx)[perm] if y is not None else None, n)

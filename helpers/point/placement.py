@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from helpers.point.batches import _nbytes, _slice, _to_device, _tree, shuffled
+from helpers.point.batches import batch_nbytes, batch_slice, keras_tree, shuffled, to_device
 
 COPY_REPEATS = 5  # timed copies of one batch (after one untimed: allocation, first-use costs)
 
@@ -37,11 +37,11 @@ def device_dataset(x, y, batch_size: int, backend: str, seed: int = 0):
     import keras
 
     x, y, n = shuffled(x, y, seed)
-    put, wait = _to_device(backend)
-    tree = _tree()
+    put, wait = to_device(backend)
+    tree = keras_tree()
     batches = []
     for i in range(0, n, batch_size):
-        xb = tree.map_structure(put, _slice(x, i, i + batch_size))
+        xb = tree.map_structure(put, batch_slice(x, i, i + batch_size))
         yb = put(y[i:i + batch_size]) if y is not None else None
         batches.append((xb, yb) if yb is not None else (xb,))
     wait(batches)
@@ -59,7 +59,7 @@ def device_dataset(x, y, batch_size: int, backend: str, seed: int = 0):
             return batches[i]
 
     ds = DeviceBatches()
-    ds.bytes = _nbytes(x) + (_nbytes(y) if y is not None else 0)
+    ds.bytes = batch_nbytes(x) + (batch_nbytes(y) if y is not None else 0)
     return ds
 
 
@@ -67,9 +67,9 @@ def host_copy(x, y, batch_size: int, backend: str, step_s: float | None = None,
               repeats: int = COPY_REPEATS) -> dict:
     """The median time to copy one training batch (x and y) from numpy to the device(s), synchronised, over
     ``repeats`` copies after an untimed one; with ``step_s``, its share of a training step."""
-    put, wait = _to_device(backend)
-    tree = _tree()
-    xb, yb = _slice(x, 0, batch_size), (np.asarray(y)[:batch_size] if y is not None else None)
+    put, wait = to_device(backend)
+    tree = keras_tree()
+    xb, yb = batch_slice(x, 0, batch_size), (np.asarray(y)[:batch_size] if y is not None else None)
     xb = tree.map_structure(np.ascontiguousarray, xb)
 
     def once() -> float:
@@ -81,7 +81,7 @@ def host_copy(x, y, batch_size: int, backend: str, step_s: float | None = None,
     once()
     times = [once() for _ in range(repeats)]
     med = statistics.median(times)
-    nbytes = _nbytes(xb) + (_nbytes(yb) if yb is not None else 0)
+    nbytes = batch_nbytes(xb) + (batch_nbytes(yb) if yb is not None else 0)
     out = {"input_bytes_per_step": nbytes, "host_copy_s_per_step": med, "host_copy_repeats": repeats,
            "host_copy_gb_per_s": nbytes / med / 1e9 if med > 0 else None,
            "host_copy_share": (med / step_s) if step_s else None}

@@ -14,13 +14,14 @@ import time
 
 from helpers.measure.timing import steady_figures
 from helpers.point.process_group import leave
+from helpers.record import fields as F
 from helpers.record import writer
 from helpers.record.ids import record_name
 from helpers.record.schema import empty_record
 
 PROCESS_FOLDER = ".processes"  # each process's own record (a dot folder: the report reads the merged one)
-FIGURES = ("epoch_s", "median_epoch_s", "step_s", "samples_per_s", "samples_per_s_spread", "epoch_spread",
-           "first_epoch_s", "compile_overhead_s", "steady_s", "energy_j_per_epoch", "achieved_tflops", "mfu")
+FIGURES = (F.EPOCH_S, F.MEDIAN_EPOCH_S, F.STEP_S, F.SAMPLES_PER_S, F.SAMPLES_PER_S_SPREAD, F.EPOCH_SPREAD,
+           F.FIRST_EPOCH_S, F.COMPILE_OVERHEAD_S, F.STEADY_S, F.ENERGY_J_PER_EPOCH, F.ACHIEVED_TFLOPS, F.MFU)
 
 
 def finish_processes(point) -> dict:
@@ -71,7 +72,7 @@ def gather(record: dict) -> list[dict]:
     import numpy as np
     from jax.experimental import multihost_utils
 
-    blob = np.frombuffer(json.dumps(writer._clean(record), sort_keys=True, default=str).encode(), dtype=np.uint8)
+    blob = np.frombuffer(json.dumps(writer.clean_json(record), sort_keys=True, default=str).encode(), dtype=np.uint8)
     sizes = np.asarray(multihost_utils.process_allgather(np.asarray([blob.size], dtype=np.int32))).reshape(-1)
     padded = np.zeros(int(sizes.max()), dtype=np.uint8)
     padded[:blob.size] = blob
@@ -96,22 +97,22 @@ def merge(records: list[dict]) -> dict:
         out.update(status=bad[0].get("status"), reason=f"process {bad[0].get('process_id')}: {bad[0].get('reason')}")
         out["processes"] = [_process_summary(r) for r in recs]
         return strip_figures(out)
-    lists = [r.get("epoch_s") or [] for r in recs]
+    lists = [r.get(F.EPOCH_S) or [] for r in recs]
     k = min(len(x) for x in lists)
     epochs = [max(x[i] for x in lists) for i in range(k)]
     n = sum(int(r.get("n_train_process") or 0) for r in recs) or out.get("n_train")
     out.update(n_train=n, epoch_s=epochs, merged_from=len(recs), process_id=None)
-    firsts = [r["first_epoch_s"] for r in recs if isinstance(r.get("first_epoch_s"), (int, float))]
+    firsts = [r[F.FIRST_EPOCH_S] for r in recs if isinstance(r.get(F.FIRST_EPOCH_S), (int, float))]
     if firsts:
-        out["first_epoch_s"] = max(firsts)
+        out[F.FIRST_EPOCH_S] = max(firsts)
     if epochs and n:  # the figures a single process's record carries, from the merged epochs
-        out.update(steady_figures(epochs, n, out.get("steps_per_epoch"), out.get("first_epoch_s") or None),
+        out.update(steady_figures(epochs, n, out.get(F.STEPS_PER_EPOCH), out.get(F.FIRST_EPOCH_S) or None),
                    steady_s=math.fsum(epochs))
-    energies = [r.get("energy_j_per_epoch") for r in recs]
+    energies = [r.get(F.ENERGY_J_PER_EPOCH) for r in recs]
     if all(isinstance(e, (int, float)) for e in energies):
-        out["energy_j_per_epoch"] = math.fsum(energies)
+        out[F.ENERGY_J_PER_EPOCH] = math.fsum(energies)
     else:
-        out["energy_j_per_epoch"] = None
+        out[F.ENERGY_J_PER_EPOCH] = None
     out["processes"] = [_process_summary(r) for r in recs]
     fp = dict(out.get("fingerprint") or {})
     fp["hosts"] = [(r.get("fingerprint") or {}).get("host") for r in recs]
@@ -124,11 +125,11 @@ def merge(records: list[dict]) -> dict:
 def _process_summary(r: dict) -> dict:
     """One process's line in the merged record: its host, figures, devices (which GPU) and status."""
     return {"process_id": r.get("process_id"), "host": (r.get("fingerprint") or {}).get("host"),
-            "n_train_process": r.get("n_train_process"), "median_epoch_s": r.get("median_epoch_s"),
+            "n_train_process": r.get("n_train_process"), F.MEDIAN_EPOCH_S: r.get(F.MEDIAN_EPOCH_S),
             "epochs_run": r.get("epochs_run"), "window_stopped_by": r.get("window_stopped_by"),
-            "samples_per_s_process": r.get("samples_per_s_process"), "first_epoch_s": r.get("first_epoch_s"),
-            "energy_j_per_epoch": r.get("energy_j_per_epoch"),
-            "final_loss": ((r.get("history") or {}).get("loss") or [None])[-1],
+            "samples_per_s_process": r.get("samples_per_s_process"), F.FIRST_EPOCH_S: r.get(F.FIRST_EPOCH_S),
+            F.ENERGY_J_PER_EPOCH: r.get(F.ENERGY_J_PER_EPOCH),
+            "final_loss": ((r.get(F.HISTORY) or {}).get("loss") or [None])[-1],
             "devices": r.get("process_devices"), "gpu_indices_used": r.get("gpu_indices_used"),
             "device_detail": r.get("device_detail"), "status": r.get("status"), "reason": r.get("reason")}
 
@@ -137,6 +138,6 @@ def strip_figures(rec: dict) -> dict:
     """``rec`` without the figures of a run that did not finish (a failed point claims none)."""
     for k in FIGURES:
         if k in rec:
-            rec[k] = [] if k == "epoch_s" else None
+            rec[k] = [] if k == F.EPOCH_S else None
     rec.pop("utilisation_timeline", None)
     return rec

@@ -11,6 +11,7 @@ import math
 
 from helpers.point.distribution_params import global_batch, per_process_batch
 from helpers.point.mesh import device_memory
+from helpers.record import fields as F
 
 
 def fit_figures(point) -> None:
@@ -29,21 +30,21 @@ def fit_figures(point) -> None:
     bs = global_batch(point.params)
     steps = (point.data.steps_per_epoch if point.data is not None and point.data.steps_per_epoch
              else (math.ceil(n / bs) if n else None))
-    rec["history"] = t.history
-    rec["epoch_total_s"] = list(t.epoch_s)  # every epoch, validation included
-    rec["val_s"] = list(t.val_s)  # every epoch's validation part (0.0 without validation)
+    rec[F.HISTORY] = t.history
+    rec[F.EPOCH_TOTAL_S] = list(t.epoch_s)  # every epoch, validation included
+    rec[F.VAL_S] = list(t.val_s)  # every epoch's validation part (0.0 without validation)
     if train_s:
-        rec["first_epoch_s"] = train_s[0]
+        rec[F.FIRST_EPOCH_S] = train_s[0]
     steady = train_s[1:]
-    rec["epoch_s"] = steady  # steady-state epochs, training only
+    rec[F.EPOCH_S] = steady  # steady-state epochs, training only
     rec["epochs_run"] = len(train_s)
-    rec["steady_s"] = round(math.fsum(steady), 6)  # the timing window: what the figure rests on
+    rec[F.STEADY_S] = round(math.fsum(steady), 6)  # the timing window: what the figure rests on
     rec["window_stopped_by"] = t.stopped_by  # epochs, window (extended past `epochs`), deadline, another process
     rec["epoch_with_val_s"] = list(t.epoch_s[1:])  # the same epochs with their validation
     rec["median_epoch_with_val_s"] = spread(rec["epoch_with_val_s"])["median"]
     rec["timing"] = "epoch bounds read after a device sync; validation timed apart"
-    rec["steps_per_epoch"] = steps
-    rec.update(steady_figures(steady, n, steps, rec.get("first_epoch_s")))
+    rec[F.STEPS_PER_EPOCH] = steps
+    rec.update(steady_figures(steady, n, steps, rec.get(F.FIRST_EPOCH_S)))
     if s is not None:
         if len(t.bounds) > 1 and s.window(t.bounds[1][0], t.bounds[-1][1]):
             rec["utilisation"] = s.summary(t.bounds[1][0], t.bounds[-1][1])
@@ -105,7 +106,7 @@ def host_copy_figures(point, data) -> None:
 
     try:
         rec.update(placement.host_copy(data.x_train, data.y_train, per_process_batch(point.params),
-                                       point.params["backend"], step_s=rec.get("step_s")))
+                                       point.params["backend"], step_s=rec.get(F.STEP_S)))
     except Exception as exc:  # a measurement beside the point's figures: never fails the point
         rec["host_copy_reason"] = f"not measured: {type(exc).__name__}: {exc}"[:500]
 
@@ -125,7 +126,7 @@ def limit_figures(point) -> dict:
         fp = rec.get("fingerprint") or {}
         names = fp.get("gpu_names") or []
         out.update(_peaks.limit_fields(
-            c.model(), rec.get("samples_per_s"), rec.get("device_used"),
+            c.model(), rec.get(F.SAMPLES_PER_S), rec.get("device_used"),
             gpu_name=names[0] if names else None, precision=p.get("precision", "float32"),
             calibration=fp.get("calibration"), threads=p.get("threads") or None,
             gpus=point.dist.gpus * point.dist.hosts))

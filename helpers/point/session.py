@@ -37,6 +37,7 @@ from helpers.point import record_figures as _figures
 from helpers.point.distribution_params import data_params, per_process_batch
 from helpers.point.notebook_params import collect
 from helpers.point.process_records import PROCESS_FOLDER, finish_processes
+from helpers.record import fields as F
 from helpers.record import writer
 from helpers.record.ids import point_id
 from helpers.record.schema import empty_record
@@ -235,7 +236,7 @@ class Point:
         kwargs = {**data.fit_kwargs, **fit_kwargs}
         if data.train is not None:  # a PyDataset / tf.data / generator: batching is its own
             args = (data.train,)
-            kwargs.setdefault("steps_per_epoch", data.steps_per_epoch)
+            kwargs.setdefault(F.STEPS_PER_EPOCH, data.steps_per_epoch)
             kwargs.setdefault("validation_data", data.val)
         else:
             args = (data.x_train, data.y_train) if placed is None else (placed,)
@@ -287,7 +288,7 @@ class Point:
             return finish_processes(self)
         rec = self._write("ok")
         print(f"record: {self.path}")
-        if rec.get("samples_per_s"):
+        if rec.get(F.SAMPLES_PER_S):
             print(f"first epoch {rec['first_epoch_s']:.3f} s; steady state "
                   f"{rec['median_epoch_s']:.3f} s/epoch (median of {len(rec['epoch_s'])}), "
                   f"{rec['samples_per_s']:.0f} samples/s")

@@ -39,7 +39,7 @@ WAIT_S = 600.0  # the training thread waits this long at most for a batch before
 
 def _put_fn(backend: str):
     """One numpy array -> where this process trains it (the module docstring's three cases), and a wait."""
-    from helpers.point.batches import _to_device
+    from helpers.point.batches import to_device
 
     if backend == "jax":
         import jax
@@ -51,7 +51,7 @@ def _put_fn(backend: str):
             mine = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
             first = mine[0] if mine else jax.local_devices()[0]
             return (lambda a: jax.device_put(a, first)), jax.block_until_ready
-    return _to_device(backend)  # one process: where Keras puts a batch (sharded over its devices with gpus > 1)
+    return to_device(backend)  # one process: where Keras puts a batch (sharded over its devices with gpus > 1)
 
 
 class _Stager:
@@ -135,7 +135,7 @@ def staged_dataset(x, y, batch_size: int, backend: str, depth: int = DEPTH, seed
     the devices ahead of the step (``depth`` ready). ``close()`` stops the thread; ``stats()`` says what it did."""
     import keras
 
-    from helpers.point.batches import _nbytes, shuffled
+    from helpers.point.batches import batch_nbytes, shuffled
 
     tree = keras.tree
     x, y, n = shuffled(x, y, seed)  # contiguous copies: each batch a slice of them, no gather a step
@@ -169,5 +169,5 @@ def staged_dataset(x, y, batch_size: int, backend: str, depth: int = DEPTH, seed
                     "shuffle": "once into batches; the batch order every epoch"}
 
     ds = StagedBatches()
-    ds.bytes = _nbytes(x) + (_nbytes(y) if y is not None else 0)
+    ds.bytes = batch_nbytes(x) + (batch_nbytes(y) if y is not None else 0)
     return ds

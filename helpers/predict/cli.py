@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 
 from helpers.exits import Exit
+from helpers.record import fields as F
 
 MAX_BATCH = 1_000_000  # the reference ran batches of 32 to 5,000; a million samples a step is far past any GPU's
 MAX_SAMPLES = 10**10  # samples an epoch: ten billion (ImageNet-1k has 1.28 million, LAION-5B five billion)
@@ -65,7 +66,7 @@ def predictions(model_path: str, batch_size: int, precision: str = "float32", op
     params = {"model_path": model_path, "optimizer": optimizer, "loss": loss, "batch_size": int(batch_size),
               "precision": precision}
     model = custom.load_model(params, where="--predict")
-    model.compile(**{k: v for k, v in custom._compile(params).items() if k != "metrics"})
+    model.compile(**{k: v for k, v in custom.compile_kwargs(params).items() if k != "metrics"})
     count = flops_analytic.analytic(model)
     shp = shape(model)
     rows = layers.layer_rows(model, int(batch_size))
@@ -93,14 +94,14 @@ def predictions(model_path: str, batch_size: int, precision: str = "float32", op
 
 def _compile_choice(info: dict, optimizer: str) -> tuple[str, str, list[str]]:
     """(optimizer, loss, notes): the knobs the child compiles with; empty = the saved compile config's."""
-    from helpers.workloads.custom_checks import LOSS_KIND, _loss_name
+    from helpers.workloads.custom_checks import LOSS_KIND, saved_loss_name
 
     cc = info["config"].get("compile_config") or {}
     notes, loss = [], ""
     if not optimizer and not cc.get("optimizer"):
         optimizer = DEFAULT_OPTIMIZER
         notes.append(f"optimizer {DEFAULT_OPTIMIZER} (the model was saved without one; --optimizer NAME to choose)")
-    if not cc.get("loss") or _loss_name(cc.get("loss")) not in LOSS_KIND:
+    if not cc.get("loss") or saved_loss_name(cc.get("loss")) not in LOSS_KIND:
         loss = DEFAULT_LOSS
         why = "saved without one" if not cc.get("loss") else "saved with one the suite makes no targets for"
         notes.append(f"loss {DEFAULT_LOSS} (the model was {why}; a loss barely changes a step's cost)")
@@ -178,7 +179,7 @@ def _in_child(path: Path, batch_size: int, precision: str, optimizer: str, loss:
 def predict_main(model_path: str, batch_size: int, precision: str = "float32", optimizer: str = "",
                  loss: str = "", samples: int = 0, grids=(), price_of=None) -> int:
     """``price_of(gpu name) -> (machine, $ an hour)`` or None: the price of a machine of one such GPU
-    (``helpers.report.costs``, passed in by the runner: this layer imports nothing of the report's)."""
+    (``helpers.report.derive.costs``, passed in by the runner: this layer imports nothing of the report's)."""
     from helpers.params import ParamError
 
     bad = _bad_options(batch_size, samples, optimizer, grids)
@@ -225,7 +226,7 @@ def predict_main(model_path: str, batch_size: int, precision: str = "float32", o
         for r in mine:
             epoch = ""
             if samples:
-                secs = samples / r["samples_per_s"]
+                secs = samples / r[F.SAMPLES_PER_S]
                 epoch = f"; {samples:,} samples: {secs:,.1f} s an epoch"
                 if price and price[1]:
                     epoch += f", ${secs * price[1] / 3600:,.4f}"
@@ -241,7 +242,7 @@ def predict_main(model_path: str, batch_size: int, precision: str = "float32", o
         sps.setdefault(r["backend"], {})[r["gpu"]] = r
     for b, by in sorted(sps.items()):
         if len(by) >= 2:
-            (g1, r1), (g2, r2) = sorted(by.items(), key=lambda kv: -kv[1]["samples_per_s"])[:2]
+            (g1, r1), (g2, r2) = sorted(by.items(), key=lambda kv: -kv[1][F.SAMPLES_PER_S])[:2]
             overlap = r1["samples_per_s_low"] <= r2["samples_per_s_high"]
             print(f"{b}: the {g1} predicted {r1['samples_per_s'] / r2['samples_per_s']:.2f}x the {g2}"
                   + (" (their intervals overlap: no GPU shown faster; a host-bound step gains nothing from the "

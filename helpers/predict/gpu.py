@@ -36,6 +36,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from helpers.record import fields as F
 from helpers.record import learned
 
 BACKENDS = ("jax", "tensorflow", "torch")
@@ -83,7 +84,7 @@ def observations(records) -> list[dict]:
     groups: dict[tuple, list] = {}
     for r in records:
         p = r.get("params") or {}
-        if r.get("status") != "ok" or r.get("device_used") != "gpu" or not r.get("step_s"):
+        if r.get("status") != "ok" or r.get("device_used") != "gpu" or not r.get(F.STEP_S):
             continue
         if learned.of_record(r)[0] == learned.NO:  # a run that did not learn is no observation of a training step
             continue
@@ -104,10 +105,10 @@ def observations(records) -> list[dict]:
         f = features(r["workload"], full, fps, opt if opt is not None else count.update_per_step, shp,
                      count.trainable_params)
         key = (gpu, f["workload"], f["backend"], f["batch"], f["precision"], flops_table.model_key(full))
-        groups.setdefault(key, [f, []])[1].append(float(r["step_s"]))
+        groups.setdefault(key, [f, []])[1].append(float(r[F.STEP_S]))
     out = []
     for (gpu, *_), (f, steps) in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        out.append({**f, "gpu": gpu, "step_s": statistics.median(steps), "runs": len(steps)})
+        out.append({**f, "gpu": gpu, F.STEP_S: statistics.median(steps), "runs": len(steps)})
     return out
 
 
@@ -151,7 +152,7 @@ def fit_model(obs: list[dict]) -> Fit:
         raise ValueError("no configuration to fit the GPU step model on")
     backends = sorted({o["backend"] for o in obs})
     gpu = obs[0]["gpu"]
-    y = np.log([o["step_s"] for o in obs])
+    y = np.log([o[F.STEP_S] for o in obs])
     n = len(backends)
     x0 = [math.log(2e-3)] * n + [math.log(3e-5)] * n + [math.log(0.3)] * n + [math.log(1e-5), math.log(1e-10)]
 
@@ -172,7 +173,7 @@ def step_s(fit: Fit, f: dict) -> float:
     return _predict(fit.a, fit.k, fit.e, fit.w, fit.h, f, fit.gpu)
 
 
-def _quantiles(errors: list[float]) -> tuple[float, float]:
+def interval_quantiles(errors: list[float]) -> tuple[float, float]:
     """The interval's ends from ``errors``: each tail's quantile with the finite-sample correction of split
     conformal prediction (level x (1 + 1/n), the next error up), so that n errors hold the stated coverage."""
     import numpy as np
@@ -201,11 +202,11 @@ def leave_one_out(obs: list[dict], nested: bool = True) -> list[dict]:
         if nested:  # per backend: the other workloads' held-out errors on it
             inner = [(o, p) for w2 in wls if w2 != wl for o, p in _inner(obs, wl, w2, cache)]
             for b in {o["backend"] for o, _ in outer[wl]}:
-                q[b] = _quantiles([math.log(o["step_s"] / p) for o, p in inner if o["backend"] == b])
+                q[b] = interval_quantiles([math.log(o[F.STEP_S] / p) for o, p in inner if o["backend"] == b])
         for o, p in outer[wl]:
             if nested:
                 lo, hi = q[o["backend"]]
-            meas, pred = o["batch"] / o["step_s"], o["batch"] / p
+            meas, pred = o["batch"] / o[F.STEP_S], o["batch"] / p
             row = {**o, "measured_sps": meas, "predicted_sps": pred, "error": pred / meas - 1}
             if nested:  # step x exp(q): samples/s between batch / (p x e^hi) and batch / (p x e^lo)
                 row.update(low_sps=o["batch"] / (p * math.exp(hi)), high_sps=o["batch"] / (p * math.exp(lo)))
@@ -227,7 +228,8 @@ def final_fit(obs: list[dict]) -> Fit:
     """Every workload fitted; each backend's interval from its held-out errors in ``leave_one_out`` (not nested)."""
     fit = fit_model(obs)
     rows = leave_one_out(obs, nested=False)
-    fit.log_q = {b: _quantiles([math.log(r["predicted_sps"] / r["measured_sps"]) for r in rows if r["backend"] == b])
+    fit.log_q = {b: interval_quantiles([math.log(r["predicted_sps"] / r["measured_sps"]) for r in rows
+                                        if r["backend"] == b])
                  for b in fit.a}  # log(measured step / predicted step)
     return fit
 
@@ -261,7 +263,7 @@ def predicted(fit: Fit, f: dict) -> dict:
     (the held-out errors of ``f``'s backend), the GPU and what it was fitted on."""
     t = step_s(fit, f)
     lo, hi = fit.log_q[f["backend"]]
-    return {"backend": f["backend"], "gpu": fit.gpu, "step_s": t, "samples_per_s": f["batch"] / t,
+    return {"backend": f["backend"], "gpu": fit.gpu, F.STEP_S: t, F.SAMPLES_PER_S: f["batch"] / t,
             "samples_per_s_low": f["batch"] / (t * math.exp(hi)), "samples_per_s_high": f["batch"] / (t * math.exp(lo)),
             "interval": LEVEL, "mark": "predicted", "fitted_on": list(fit.workloads)}
 

@@ -28,11 +28,12 @@ costs the larger of the two, not their sum); ``k_b``: each layer's cost in a net
 fuses the normalisation, elementwise, pooling and reshape layers into their neighbours, so their times measured
 alone are not summed; eager PyTorch spends a layer's dispatch on each).
 
-**The interval** (``interval``): the held-out errors' 10th and 90th percentiles (``helpers.predict.gpu._quantiles``,
-the split-conformal correction): of the workloads left out one at a time where every kind is profiled, pooled over
-the backends (15-16 cells a backend make the corrected percentiles their extremes); widened
-towards the errors that held-out kinds earned (each kind's profile left out in turn, the models holding it
-predicted from the generic profile) by the unprofiled share of the step. Never narrower than the errors say.
+**The interval** (``interval``): the held-out errors' 10th and 90th percentiles
+(``helpers.predict.gpu.interval_quantiles``, the split-conformal correction): of the workloads left out one at a
+time where every kind is profiled, pooled over the backends (15-16 cells a backend make the corrected percentiles
+their extremes); widened towards the errors that held-out kinds earned (each kind's profile left out in turn, the
+models holding it predicted from the generic profile) by the unprofiled share of the step.
+Never narrower than the errors say.
 
     rows = layer_rows(model, batch)
     prof = fit_profiles(measurements)        # {(backend, precision, kind): coefficients}
@@ -42,6 +43,8 @@ predicted from the generic profile) by the unprofiled share of the step. Never n
 from __future__ import annotations
 
 import math
+
+from helpers.record import fields as F
 
 GENERIC = "*"  # the pooled profile's kind
 FEATURES = ("units", "flops", "bytes")
@@ -102,9 +105,9 @@ def layer_rows(model, batch: int) -> list[dict]:
         if type(layer).__name__ in SKIP:
             continue
         notes: list = []
-        fwd = fa._layer_flops(layer, notes) or 0.0
-        ins, outs = fa._io(layer)
-        elems = fa._elems(ins) + fa._elems(outs)
+        fwd = fa.layer_flops(layer, notes) or 0.0
+        ins, outs = fa.layer_io(layer)
+        elems = fa.shape_elems(ins) + fa.shape_elems(outs)
         params = sum(math.prod(int(d) for d in v.shape) for v in layer.trainable_weights)
         rows.append({"name": layer.name, "kind": ALIASES.get(kind, kind), "units": _units(layer, ins),
                      "flops": 3.0 * fwd * batch, "bytes": 4.0 * (ACT_PASSES * elems * batch + WEIGHT_PASSES * params),
@@ -153,7 +156,7 @@ def fit_profiles(measured: list[dict], gpu: str, leave_out: str | None = None) -
             continue
         groups.setdefault((m["backend"], m["precision"], m["kind"]), []).append(m)
         groups.setdefault((m["backend"], m["precision"], GENERIC), []).append(m)
-    return {k: _fit(v, [m["step_s"] for m in v], roofs(gpu, k[1])) for k, v in groups.items() if len(v) >= 2}
+    return {k: _fit(v, [m[F.STEP_S] for m in v], roofs(gpu, k[1])) for k, v in groups.items() if len(v) >= 2}
 
 
 def layer_time(prof: dict, backend: str, precision: str, row: dict) -> tuple[float, str]:
@@ -211,7 +214,7 @@ def fit_steps(models: list[dict], prof: dict) -> dict:
         ms = [m for m in models if m["backend"] == b]
         parts = [step_parts(m["rows"], prof, b, m["precision"]) for m in ms]
         x = np.array([[p["sum_s"], p["layers"], m["in_bytes"]] for p, m in zip(parts, ms)], dtype=float)
-        y = np.array([m["step_s"] for m in ms])
+        y = np.array([m[F.STEP_S] for m in ms])
 
         def res(z, x=x, y=y):
             a, s, h, k = np.asarray(z) * _SCALE
@@ -235,7 +238,7 @@ def predict_step(prof: dict, steps: dict, rows: list[dict], backend: str, precis
     t = step_time(c, parts["sum_s"], parts["layers"], in_bytes)
     unp = c[1] * sum(parts["unprofiled"].values()) + c[3] * parts["unprofiled_layers"]
     share = unp / t if t > 0 else 0.0
-    return {"step_s": t, "unprofiled": parts["unprofiled"], "unprofiled_share": share,
+    return {F.STEP_S: t, "unprofiled": parts["unprofiled"], "unprofiled_share": share,
             "float32_profiles": parts["float32_profiles"]}
 
 
@@ -245,9 +248,9 @@ LEVEL = 0.80
 
 
 def quantiles(log_errs: list[float]) -> list[float]:
-    from helpers.predict.gpu import _quantiles
+    from helpers.predict.gpu import interval_quantiles
 
-    return list(_quantiles(log_errs))
+    return list(interval_quantiles(log_errs))
 
 
 def interval(fit: dict, backend: str, share: float) -> tuple[float, float]:
@@ -268,9 +271,9 @@ def predicted(fit: dict, rows: list[dict], backend: str, precision: str, batch: 
     unprofiled kinds (seconds each) and their share of the step."""
     p = predict_step(profiles_of(fit), fit["steps"], rows, backend, precision, in_bytes)
     lo, hi = interval(fit, backend, p["unprofiled_share"])
-    t = p["step_s"]
-    return {"gpu": fit["gpu"], "backend": backend, "precision": precision, "batch": int(batch), "step_s": t,
-            "samples_per_s": batch / t, "samples_per_s_low": batch / (t * math.exp(hi)),
+    t = p[F.STEP_S]
+    return {"gpu": fit["gpu"], "backend": backend, "precision": precision, "batch": int(batch), F.STEP_S: t,
+            F.SAMPLES_PER_S: batch / t, "samples_per_s_low": batch / (t * math.exp(hi)),
             "samples_per_s_high": batch / (t * math.exp(lo)), "interval": fit["level"], "mark": "predicted",
             "unprofiled": p["unprofiled"], "unprofiled_share": p["unprofiled_share"],
             "float32_profiles": p["float32_profiles"]}

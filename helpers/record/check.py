@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from helpers import params as _params
+from helpers.record import fields as F
 from helpers.record.limits import MAX_DEPTH, out_of_bounds
 
 MAX_LABEL = 256  # characters of a name or label the report shows (workload, host, GPU name, a knob's value)
@@ -25,28 +26,8 @@ MAX_PARAMS = 128  # keys of params (a notebook has about 25)
 MAX_KNOBS_TEXT = 1024  # characters of a workload's own knobs written out (they label a configuration)
 MAX_CURVES = 64  # curves in history (loss, accuracy, val_*)
 
-# top-level fields: kind
-_FIELDS = {
-    "point_id": "text", "workload": "text", "backend": "text", "device": "text", "status": "text",
-    "device_used": "label?", "reason": "text?", "data_source": "label?", "notebook": "path?",
-    "started_at": "label?", "price_profile": "label?", "traceback": "text?", "energy_method": "label?",
-    "energy_reason": "text?", "config_id": "label?", "flops_source": "text?",
-    "input_bytes_per_step": "nonneg?", "host_copy_s_per_step": "nonneg?", "flops_per_sample": "nonneg?",
-    "repeat": "index?", "global_batch_size": "count?",
-    "params": "map?", "fingerprint": "map?", "utilisation": "map?", "data_info": "map?", "epoch_spread": "map?",
-    "history": "map?",
-    "batch_size": "count?", "n_train": "count?", "epochs": "count?", "steps_per_epoch": "count?",
-    "first_epoch_s": "pos?", "median_epoch_s": "pos?", "step_s": "pos?", "samples_per_s": "pos?",
-    "steady_s": "pos?",
-    "duration_s": "nonneg?", "wall_s": "nonneg?", "energy_j_per_epoch": "nonneg?",
-    "energy_above_idle_j_per_epoch": "num?", "idle_power_w": "nonneg?",
-    "energy_window_s": "nonneg?",
-    "epoch_s": "poslist?", "epoch_total_s": "poslist?", "val_s": "nonneglist?",
-    "utilisation_timeline": "list?", "epoch_bounds_s": "list?", "fixture": "bool?",
-    "host_busy": "bool?", "host_load": "map?", "model_shape": "map?", "model_params": "count?",
-    "model_layers": "list?",
-    "n_classes": "count?", "data_learnable": "bool?",
-}
+# top-level fields: kind (declared with each field: helpers.record.fields)
+_FIELDS = F.CHECKED
 _FINGERPRINT = {
     "host": "label?", "cpu_model": "label?", "python": "label?", "git_commit": "label?", "gpu_driver": "label?",
     "cuda_driver": "label?", "versions": "map?", "gpu_names": "textlist?", "boot_id": "label?",
@@ -184,15 +165,15 @@ TIME_S = (1e-9, 1e9)  # an epoch, a step, a window: a nanosecond to 30 years
 RATE_MAX = 1e12  # samples/s
 ENERGY_MAX = 1e15  # J an epoch
 SHAPE_MAX = 10**12  # a model_shape count (layers, launches, weights, input bytes): 1e12 launches is ~2 months a step
-_SECONDS = ("first_epoch_s", "median_epoch_s", "step_s", "steady_s", "duration_s", "wall_s")
+_SECONDS = (F.FIRST_EPOCH_S, F.MEDIAN_EPOCH_S, F.STEP_S, F.STEADY_S, F.DURATION_S, F.WALL_S)
 
 
 def _magnitude(obj: dict) -> str | None:
-    for key in (*_SECONDS, "epoch_s"):
+    for key in (*_SECONDS, F.EPOCH_S):
         values = obj.get(key) if isinstance(obj.get(key), list) else [obj.get(key)]
         if any(_is_num(v) and v and not TIME_S[0] <= abs(v) <= TIME_S[1] for v in values):
             return f"'{key}' holds a time outside {TIME_S[0]:g} to {TIME_S[1]:g} s (no measurement gives it)"
-    if _is_num(obj.get("samples_per_s")) and abs(obj["samples_per_s"]) > RATE_MAX:
+    if _is_num(obj.get(F.SAMPLES_PER_S)) and abs(obj[F.SAMPLES_PER_S]) > RATE_MAX:
         return f"'samples_per_s' is over {RATE_MAX:g} (no measurement gives it)"
     for key in ("energy_j_per_epoch", "energy_above_idle_j_per_epoch", "first_epoch_energy_j"):
         if _is_num(obj.get(key)) and abs(obj[key]) > ENERGY_MAX:

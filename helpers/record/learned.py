@@ -1,5 +1,6 @@
-"""Did one run learn? The check of a record's history that needs no other record (``helpers.report.learning`` adds
-the comparison with a workload's other configurations, ``helpers.predict`` leaves such runs out of its fit).
+"""Did one run learn? The check of a record's history that needs no other record
+(``helpers.report.derive.learning`` adds the comparison with a workload's other configurations, ``helpers.predict``
+leaves such runs out of its fit).
 
     learned, why = run_check(curve, accuracy, n_classes, learnable)   # 'yes' | 'no' | 'not checked', and why
     learned, why = of_record(rec)

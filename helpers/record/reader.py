@@ -16,7 +16,7 @@ import os
 import stat
 from pathlib import Path
 
-from helpers.record.schema import why_not_record
+from helpers.record.schema import Record, why_not_record
 from helpers.record.upgrade import upgrade
 
 # a record is a few kB (the largest published: 68 kB, its GPU timeline capped at 400 samples); parsing costs ~30x
@@ -76,7 +76,7 @@ def read_bytes(path: Path, limit: int = MAX_RECORD_BYTES):
     return b"".join(chunks), None
 
 
-def run_key(rec: dict) -> str:
+def run_key(rec: Record) -> str:
     """What tells one run of a point from another (not its figures): a record read twice (a copied folder)
     has the same key. Records that name no start time fall back on their figures to tell runs apart."""
     fp = rec.get("fingerprint") or {}
@@ -130,7 +130,7 @@ def inside(path: Path, roots) -> tuple[Path | None, str | None]:
     return real, None
 
 
-def read_records(folders, knobs_of=None) -> tuple[list[dict], list[tuple[str, str]]]:
+def read_records(folders, knobs_of=None) -> tuple[list[Record], list[tuple[str, str]]]:
     """Every record (a schema in ``READABLE_SCHEMAS``) under ``folders``, in the current shape (``upgrade.upgrade``;
     ``knobs_of``: a workload's knobs, for its own knobs added later); also the files skipped and why.
 

@@ -39,22 +39,21 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
+from helpers.record import fields as F
 from helpers.record.check import problem as _problem
 
 SCHEMA = 4
 READABLE_SCHEMAS = (1, 2, 3, 4)  # older records stay readable; ``schema`` says which meanings they carry
 STATUSES = ("ok", "failed", "skipped")
-REQUIRED_KEYS = ("schema", "point_id", "workload", "backend", "device", "device_used", "status",
-                 "reason", "params", "data_source", "n_train", "batch_size", "epochs",
-                 "first_epoch_s", "epoch_s", "median_epoch_s", "step_s", "samples_per_s", "history",
-                 "utilisation", "energy_j_per_epoch", "fingerprint", "started_at", "duration_s",
-                 "notebook")
+REQUIRED_KEYS = F.REQUIRED  # every record holds these (None where not measured): helpers.record.fields
 
 
 class Record(TypedDict, total=False):
     """The record's type: the keys every record has (``REQUIRED_KEYS``, None where a figure was not measured) and the
-    runner's own. Further keys (utilisation details, energy, FLOPs, distribution) are listed in the docstring above and
-    in docs/protocol.md; ``helpers.record.check`` bounds what any key may hold."""
+    runner's own; the writer (``helpers.record.writer``), the reader and the upgrade take and give it. Every field,
+    these and the further ones (utilisation details, energy, FLOPs), is declared with its type, unit and check in
+    ``helpers.record.fields`` (a test keeps this type within it); ``helpers.record.check`` bounds what any key may
+    hold."""
     schema: int
     point_id: str
     workload: str

@@ -17,7 +17,13 @@ written (the provenance of its figures); what the older meanings imply is said i
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from helpers import params as _params
+from helpers.record import fields as F
+
+if TYPE_CHECKING:
+    from helpers.record.schema import Record
 
 CURRENT, EARLIER = "current", "earlier"
 TIMING = "timing before the sync fix"
@@ -25,32 +31,32 @@ ENERGY_MEDIAN = "energy of the median epoch"
 COUNTER = "nvml_energy_counter"  # a record's energy_method when the board's energy counter measured it
 
 
-def _schema(rec: dict) -> int:
-    s = rec.get("schema")
+def _schema(rec: Record) -> int:
+    s = rec.get(F.SCHEMA)
     return s if isinstance(s, int) and not isinstance(s, bool) else 1
 
 
-def upgrade(rec: dict, knobs_of=None) -> dict:
+def upgrade(rec: Record, knobs_of=None) -> Record:
     """``rec`` in the current shape (see the module docstring); ``knobs_of(workload)``: the knobs that workload has
     (None, or one that raises for an unknown workload: its own later knobs are left as recorded)."""
     schema = _schema(rec)
-    rec["protocol"] = CURRENT if schema >= 2 else EARLIER
+    rec[F.PROTOCOL] = CURRENT if schema >= 2 else EARLIER
     caveats = []
     if schema < 2:
         caveats.append(TIMING)
-    if schema == 2 and rec.get("energy_method") == COUNTER:
+    if schema == 2 and rec.get(F.ENERGY_METHOD) == COUNTER:
         caveats.append(ENERGY_MEDIAN)
-    rec["caveats"] = caveats
-    params = rec.get("params") if isinstance(rec.get("params"), dict) else None
+    rec[F.CAVEATS] = caveats
+    params = rec.get(F.PARAMS) if isinstance(rec.get(F.PARAMS), dict) else None
     if params is not None:
         own: set = set()
         if knobs_of is not None:
             try:
-                own = set(knobs_of(rec.get("workload")))
+                own = set(knobs_of(rec.get(F.WORKLOAD)))
             except Exception:  # noqa: BLE001 - a workload this suite does not know: its knobs as recorded
                 own = set()
         later = {k: v for k, v in _params.LATER_DEFAULTS.items()
                  if k not in params and (k in _params.COMMON or k in own)}
         if later:
-            rec["params"] = {**later, **params}
+            rec[F.PARAMS] = {**later, **params}
     return rec

@@ -20,15 +20,15 @@ import tempfile
 from pathlib import Path
 
 from helpers.record.ids import record_name
-from helpers.record.schema import REQUIRED_KEYS, STATUSES
+from helpers.record.schema import REQUIRED_KEYS, STATUSES, Record
 
 
-def _clean(obj):
+def clean_json(obj):
     """JSON-safe: numpy scalars to Python, NaN/inf to None."""
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): clean_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [clean_json(v) for v in obj]
     if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
         try:
             obj = obj.item()
@@ -55,7 +55,7 @@ def umask() -> int:
 
 def write_atomic(path: Path, data: dict) -> Path:
     """Write JSON to ``path`` atomically (``write_text_atomic``)."""
-    return write_text_atomic(path, json.dumps(_clean(data), indent=1, sort_keys=True, allow_nan=False))
+    return write_text_atomic(path, json.dumps(clean_json(data), indent=1, sort_keys=True, allow_nan=False))
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
@@ -85,7 +85,7 @@ def write_text_atomic(path: Path, text: str) -> Path:
 STAGE_ENV = "CGB_RECORD_STAGE"  # set by the runner in its kernel's environment: where the kernel stages its record
 
 
-def keep(record: dict, folder: Path) -> Path:
+def keep(record: Record, folder: Path) -> Path:
     """A kernel's record: handed to the runner that started it (``$CGB_RECORD_STAGE``: the runner writes it, once,
     with its own facts), else, run by hand, written here (``write_record``)."""
     staged = os.environ.get(STAGE_ENV)
@@ -94,7 +94,7 @@ def keep(record: dict, folder: Path) -> Path:
     return write_record(record, folder)
 
 
-def _checked(record: dict) -> dict:
+def _checked(record: Record) -> Record:
     missing = [k for k in REQUIRED_KEYS if k not in record]
     if missing:
         raise KeyError(f"record lacks keys {missing}")
@@ -103,7 +103,7 @@ def _checked(record: dict) -> dict:
     return record
 
 
-def write_record(record: dict, folder: Path, name: str | None = None) -> Path:
+def write_record(record: Record, folder: Path, name: str | None = None) -> Path:
     """Write ``record`` under ``folder`` (``name``: the file name, else ``ids.record_name``), atomically."""
     _checked(record)
     return write_atomic(Path(folder) / (name or record_name(record["params"], record["point_id"])), record)

@@ -176,7 +176,7 @@ class Predict(Verb):
 
     def __call__(self, args):  # the model's predicted GPU figures: no grid, nothing run
         from helpers.predict.cli import predict_main
-        from helpers.report.costs import one_gpu_price
+        from helpers.report.derive.costs import one_gpu_price
 
         return predict_main(str(args.model), args.batch_size, args.precision or "float32", args.optimizer or "",
                             samples=args.samples or 0, grids=args.grids, price_of=one_gpu_price)

@@ -1,5 +1,5 @@
 """``./run_all.sh --compare OLD NEW [--fail-if-slower 10%] [--out DIR]``: what changed between two runs of the suite
-(``helpers.report.compare``), written as ``compare.html`` and ``changes.csv``; the significant changes printed.
+(``helpers.report.words.compare``), written as ``compare.html`` and ``changes.csv``; the significant changes printed.
 
 Under ``--fail-if-slower`` every reason the gate cannot pass is printed (stderr), each with its status
 (``helpers.exits``); the command exits with the first of ``GATE``'s order that applies:
@@ -49,7 +49,7 @@ def _bounded(lines: list[str], more: str = "in changes.csv") -> list[str]:
 
 def _ratio(r) -> str:
     """NEW ÷ OLD as the page prints it (``compare_figures.ratio_shown``), its interval where the runs give one."""
-    from helpers.report.compare_figures import interval_shown, ratio_shown
+    from helpers.report.words.compare_figures import interval_shown, ratio_shown
 
     iv = interval_shown(r)
     return ratio_shown(r).replace("×", "x") + (f" [{iv}]" if iv else "")
@@ -57,7 +57,7 @@ def _ratio(r) -> str:
 
 def gate(cmp, limit: float) -> list[tuple[Exit, str]]:
     """Every reason ``--fail-if-slower`` does not pass: (status, message), in ``GATE``'s order."""
-    from helpers.report.compare import name, regressions, shown, untested
+    from helpers.report.words.compare import name, regressions, shown, untested
 
     found: list[tuple[Exit, str]] = []
     empty = [side for side, c in cmp.counts.items() if not c["ok_runs"]]
@@ -97,7 +97,7 @@ def _summary(cmp, limit: float | None) -> list[str]:
     """What the terminal (a CI log) is told: the counts, the changes largest first, a warning for each configuration
     past ``limit`` (else ``WARN_AT``) on one run a side and for what could not be compared, what differs; every
     record's text ``shown``."""
-    from helpers.report.compare import CONFLICTED, FASTER, FEW, SLOWER, name, shown, untested
+    from helpers.report.words.compare import CONFLICTED, FASTER, FEW, SLOWER, name, shown, untested
 
     rows = cmp.rows
     lines = [f"compared {len(rows)} configuration(s) on both sides: {sum(r['verdict'] == SLOWER for r in rows)} "
@@ -123,9 +123,9 @@ def _summary(cmp, limit: float | None) -> list[str]:
 
 
 def compare_main(old: str, new: str, out: Path | None = None, fail_if_slower: str | None = None) -> int:
-    from helpers.report.compare import compare, shown, write_changes
-    from helpers.report.compare_page import page
-    from helpers.report.render import write_text_atomic
+    from helpers.report.publish.compare_page import page, write_changes
+    from helpers.report.publish.render import write_page
+    from helpers.report.words.compare import compare, shown
 
     try:
         limit = None if fail_if_slower is None else threshold(fail_if_slower)
@@ -143,7 +143,7 @@ def compare_main(old: str, new: str, out: Path | None = None, fail_if_slower: st
     written = None
     try:
         csv = write_changes(cmp, folder)
-        html = write_text_atomic(folder / "compare.html",
+        html = write_page(folder / "compare.html",
                                  page(cmp, [str(f) for f in sides["OLD"]], [str(f) for f in sides["NEW"]]))
     except OSError as exc:
         written = f"--compare: cannot write to {shown(folder)}: {shown(exc)}: exit {int(Exit.CANNOT_WRITE)}"

@@ -131,7 +131,7 @@ def run_grid(args, prep: Prepared) -> Exit:
                 claim, why = fleet.claim(p, done_statuses)
                 if claim is None:
                     counts["taken"] += 1
-                    from helpers.report.fmt import visible  # another runner's words, as a page shows them
+                    from helpers.report.load.visible import visible
 
                     log(f"{head}  not run here: {visible(str(why), line=True)}  {after()}")
                     continue

@@ -56,7 +56,7 @@ def render_in_process(folders: list[Path], out_html: Path, parameters: dict) -> 
     import matplotlib
     import nbformat
 
-    from helpers.report.render import render_html
+    from helpers.report.publish.render import render_html
 
     matplotlib.use("Agg")
     outputs: list[dict] = []
@@ -101,9 +101,9 @@ def render_light(folders: list[Path], out_html: Path, parameters: dict) -> Path:
     from markupsafe import escape
 
     from helpers import report
-    from helpers.report import sections
-    from helpers.report.inert import CSP
-    from helpers.report.render import banner_html, write_text_atomic
+    from helpers.report.publish import sections
+    from helpers.report.publish.inert import CSP
+    from helpers.report.publish.render import banner_html, write_page
 
     report.setup_plots()
     keys = ("prices_file", "published_file", "use_reference", "price_set")
@@ -119,7 +119,7 @@ def render_light(folders: list[Path], out_html: Path, parameters: dict) -> Path:
             + banner_html(parameters.get("banner", "")) + body
             + f"<p><i>The other sections ({escape(rest)}) come with the full report when the grid ends.</i></p>"
             + "</main></body></html>")
-    return write_text_atomic(Path(out_html), page)
+    return write_page(Path(out_html), page)
 
 
 class PartialPage:

@@ -67,8 +67,8 @@ def prepare(args) -> Prepared | Exit:
         shard = None if args.report_only else _shard.resolve(args.shard, args.shard_count)
     except _shard.ShardError as exc:
         return refuse([str(exc)])
-    from helpers.report.index import page_limit_s
-    from helpers.report.index_folder import check_pages_dir, index_limit_s
+    from helpers.report.publish.index import page_limit_s
+    from helpers.report.publish.index_folder import check_pages_dir, index_limit_s
     from helpers.runner.summary import report_dir
 
     try:  # the index's time bounds from the environment, the folder of its pages: refused now, not after the run

@@ -13,6 +13,8 @@ import statistics
 import threading
 import time
 
+from helpers.record import fields as F
+
 LIVE_AFTER_S = 60.0  # a point running longer than this prints its epoch lines as they come
 EPOCH_LINE = re.compile(r"^epoch \d+: ")  # what helpers.measure.timing prints per epoch
 
@@ -38,12 +40,12 @@ def time_left(seconds: float) -> str:
 def outcome(rec: dict) -> str:
     """What a point's progress line says of its record: its figures (an ok point), else the first line of its reason;
     ``HOST BUSY`` and by how much where another process ate its cores while it was timed. A record's words as the
-    page shows them (``fmt.visible``): no escape sequence, control character or carriage return reaches the terminal."""
+    page shows them (``visible``): no escape sequence, control character or carriage return reaches the terminal."""
     from helpers.measure.host_load import busy_text
-    from helpers.report.fmt import visible
+    from helpers.report.load.visible import visible
 
     tail = ""
-    if rec.get("status") == "ok" and rec.get("samples_per_s"):
+    if rec.get("status") == "ok" and rec.get(F.SAMPLES_PER_S):
         tail = (f"  first epoch {rec['first_epoch_s']:.2f}s, {rec['median_epoch_s']:.3f} s/epoch, "
                 f"{rec['samples_per_s']:.0f} samples/s ({rec.get('data_source')})")
     elif rec.get("reason"):
@@ -103,8 +105,8 @@ class LiveEpochs:
             if self.live:
                 self._flush()
 
-    def _flush(self) -> None:  # the kernel's words through ``fmt.visible``, as a page shows them: one line each
-        from helpers.report.fmt import visible
+    def _flush(self) -> None:  # the kernel's words through ``visible``, as a page shows them: one line each
+        from helpers.report.load.visible import visible
 
         if self.title is not None:
             self.log(visible(self.title, line=True))

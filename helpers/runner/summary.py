@@ -64,8 +64,8 @@ def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, l
     early: partial)."""
     t0 = time.perf_counter()
     out_dir = report_dir(args, out_root)
-    from helpers.report.fmt import visible
-    from helpers.report.index_folder import found_in
+    from helpers.report.load.visible import visible
+    from helpers.report.publish.index_folder import found_in
 
     def said(text) -> str:  # names from records and folders on the terminal as the page shows them: one line each
         return visible(str(text), line=True)
@@ -85,7 +85,7 @@ def report_after_run(args, out_root: Path, run_dir: Path, kernel: str, engine, l
         if cannot_write(exc):
             log(f"report not written: {said(cannot_write_message(out_dir, cannot_write(exc)))}")
             return Exit.CANNOT_WRITE
-        from helpers.report.failed import failure_text, mark_failed, previous_report
+        from helpers.report.publish.failed import failure_text, mark_failed, previous_report
 
         why = failure_text(exc, run_dir / "summary.ipynb")
         log(f"report failed: {said(why)}")

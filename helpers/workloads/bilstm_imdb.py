@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.data import loaders as _data
-from helpers.data.text_sets import _imdb, _imdb_val, _pad
+from helpers.data.text_sets import imdb_data, imdb_val, pad_reviews
 
 from ..params import Param
 from .imdb import IMDB_KNOBS, IMDB_NOTES, adam_bce
@@ -27,15 +27,15 @@ SCRIPTS = "minimaxir/keras-cntk-benchmark v2/test_files/"
 
 def _bilstm_loader(params: dict) -> _data.Dataset:
     num_words, maxlen = int(params["max_features"]), int(params["maxlen"])
-    split = _imdb(params)
+    split = imdb_data(params)
     n = len(split["x"]) if params.get("n_train") is None else min(params["n_train"], len(split["x"]))
     n_val = int(params["n_val"] or 0)
-    xv, yv = _imdb_val(split, params, n_val) if n_val else (None, None)
+    xv, yv = imdb_val(split, params, n_val) if n_val else (None, None)
     extra = {"dataset": "IMDb", "max_features": num_words, "maxlen": maxlen,
              "mean_words": round(float(np.mean([len(s) for s in split["x"][:n]])), 1) if n else 0.0,
              "padding": "pre (keras.utils.pad_sequences: long reviews keep their last words)"}
-    return _data.Dataset(_pad(split["x"][:n], maxlen), split["y"][:n].astype(np.float32),
-                         _pad(xv, maxlen) if n_val else None, yv.astype(np.float32) if n_val else None,
+    return _data.Dataset(pad_reviews(split["x"][:n], maxlen), split["y"][:n].astype(np.float32),
+                         pad_reviews(xv, maxlen) if n_val else None, yv.astype(np.float32) if n_val else None,
                          split["source"], split["detail"], 2, extra)
 
 

@@ -180,7 +180,7 @@ def _output_config(cfg: dict, name: str) -> dict | None:
     return node if isinstance(node, dict) and isinstance(node.get("config"), dict) else None
 
 
-def _compile(params: dict) -> dict:
+def compile_kwargs(params: dict) -> dict:
     import keras
 
     picked = choices(params, where="custom")
@@ -254,7 +254,7 @@ register(Workload(
     defaults={"batch_size": 32, "epochs": 3, "n_train": 2048, "n_val": 0, "data_path": "", "loss": "",
               "optimizer": "", "learning_rate": None, "import_modules": ""},  # model_path: no default (required)
     build=_build,
-    compile_args=_compile,
+    compile_args=compile_kwargs,
     load=_load,
     expected_params=None,  # the model's own count is the record's model_params
     extra_params=EXTRA,

@@ -82,7 +82,7 @@ EXTRA = {p.name: p for p in (
 
 # ---------------------------------------------------------------- the knobs against each other (no Keras)
 
-def _loss_name(loss) -> str | None:
+def saved_loss_name(loss) -> str | None:
     if isinstance(loss, str):
         name = loss
     elif isinstance(loss, dict):
@@ -113,7 +113,7 @@ def choices(params: dict, info: dict | None = None, where: str = "parameters") -
                             "compile config") + ": set "
                          + "; ".join(f"{k} (one of {', '.join(filter(None, LOSSES if k == 'loss' else OPTIMIZERS))})"
                                      for k in missing))
-    out["loss_name"] = _loss_name(out["loss"])
+    out["loss_name"] = saved_loss_name(out["loss"])
     if out["loss_name"] not in LOSS_KIND:
         known = ", ".join(c for c in LOSSES if c)
         raise ParamError(f"{where}: key 'loss' is empty and the saved loss {out['loss_name'] or out['loss']!r} is "

@@ -17,7 +17,7 @@ import functools
 import numpy as np
 
 from helpers.data import loaders as _data
-from helpers.data.text_sets import IMDB_TRAIN, _imdb, _imdb_split, _imdb_val, _pad
+from helpers.data.text_sets import IMDB_TRAIN, imdb_data, imdb_split, imdb_val, pad_reviews
 
 from ..params import Param
 from .imdb import IMDB_KNOBS, IMDB_NOTES, adam_bce
@@ -75,7 +75,7 @@ def add_ngrams(seqs: list, tables: list[np.ndarray], ngram_range: int, start_ind
 
 @functools.lru_cache(maxsize=2)
 def _fasttext_tables(source: str, num_words: int, n_corpus: int, seed: int, ngram_range: int, home: str):
-    split = _imdb_split(source, num_words, n_corpus, seed, home)
+    split = imdb_split(source, num_words, n_corpus, seed, home)
     tables = ngram_table(split["x"], ngram_range, num_words) if ngram_range > 1 else []
     # source: start_index = max_features + 1; max_features = max(n-gram id) + 1
     rows = num_words + 1 + sum(len(t) for t in tables) if tables else num_words
@@ -97,12 +97,12 @@ def embedding_rows(params: dict) -> int:
 
 def _fasttext_loader(params: dict) -> _data.Dataset:
     ngram_range, num_words, maxlen = int(params["ngram_range"]), int(params["max_features"]), int(params["maxlen"])
-    split = _imdb(params, ngrams=ngram_range > 1)
+    split = imdb_data(params, ngrams=ngram_range > 1)
     tables, rows = _fasttext_features(params)
     n = len(split["x"]) if params.get("n_train") is None else min(params["n_train"], len(split["x"]))
     xs, y = split["x"][:n], split["y"][:n]
     n_val = int(params["n_val"] or 0)
-    xv, yv = _imdb_val(split, params, n_val) if n_val else ([], None)
+    xv, yv = imdb_val(split, params, n_val) if n_val else ([], None)
     mean_words = float(np.mean([len(s) for s in xs])) if n else 0.0
     if tables:
         xs = add_ngrams(xs, tables, ngram_range, num_words + 1, num_words)
@@ -113,7 +113,7 @@ def _fasttext_loader(params: dict) -> _data.Dataset:
              "mean_words": round(mean_words, 1),
              "mean_tokens_with_ngrams": round(float(np.mean([len(s) for s in xs])), 1) if n else 0.0,
              "padding": "pre (keras.utils.pad_sequences: long reviews keep their last tokens)"}
-    return _data.Dataset(_pad(xs, maxlen), y.astype(np.float32), _pad(xv, maxlen) if n_val else None,
+    return _data.Dataset(pad_reviews(xs, maxlen), y.astype(np.float32), pad_reviews(xv, maxlen) if n_val else None,
                          yv.astype(np.float32) if n_val else None, split["source"], split["detail"], 2, extra)
 
 

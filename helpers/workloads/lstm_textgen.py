@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.data import loaders as _data
-from helpers.data.text_sets import _text, text_chars
+from helpers.data.text_sets import text_chars, textgen_data
 
 from ..params import Param
 from .lstm import _LSTM_KNOB, _lstm, describe_lstm
@@ -26,7 +26,7 @@ SCRIPTS = "minimaxir/keras-cntk-benchmark v2/test_files/"
 
 def _textgen_loader(params: dict) -> _data.Dataset:
     """The source's vectorisation: windows of ``maxlen`` characters every ``step``, one-hot (bool)."""
-    t = _text(params)
+    t = textgen_data(params)
     text, maxlen, step = t["text"], int(params["maxlen"]), int(params["step"])
     chars = text_chars(params)
     index = {c: i for i, c in enumerate(chars)}

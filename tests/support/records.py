@@ -8,7 +8,7 @@ from markupsafe import Markup
 from helpers import report
 from helpers.paths import PROJECT_ROOT
 from helpers.record.writer import write_atomic
-from helpers.report import sections
+from helpers.report.publish import sections
 
 REFERENCE = PROJECT_ROOT / "reference" / "h100" / "records"
 
