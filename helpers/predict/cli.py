@@ -1,4 +1,4 @@
-"""``./run_all.sh --predict my.keras --batch-size 256``: a model's predicted training speed on each GPU kind profiled
+"""``./run_all.sh predict my.keras --batch-size 256``: a model's predicted training speed on each GPU kind profiled
 (and the bundled reference's GPU), per backend, from the model alone, in seconds of CPU, running nothing else.
 
 The options are checked first (``--batch-size`` 1 to ``MAX_BATCH``, ``--samples`` 0 to ``MAX_SAMPLES``,

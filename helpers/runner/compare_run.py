@@ -1,4 +1,4 @@
-"""``./run_all.sh --compare OLD NEW [--fail-if-slower 10%] [--out DIR]``: what changed between two runs of the suite
+"""``./run_all.sh compare OLD NEW [--fail-if-slower 10%] [--out DIR]``: what changed between two runs of the suite
 (``helpers.report.words.compare``), written as ``compare.html`` and ``changes.csv``; the significant changes printed.
 
 Under ``--fail-if-slower`` every reason the gate cannot pass is printed (stderr), each with its status

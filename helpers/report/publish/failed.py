@@ -80,7 +80,7 @@ def mark_failed(out_html: Path, why: str) -> Path | None:
         page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{MARK}'
                 f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}"><title>Report failed</title></head>'
                 f"<body><h1>The report failed</h1><p>Rendering at {esc(when)} failed: <code>{esc(why)}</code></p>"
-                f"{link}<p>Fix the cause (or set the named record aside) and run <code>./run_all.sh --report-only"
+                f"{link}<p>Fix the cause (or set the named record aside) and run <code>./run_all.sh report"
                 "</code> again.</p></body></html>\n")
         return write_page(out_html, page)
     except OSError:

@@ -1,4 +1,4 @@
-"""What changed between two runs of the suite (``./run_all.sh --compare OLD NEW``): every configuration measured on
+"""What changed between two runs of the suite (``./run_all.sh compare OLD NEW``): every configuration measured on
 both sides, its samples/s on each, the ratio NEW ÷ OLD with its interval, and a verdict from the test of
 ``compare_stats`` (Welch's t on the runs' logs): *faster*, *slower*, *no difference shown*, or *not enough runs*.
 

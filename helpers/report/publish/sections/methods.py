@@ -44,7 +44,7 @@ def build(ctx) -> Section:
     s.marks_note()
     folders = ", ".join(shown_path(f) for f in ctx.folders) or "outputs/"
     s.note("<b>To reproduce.</b> <code>./run_all.sh</code> runs the default grid and writes this report; "
-           "<code>./run_all.sh --report-only --inputs {}</code> renders it again from these records. Every run is "
+           "<code>./run_all.sh report --inputs {}</code> renders it again from these records. Every run is "
            "a row of results.csv and every configuration a row of configurations.csv beside this page; the "
            "executed notebooks are linked from the <a href=\"index.html\">index</a>. The measurement protocol, "
            "the grid's knobs and each section are described in the project's docs/ folder.", folders)
