@@ -164,6 +164,7 @@ def test_a_catsdogs_pair_on_one_against_four_workers_is_named_so_in_the_verdict(
     from helpers import report
     from helpers.report.derive.pairs import all_pairs
     from helpers.report.publish import csvs, sections
+    from helpers.report.words import headline
 
     fp = {"host": "h1", "cpu_model": "Some CPU", "cpu_logical": 4, "gpu_names": ["NVIDIA H100 80GB HBM3"],
           "versions": {"keras": "3.15.1"}}
@@ -191,6 +192,6 @@ def test_a_catsdogs_pair_on_one_against_four_workers_is_named_so_in_the_verdict(
                use_reference=True)
     pairs = all_pairs(ref.costed)
     cats = pairs[pairs["workload"] == "catsdogs"]
-    assert len(cats) and all(report.headline.differs(r) == said for r in cats.to_dict("records"))
+    assert len(cats) and all(headline.differs(r) == said for r in cats.to_dict("records"))
     text = html.unescape(re.sub(r"<[^>]+>", " ", sections.build(sections.get("verdict"), ref)._repr_html_()))
     assert said in text

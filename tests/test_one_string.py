@@ -18,6 +18,7 @@ from support.records import _ctx, _rec
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
+from helpers.report.derive.best import best_over_best
 from helpers.report.derive.pairs import all_pairs
 from helpers.report.load.values import isnull
 from helpers.report.publish import sections
@@ -152,8 +153,8 @@ def test_one_string_per_figure_over_the_whole_page_and_its_readmes(name, tmp_pat
     for p in readmes:
         assert _mismatches(p.read_text(encoding="utf-8"), figures, ambiguous) == [], p.name
     # the verdict's figures are there, each as the report writes it
-    rows = report.best.best_over_best(ctx.costed) if hasattr(report, "best") else None
-    if rows is not None and len(rows):
+    rows = best_over_best(ctx.costed)
+    if len(rows):
         for r in rows.to_dict("records"):
             assert fmt.speedup_shown(r) in text, r["workload"]
             assert headline.sides(r).split(" → ")[0].split(" on ")[0] in text

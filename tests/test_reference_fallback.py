@@ -92,7 +92,7 @@ def test_the_default_grid_pairs_its_cpu_rows_with_the_reference():
 
     ref, _, _ = table.load_table([REFERENCE])
     ref = ref[(ref["status"] == "ok") & (ref["device"] == "gpu")]
-    have = set(reference._key(ref))
+    have = set(reference.match_key(ref))
     missing = []
     for p in grid.expand(PROJECT_ROOT / "params" / "quick.yaml"):
         if p["device"] != "cpu":
@@ -100,7 +100,7 @@ def test_the_default_grid_pairs_its_cpu_rows_with_the_reference():
         rec = _cpu_rec(0, workload=p["workload"], backend=p["backend"], batch=p["batch_size"])
         rec["params"] = {k: v for k, v in p.items() if not k.startswith("_") and k not in ("timeout_s", "repeats")}
         one = table.tidy([{**rec, "_path": "x.json"}])
-        if reference._key(one).iloc[0] not in have:
+        if reference.match_key(one).iloc[0] not in have:
             missing.append((p["workload"], p["backend"], p["batch_size"], json.dumps(one["knobs"].iloc[0])))
     assert missing == [], missing
 
