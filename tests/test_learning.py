@@ -63,7 +63,7 @@ def test_a_configuration_that_did_not_learn_is_marked_and_the_next_fastest_that_
     assert list(bad["learned"]) == ["no"] and "loss did not fall" in bad["learned_why"].iloc[0], bad["learned_why"]
     assert list(good["learned"]) == ["yes", "yes"], good["learned_why"]
     # the verdict: the fastest CPU configuration that learned, the one that did not named on the row with its reason
-    row = best.best_over_best(ctx.costed).set_index("workload").loc["mlp_mnist"]
+    row = learned.with_texts(best.best_over_best(ctx.costed)).set_index("workload").loc["mlp_mnist"]
     winner = good.sort_values("samples_per_s").iloc[-1]
     assert row["samples_per_s_cpu"] == pytest.approx(winner["samples_per_s"]) and row["learned_cpu"] == "yes"
     assert DIVERGES in row["not_learned"] and "loss did not fall" in row["not_learned"]

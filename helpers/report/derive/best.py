@@ -24,7 +24,6 @@ from helpers.record.reader import COPY
 from helpers.report.derive import aggregate, learning
 from helpers.report.load import columns as C
 from helpers.report.load.reference import is_reference
-from helpers.report.words import learned
 
 SAME = ["workload", "batch_size", "precision", "augment", "knobs", "data_source"]  # what makes it the same workload
 # the copy knob the reader gives each of a run's conflicting copies (record.reader.COPY): never what pairs
@@ -41,30 +40,27 @@ def _key(frame, cols):
     return frame[cols].apply(lambda col: col.map(str)).agg("|".join, axis=1)
 
 
-def _copies(ok, side) -> str:
-    """'' or, when ``side`` (a configuration) is one of a run's conflicting copies, every copy's samples/s with its
-    name: '1,200 (copy=a) or 950 (copy=b)'."""
-    from helpers.report.words.fmt import sps_shown
-
+def _copies(ok, side) -> list:
+    """[] or, when ``side`` (a configuration) is one of a run's conflicting copies, every copy as (its row, its
+    copy name or None for the original): ``words.learned.copies_text`` says them."""
     if f"{COPY}=" not in str(side["knobs"]):
-        return ""
+        return []
     twins = ok[(ok["_same"] == side["_same"]) & (ok["device"] == side["device"])
                & (ok["backend"] == side["backend"]) & (ok["_plain"] == side["_plain"])]
     names = [_COPY.search(str(k)) for k in twins["knobs"]]
-    return " or ".join(f"{sps_shown(t)} samples/s ({COPY}={m.group(1) if m else 'the original'})"
-                       for t, m in zip(twins.to_dict("records"), names))
+    return [(t, m.group(1) if m else None) for t, m in zip(twins.to_dict("records"), names)]
 
 
-def _passed_over(ok, side, device: str) -> str:
-    """'' or the configurations of ``side``'s workload setting (``_same``) and device that did not learn, fastest
-    first, each named with its reason and whether it was faster than the side taken: what the verdict left out."""
+def _passed_over(ok, side, device: str) -> list:
+    """[] or the configurations of ``side``'s workload setting (``_same``) and device that did not learn, fastest
+    first, each as (its row, the knobs common to its workload, whether it was faster than the side taken): what the
+    verdict left out (``words.learned.passed_over_text`` says them)."""
     if "learned" not in ok:
-        return ""
+        return []
     gone = ok[(ok["_same"] == side["_same"]) & (ok["device"] == device) & (ok["learned"] == learning.NO)]
     common = learning.common_knobs(ok.loc[ok["workload"] == side["workload"], "knobs"])
-    return "; ".join(f"{learned.name(r, common)}{', faster' if r['samples_per_s'] > side['samples_per_s'] else ''} "
-                     f"({r['learned_why']})"
-                     for r in gone.sort_values(C.SAMPLES_PER_S, ascending=False).to_dict("records"))
+    return [(r, common, r[C.SAMPLES_PER_S] > side[C.SAMPLES_PER_S])
+            for r in gone.sort_values(C.SAMPLES_PER_S, ascending=False).to_dict("records")]
 
 
 def _same(summ) -> list[str]:
@@ -104,12 +100,12 @@ def best_over_best(summ):
         row.update({f"{col}_cpu": c[col] for col in cpu.columns})
         row.update({f"{col}_gpu": g[col] for col in gpu.columns})
         row.update(machine=c["machine"], gpu_machine=g["machine"], backend=f"{c['backend']} → {g['backend']}",
-                   knobs=c["_plain"], copies="; ".join(f"{d} side: {t}" for d, t in
-                                                       (("CPU", _copies(ok, c.to_dict() | {"_same": k})),
-                                                        ("GPU", _copies(ok, g.to_dict() | {"_same": k}))) if t),
-                   not_learned="; ".join(f"{d} side: {t}" for d, t in
-                                         (("CPU", _passed_over(every, c.to_dict() | {"_same": k}, "cpu")),
-                                          ("GPU", _passed_over(every, g.to_dict() | {"_same": k}, "gpu"))) if t))
+                   knobs=c["_plain"],
+                   copy_runs=[(d, t) for d, t in (("CPU", _copies(ok, c.to_dict() | {"_same": k})),
+                                                  ("GPU", _copies(ok, g.to_dict() | {"_same": k}))) if t],
+                   passed_over=[(d, t) for d, t in
+                                (("CPU", _passed_over(every, c.to_dict() | {"_same": k}, "cpu")),
+                                 ("GPU", _passed_over(every, g.to_dict() | {"_same": k}, "gpu"))) if t])
         out.append(row)
     rows = pd.DataFrame(out)
     rows["data_source"] = rows["data_source_cpu"]
@@ -120,10 +116,11 @@ def did_not_learn(summ, best):
     """One row per workload setting (``SAME``) with configurations on both devices where every configuration of one
     side did not learn (``learning``), and so no verdict row (``best``: ``best_over_best(summ)``, as the report context
 holds it: ``Context.best``): ``workload``, ``side`` ('CPU', 'GPU' or 'CPU and
-    GPU'), ``configurations`` (each named with its reason), ``batch_size``, ``precision``. Empty when none."""
+    GPU'), ``gone`` (each configuration as (its row, its workload's common knobs): ``words.learned.configurations_text``
+    names them with their reasons), ``batch_size``, ``precision``. Empty when none."""
     import pandas as pd
 
-    cols = ["workload", "side", "configurations", "batch_size", "precision"]
+    cols = ["workload", "side", "gone", "batch_size", "precision"]
     if summ is None or not len(summ) or "learned" not in summ:
         return pd.DataFrame(columns=cols)
     ok = summ[summ[C.SAMPLES_PER_S].notna() & summ["device"].isin(["cpu", "gpu"])].copy()
@@ -142,8 +139,7 @@ holds it: ``Context.best``): ``workload``, ``side`` ('CPU', 'GPU' or 'CPU and
         gone = g[g["device"].isin(bad)].sort_values(C.SAMPLES_PER_S, ascending=False)
         common = learning.common_knobs(ok.loc[ok["workload"] == g["workload"].iloc[0], "knobs"])
         out.append({"workload": g["workload"].iloc[0], "side": " and ".join(d.upper() for d in bad),
-                    "configurations": "; ".join(f"{learned.name(r, common)} ({r['learned_why']})"
-                                                for r in gone.to_dict("records")),
+                    "gone": [(r, common) for r in gone.to_dict("records")],
                     "batch_size": g["batch_size"].iloc[0], "precision": g["precision"].iloc[0]})
     return pd.DataFrame(out, columns=cols).drop_duplicates("workload").reset_index(drop=True)
 

@@ -28,6 +28,7 @@ from helpers.report.load.visible import shown_path, visible
 from helpers.report.publish.render import write_page
 from helpers.report.words.fmt import BUSY, NOT_LEARNED, marks, row_marks, speedup_shown, sps_shown
 from helpers.report.words.headline import sides
+from helpers.report.words.learned import configurations_text, with_texts
 from helpers.report.words.marks import HOST_BUSY, busy_sides
 
 RESULTS = "results.csv"
@@ -101,7 +102,7 @@ def verdict_frame(ctx):
     again, the epoch it does."""
     import pandas as pd
 
-    rows = ctx.best
+    rows = with_texts(ctx.best)
     if not len(rows):
         return pd.concat([unlearned_rows(ctx.not_learned), predicted_rows(ctx)], ignore_index=True)[VERDICT_COLUMNS]
     rows = breakeven.add(rows, breakeven.planned(ctx.records))
@@ -147,8 +148,8 @@ def unlearned_rows(d):
         "gpu_precision": d["precision"], "speedup_shown": [f"did not learn ({s} side)" for s in d["side"]],
         "cpu_learned": ["no" if "CPU" in s else "" for s in d["side"]],
         "gpu_learned": ["no" if "GPU" in s else "" for s in d["side"]],
-        "marks": NOT_LEARNED, "figure": "measured", "not_learned_left_out": d["configurations"]}).reindex(
-        columns=VERDICT_COLUMNS)
+        "marks": NOT_LEARNED, "figure": "measured",
+        "not_learned_left_out": [configurations_text(g) for g in d["gone"]]}).reindex(columns=VERDICT_COLUMNS)
 
 
 def _busy_side(r) -> str:

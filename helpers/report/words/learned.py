@@ -26,6 +26,37 @@ def name(r, common=frozenset()) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def passed_over_text(sides) -> str:
+    """A verdict row's ``passed_over`` (``best.best_over_best``: per side, the configurations that did not learn) in
+    words: 'CPU side: JAX on the CPU, b128, learning_rate=1000, faster (loss did not fall)'; '' when none."""
+    return "; ".join(f"{d} side: " + "; ".join(f"{name(r, common)}{', faster' if faster else ''} ({r['learned_why']})"
+                                               for r, common, faster in gone) for d, gone in (sides or []))
+
+
+def configurations_text(gone) -> str:
+    """A ``best.did_not_learn`` row's ``gone`` in words: each configuration named with its reason."""
+    return "; ".join(f"{name(r, common)} ({r['learned_why']})" for r, common in (gone or []))
+
+
+def copies_text(sides) -> str:
+    """A verdict row's ``copy_runs`` (``best.best_over_best``: per side, a run's conflicting copies) in words:
+    'GPU side: 1,200 samples/s (copy=a) or 950 samples/s (copy=the original)'; '' when none."""
+    from helpers.record.reader import COPY
+    from helpers.report.words.fmt import sps_shown
+
+    return "; ".join(f"{d} side: " + " or ".join(f"{sps_shown(t)} samples/s ({COPY}={n if n else 'the original'})"
+                                                for t, n in copies) for d, copies in (sides or []))
+
+
+def with_texts(best):
+    """The verdict's rows (``Context.best``) with their words: ``copies`` and ``not_learned`` ('' when none)."""
+    out = best.copy()
+    if len(out):
+        out["copies"] = [copies_text(v) for v in out["copy_runs"]]
+        out["not_learned"] = [passed_over_text(v) for v in out["passed_over"]]
+    return out
+
+
 def not_learned(summ) -> list[str]:
     """Every configuration of ``summ`` that did not learn, named with its workload: 'catsdogs: JAX on the GPU, b32'."""
     if summ is None or not len(summ) or "learned" not in summ:

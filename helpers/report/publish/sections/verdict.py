@@ -29,6 +29,7 @@ from helpers.report.words.fmt import (
     sps_shown,
 )
 from helpers.report.words.labels import PRECISION_SHORT
+from helpers.report.words.learned import configurations_text, with_texts
 from helpers.report.words.marks import busy_sides
 from helpers.report.words.style import PALETTE, backend_short, key_handles, scatter_look
 
@@ -199,7 +200,7 @@ def learning_notes(s: Section, rows, dnl) -> None:
     if dnl is not None and len(dnl):
         s.html('<ul class="cgb-verdict">' + "".join(
             f"<li>{esc(r['workload'])}: did not learn on the {esc(r['side'])} side {NOT_LEARNED}, so no speedup: "
-            f"{esc(r['configurations'])}.</li>" for r in dnl.to_dict("records")) + "</ul>")
+            f"{esc(configurations_text(r['gone']))}.</li>" for r in dnl.to_dict("records")) + "</ul>")
     left = [f"{r['workload']}: {r['not_learned']}" for r in rows.to_dict("records") if r.get("not_learned")] \
         if rows is not None and len(rows) else []
     if left:
@@ -215,7 +216,7 @@ def build(ctx) -> Section:
     s = Section.of(__name__)
     comp = hl.compared(ctx.df, here=ctx.here)  # "this machine": runs of this host's outputs folder only
     s.found("{} " + hl.LINKS, hl.compared_text(comp))
-    rows = ctx.best
+    rows = with_texts(ctx.best)
     if not len(rows) and leads(ctx):  # no CPU run, several GPU counts: the scaling section leads instead
         return Section.absent(__name__, "no CPU run in these records, so no CPU/GPU speedup; what they answer, how "
                                         "samples/s grow with the number of GPUs, is the first section.")
