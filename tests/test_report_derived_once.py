@@ -36,18 +36,23 @@ def _records():
     return out
 
 
-def test_a_report_computes_the_best_over_best_table_once(tmp_path, monkeypatch):
+def _counted(monkeypatch, module, name: str, tmp_path):
+    """Render a small report (every section) with ``module.name`` counting its calls: (calls, context, page)."""
     calls = []
-    real = best.best_over_best
+    real = getattr(module, name)
 
     def counted(summ):
         calls.append(1)
         return real(summ)
 
-    monkeypatch.setattr(best, "best_over_best", counted)
+    monkeypatch.setattr(module, name, counted)
     report.setup_plots()
     ctx = _ctx(tmp_path / "records", _records())
-    html = "".join(s._repr_html_() for s in sections.build_all(ctx))
+    return calls, ctx, "".join(s._repr_html_() for s in sections.build_all(ctx))
+
+
+def test_a_report_computes_the_best_over_best_table_once(tmp_path, monkeypatch):
+    calls, ctx, html = _counted(monkeypatch, best, "best_over_best", tmp_path)
     paths = csvs.write_csvs(ctx, tmp_path / "out")
     assert len(calls) == 1
     assert len(ctx.best) == 1 and "cnn_cifar10" in html  # the table the page and the CSV were drawn from
@@ -55,17 +60,7 @@ def test_a_report_computes_the_best_over_best_table_once(tmp_path, monkeypatch):
 
 
 def test_a_report_computes_the_matched_pairs_once(tmp_path, monkeypatch):
-    calls = []
-    real = context.all_pairs
-
-    def counted(summ):
-        calls.append(1)
-        return real(summ)
-
-    monkeypatch.setattr(context, "all_pairs", counted)
-    report.setup_plots()
-    ctx = _ctx(tmp_path / "records", _records())
-    html = "".join(s._repr_html_() for s in sections.build_all(ctx))
+    calls, ctx, html = _counted(monkeypatch, context, "all_pairs", tmp_path)
     assert len(calls) == 1
     assert len(ctx.pairs) and "matched pair" in html  # the speedup section drew them
 
