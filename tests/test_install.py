@@ -93,7 +93,7 @@ def test_install_without_e_runs_from_outside_the_checkout(tmp_path):
     assert suite == {p.relative_to(src).as_posix() for g in SHIPPED for p in src.glob(g)}
     assert {"params/quick.yaml", "params/prices.yaml", "notebooks/summary.ipynb", "data/published_figures.csv"} <= suite
     assert any(f.startswith("reference/h100/records/") for f in suite)
-    assert {"report/templates/inert/index.html.j2", "report/templates/inert/conf.json"} <= shipped
+    assert {"report/publish/templates/inert/index.html.j2", "report/publish/templates/inert/conf.json"} <= shipped
     before = _files(target)
 
     # the installed copy is the one imported, its resources and its outputs are not the checkout's
