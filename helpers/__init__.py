@@ -19,4 +19,13 @@ docs/architecture.md is the map):
     runner/      the command line: plan, claims and shards, starting and watching kernels and processes
 """
 
+import sys as _sys
+
 __version__ = "0.1.0"
+
+# jsonschema, which every process reading a notebook imports (nbformat: the runner, the report, nbconvert), imports
+# rfc3987_syntax where it is installed (jupyter-events pulls it in) to check the "iri" string formats, and that
+# module builds a Lark grammar as it is imported: 2.7 s of CPU in each such process, for formats no notebook schema
+# uses. Marked absent for this process (where nothing imported it yet), jsonschema leaves those two checks out.
+_sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+

@@ -121,6 +121,10 @@ def limit_figures(point) -> dict:
 
     rec, p = point.record, point.params
     out = {"steps_per_execution": p.get("steps_per_execution", 1)}
+    if point.model is None:  # nothing to count: no framework imported to find that out (Keras alone is seconds)
+        why = "no model: the point set none (Point.model)"
+        return {**out, "flops_per_sample": None, "mfu": None, "mfu_reason": f"FLOPs not counted: {why}",
+                "model_shape_reason": f"not read: {why}", "model_layers_reason": f"not read: {why}"}
     try:
         c = _flops.analytic(point.model)
         fp = rec.get("fingerprint") or {}

@@ -11,6 +11,7 @@ every kernel it starts (its IPython profile folder, the host calibration, the GP
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -34,14 +35,12 @@ def install_kernelspec(root: Path) -> str:
     paths = [str(root)] + [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
     # nbconvert's templates live in <prefix>/share/jupyter; with `pip install --target DIR` (images
     # whose Python is used as it is) that prefix is DIR, which Jupyter does not search by itself
-    try:
-        import nbconvert
-
-        share = Path(nbconvert.__file__).resolve().parents[1] / "share" / "jupyter"
+    # (found, not imported: nbconvert's import is a second of CPU the runner needs only to render the report)
+    spec = importlib.util.find_spec("nbconvert")
+    if spec is not None and spec.origin:
+        share = Path(spec.origin).resolve().parents[1] / "share" / "jupyter"
         if share.is_dir():
             paths.append(str(share))
-    except ImportError:
-        pass
     os.environ["JUPYTER_PATH"] = os.pathsep.join(paths)
     # the kernel imports the same `helpers` as this process: the checkout's, or the installed copy's
     pp = [str(CODE_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]

@@ -1,5 +1,5 @@
-"""One chart style for the whole report: seaborn's theme, the palette and marks of ``style`` (one colour per
-backend, one mark per device), faceted bar charts, inline SVG.
+"""One chart style for the whole report: seaborn's theme (written out), the palette and marks of ``style`` (one
+colour per backend, one mark per device), faceted bar charts, inline SVG.
 
     plt = setup_plots()
     fig = bar_facets(summ, "samples_per_s", labels, lo="sps_q1", hi="sps_q3", xlabel="samples/s", log=True)
@@ -27,12 +27,36 @@ DPI = 90  # the figures' dots per inch: a 12-inch chart is 1,080 px, shown at it
 MIN_FONT_PT = 8.0  # no text of a chart is smaller: 8 pt at 90 dpi is 10 px, readable at 100% zoom
 
 
-def setup_plots():
-    """Matplotlib defaults for the report: seaborn's theme, no math parsing of record text, compact."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+# seaborn's theme as ``seaborn.set_theme(style="whitegrid", context="notebook", font_scale=0.8)`` sets it (its
+# "deep" palette, its grid and its font sizes), written out: importing seaborn (and scipy.stats with it) took
+# 1.5 s of every process that renders a report, for these values. tests/test_charts_theme.py holds them to
+# seaborn's own.
+_DEEP = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+THEME = {
+    "axes.axisbelow": True, "axes.edgecolor": ".8", "axes.grid": True, "axes.labelcolor": ".15",
+    "axes.labelsize": 9.600000000000001, "axes.linewidth": 1.25, "axes.titlesize": 9.600000000000001,
+    "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans", "sans-serif"],
+    "font.size": 9.600000000000001, "grid.color": ".8", "grid.linewidth": 1.0, "legend.fontsize": 8.8,
+    "legend.title_fontsize": 9.600000000000001, "lines.solid_capstyle": "round", "patch.edgecolor": "w",
+    "patch.force_edgecolor": True, "text.color": ".15", "xtick.bottom": False, "xtick.color": ".15",
+    "xtick.labelsize": 8.8, "xtick.major.size": 6.0, "xtick.major.width": 1.25, "xtick.minor.size": 4.0,
+    "xtick.minor.width": 1.0, "ytick.color": ".15", "ytick.labelsize": 8.8, "ytick.left": False,
+    "ytick.major.size": 6.0, "ytick.major.width": 1.25, "ytick.minor.size": 4.0, "ytick.minor.width": 1.0,
+}
 
-    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.8)
+
+def setup_plots():
+    """Matplotlib defaults for the report: seaborn's theme (``THEME``), no math parsing of record text, compact."""
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+    from cycler import cycler
+
+    mpl.rcParams.update({**THEME, "axes.prop_cycle": cycler(color=[mpl.colors.to_rgb(c) for c in _DEEP])})
+    # and, as set_theme does (seaborn.set_color_codes("deep")), the one-letter colours mean the palette's: "k" is a
+    # dark grey (#1a1a1a), "b" the palette's blue ...
+    for code, c in zip("bgrmyck", (*(_DEEP[i] for i in (0, 2, 3, 4, 8, 9)), (0.1, 0.1, 0.1))):
+        mpl.colors.colorConverter.colors[code] = mpl.colors.to_rgb(c)
+    mpl.colors.colorConverter.cache.clear()
     # axes.titley: the title at the axes' top, as matplotlib places it when nothing is drawn above an axes (no chart
     # here has ticks on top), without matplotlib measuring every axes of a figure for each title (a tenth of a
     # report's drawing time; the same SVG)
