@@ -24,7 +24,7 @@ def test_the_points_mfu_counts_forward_and_backward_and_rises_with_throughput(mo
     monkeypatch.setattr(flops_analytic, "analytic", lambda model: FASTTEXT)
     out = {}
     for batch, sps in RUNS:
-        point = SimpleNamespace(model=None, params={"batch_size": batch, "precision": "float32"},
+        point = SimpleNamespace(model="a model (the count is faked)", params={"batch_size": batch, "precision": "float32"},
                                 dist=SimpleNamespace(gpus=1, hosts=1),
                                 record={"samples_per_s": sps, "device_used": "cpu",
                                         "fingerprint": {"calibration": CAL}})
@@ -62,3 +62,13 @@ def test_the_report_mfu_rises_with_throughput_for_records_counted_either_way(tmp
     assert s["optimizer_flops_per_step"].tolist() == pytest.approx([66372201 * 12] * 2)
     conf = csvs.configurations_frame(ctx.costed)
     assert {"model_flop_per_sample", "optimizer_flop_per_step", "mfu_fraction"} <= set(conf.columns)
+
+
+def test_a_point_without_a_model_counts_nothing_and_says_so(monkeypatch):
+    """A notebook that set no model (``Point.model`` None) gets its reasons, and no count is tried."""
+    monkeypatch.setattr(flops_analytic, "analytic", lambda model: pytest.fail("counted a model that is not there"))
+    point = SimpleNamespace(model=None, params={"batch_size": 32}, dist=SimpleNamespace(gpus=1, hosts=1),
+                            record={"samples_per_s": 10.0})
+    out = record_figures.limit_figures(point)
+    assert out["flops_per_sample"] is None and out["mfu"] is None
+    assert all("no model" in out[k] for k in ("mfu_reason", "model_shape_reason", "model_layers_reason"))
