@@ -24,7 +24,8 @@ def test_the_points_mfu_counts_forward_and_backward_and_rises_with_throughput(mo
     monkeypatch.setattr(flops_analytic, "analytic", lambda model: FASTTEXT)
     out = {}
     for batch, sps in RUNS:
-        point = SimpleNamespace(model="a model (the count is faked)", params={"batch_size": batch, "precision": "float32"},
+        point = SimpleNamespace(model="a model (its count faked)", params={"batch_size": batch,
+                                                                            "precision": "float32"},
                                 dist=SimpleNamespace(gpus=1, hosts=1),
                                 record={"samples_per_s": sps, "device_used": "cpu",
                                         "fingerprint": {"calibration": CAL}})
