@@ -110,11 +110,13 @@ def _keys(df) -> list[tuple]:
     return list(zip(*cols, knobs))
 
 
-def runs_by_configuration(df) -> dict[tuple, dict]:
+def runs_by_configuration(df, keep_busy=frozenset()) -> dict[tuple, dict]:
     """Per configuration (``KEY``): its run figures (``aggregate.run_figures``: samples per epoch ÷ the run's median
     steady epoch, else its own samples/s) and machines, from its runs of the current protocol where it has any
     (``protocol.current_protocol``), as the report's figures take them; ``copies``: whether the reader found
-    conflicting copies of one of its runs. One pass over the rows (no pandas group a configuration)."""
+    conflicting copies of one of its runs; ``busy_out``: its host-busy runs left out (two quiet ones remained),
+    ``busy_in``: those kept (fewer quiet ones). The configurations in ``keep_busy`` keep every host-busy run (see
+    ``compare``). One pass over the rows (no pandas group a configuration)."""
     import numpy as np
 
     from helpers.record.upgrade import EARLIER
@@ -142,11 +144,14 @@ def runs_by_configuration(df) -> dict[tuple, dict]:
         if e.any() and not e.all():  # the current protocol's runs only, where it has any
             idx = [i for i, x in zip(idx, e) if not x]
         b = busy[idx]
-        if b.any() and (~b).sum() >= 2:  # host-busy runs left out while two quiet ones exist (protocol.quiet_host's
-            idx = [i for i, x in zip(idx, b) if not x]  # rule, but a side keeps a between-run spread to be tested on)
+        busy_out = 0
+        if b.any() and (~b).sum() >= 2 and k not in keep_busy:  # host-busy runs left out while two quiet ones exist
+            busy_out = int(b.sum())  # (protocol.quiet_host's rule, but a side keeps a between-run spread to test on)
+            idx = [i for i, x in zip(idx, b) if not x]
         idx = [i for i in idx if math.isfinite(fig[i]) and fig[i] > 0]
         if idx:
             out[k] = {"runs": fig[idx].tolist(), "copies": any(copies[i] for i in idx),
+                      "busy_out": busy_out, "busy_in": int(busy[idx].sum()),
                       "machines": sorted({machines[i] for i in idx}),
                       "learned": learning.of_runs(learned[i] for i in idx),
                       **side_figure(fig[idx].tolist(), window[idx], least[idx], bool(busy[idx].all()))}
@@ -185,6 +190,13 @@ def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Compari
     old_df, n_old, conflicts_old, bad_old = _side(old_folders)
     new_df, n_new, conflicts_new, bad_new = _side(new_folders)
     old, new = runs_by_configuration(old_df), runs_by_configuration(new_df)
+    # host-busy runs are left out of both sides of a configuration or of neither: one side's busy runs kept (too few
+    # quiet ones) against the other's left out would compare a loaded machine with a quiet one, and call the load
+    # a change of the code
+    mixed = frozenset(k for k in set(old) & set(new) if (old[k]["busy_in"] and new[k]["busy_out"])
+                      or (new[k]["busy_in"] and old[k]["busy_out"]))
+    if mixed:
+        old, new = runs_by_configuration(old_df, mixed), runs_by_configuration(new_df, mixed)
     cmp = Comparison(differences=differences(old_df, new_df), skipped=[*bad_old, *bad_new])
     for side, n, words, bad, runs in (("OLD", n_old, conflicts_old, bad_old, old),
                                       ("NEW", n_new, conflicts_new, bad_new, new)):
