@@ -114,8 +114,8 @@ def test_host_busy_runs_carry_their_mark_on_the_comparison(tmp_path):
 def test_host_busy_runs_are_left_out_of_both_sides_of_a_configuration_or_of_neither(tmp_path):
     """OLD ran on a loaded machine throughout (every run host-busy: none can be left out); NEW's first two runs met
     the load too, its last two did not. Leaving NEW's busy runs out alone would set a quiet machine against a loaded
-    one and call the load faster code: both sides keep their busy runs. Where both sides have two quiet runs, both
-    leave their busy ones out."""
+    one and call the load faster code: both sides keep their busy runs. Two quiet runs a side would leave the test no
+    power (one degree of freedom): kept too. Where both sides have three quiet runs, both leave their busy ones out."""
     slow, fast = [600.0, 610.0, 590.0, 605.0], [1000.0, 1010.0]
     old = _folder(tmp_path / "old", _runs("old", slow, host_busy=True))
     new = _folder(tmp_path / "new", _runs("new", slow[:2], host="h2", host_busy=True)
@@ -124,7 +124,13 @@ def test_host_busy_runs_are_left_out_of_both_sides_of_a_configuration_or_of_neit
     assert (r["old_runs"], r["new_runs"]) == (4, 4) and r["verdict"] != C.FASTER, r
     both = _folder(tmp_path / "both", _runs("both", slow[:2], host_busy=True) + _runs("both-quiet", [1005.0, 995.0]))
     (r,) = C.compare([both], [new]).rows
-    assert (r["old_runs"], r["new_runs"]) == (2, 2) and r["verdict"] == C.NONE, r
+    assert (r["old_runs"], r["new_runs"]) == (4, 4), r  # two quiet a side: kept
+    three = _folder(tmp_path / "three", _runs("three", slow[:2], host_busy=True)
+                    + _runs("three-quiet", [1005.0, 995.0, 1000.0]))
+    newer = _folder(tmp_path / "newer", _runs("newer", slow[:1], host="h2", host_busy=True)
+                    + _runs("newer-quiet", [*fast, 1002.0], host="h2"))
+    (r,) = C.compare([three], [newer]).rows
+    assert (r["old_runs"], r["new_runs"]) == (3, 3) and r["verdict"] == C.NONE, r
 
 
 def test_a_catsdogs_pair_on_other_input_workers_is_not_paired_and_the_knob_is_named(tmp_path):

@@ -184,17 +184,27 @@ def _side(folders) -> tuple:
     return df[[c for c in _USED if c in df.columns]].copy(), len(records), conflicts, skipped
 
 
+MIN_QUIET = 3  # runs a side a comparison keeps when it leaves host-busy runs out
+
+
+def _keeps_busy(o: dict, n: dict) -> bool:
+    """Whether both sides of one configuration keep their host-busy runs (``runs_by_configuration``'s ``busy_in``,
+    ``busy_out``): they are left out of both sides or of neither. One side's kept (too few quiet ones) against the
+    other's left out would set a loaded machine against a quiet one and call the load a change of the code; and
+    leaving a side two runs leaves Welch's test at 99% one degree of freedom, under which nothing short of a ~60x
+    change is shown: busy runs are left out only where each side keeps ``MIN_QUIET``."""
+    if not (o["busy_out"] or n["busy_out"]):
+        return False
+    return bool(o["busy_in"] or n["busy_in"]) or min(len(o["runs"]), len(n["runs"])) < MIN_QUIET
+
+
 def compare(old_folders, new_folders, confidence: float = CONFIDENCE) -> Comparison:
     """Both sides read as the report reads records; every configuration on both compared (one that cannot be is
     dropped, with its error's name, never the whole comparison)."""
     old_df, n_old, conflicts_old, bad_old = _side(old_folders)
     new_df, n_new, conflicts_new, bad_new = _side(new_folders)
     old, new = runs_by_configuration(old_df), runs_by_configuration(new_df)
-    # host-busy runs are left out of both sides of a configuration or of neither: one side's busy runs kept (too few
-    # quiet ones) against the other's left out would compare a loaded machine with a quiet one, and call the load
-    # a change of the code
-    mixed = frozenset(k for k in set(old) & set(new) if (old[k]["busy_in"] and new[k]["busy_out"])
-                      or (new[k]["busy_in"] and old[k]["busy_out"]))
+    mixed = frozenset(k for k in set(old) & set(new) if _keeps_busy(old[k], new[k]))
     if mixed:
         old, new = runs_by_configuration(old_df, mixed), runs_by_configuration(new_df, mixed)
     cmp = Comparison(differences=differences(old_df, new_df), skipped=[*bad_old, *bad_new])
