@@ -110,13 +110,16 @@ def _keys(df) -> list[tuple]:
     return list(zip(*cols, knobs))
 
 
+MIN_QUIET = 3  # runs a side a comparison keeps when it leaves host-busy runs out
+
+
 def runs_by_configuration(df, keep_busy=frozenset()) -> dict[tuple, dict]:
     """Per configuration (``KEY``): its run figures (``aggregate.run_figures``: samples per epoch ÷ the run's median
     steady epoch, else its own samples/s) and machines, from its runs of the current protocol where it has any
     (``protocol.current_protocol``), as the report's figures take them; ``copies``: whether the reader found
-    conflicting copies of one of its runs; ``busy_out``: its host-busy runs left out (two quiet ones remained),
-    ``busy_in``: those kept (fewer quiet ones). The configurations in ``keep_busy`` keep every host-busy run (see
-    ``compare``). One pass over the rows (no pandas group a configuration)."""
+    conflicting copies of one of its runs; ``busy_out``: its host-busy runs left out (``MIN_QUIET`` quiet ones
+    remained), ``busy_in``: those kept (fewer quiet ones). The configurations in ``keep_busy`` keep every host-busy
+    run (see ``compare``). One pass over the rows (no pandas group a configuration)."""
     import numpy as np
 
     from helpers.record.upgrade import EARLIER
@@ -145,8 +148,8 @@ def runs_by_configuration(df, keep_busy=frozenset()) -> dict[tuple, dict]:
             idx = [i for i, x in zip(idx, e) if not x]
         b = busy[idx]
         busy_out = 0
-        if b.any() and (~b).sum() >= 2 and k not in keep_busy:  # host-busy runs left out while two quiet ones exist
-            busy_out = int(b.sum())  # (protocol.quiet_host's rule, but a side keeps a between-run spread to test on)
+        if b.any() and (~b).sum() >= MIN_QUIET and k not in keep_busy:  # host-busy runs left out where enough quiet
+            busy_out = int(b.sum())  # ones remain for a test (``_keeps_busy``: both sides of a configuration or none)
             idx = [i for i, x in zip(idx, b) if not x]
         idx = [i for i in idx if math.isfinite(fig[i]) and fig[i] > 0]
         if idx:
@@ -182,9 +185,6 @@ def _side(folders) -> tuple:
     df, records, skipped = comparison_side(folders)
     conflicts = [shown(r["_conflict"]) for r in records if r.get("_conflict")]
     return df[[c for c in _USED if c in df.columns]].copy(), len(records), conflicts, skipped
-
-
-MIN_QUIET = 3  # runs a side a comparison keeps when it leaves host-busy runs out
 
 
 def _keeps_busy(o: dict, n: dict) -> bool:
