@@ -32,15 +32,16 @@ MIN_FONT_PT = 8.0  # no text of a chart is smaller: 8 pt at 90 dpi is 10 px, rea
 # 1.5 s of every process that renders a report, for these values. tests/test_charts_theme.py holds them to
 # seaborn's own.
 _DEEP = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+_SCALE = 0.8  # font_scale, on the notebook context's sizes: 12 pt (labels, titles, text) and 11 pt (ticks, legends)
 THEME = {
     "axes.axisbelow": True, "axes.edgecolor": ".8", "axes.grid": True, "axes.labelcolor": ".15",
-    "axes.labelsize": 9.600000000000001, "axes.linewidth": 1.25, "axes.titlesize": 9.600000000000001,
+    "axes.labelsize": 12 * _SCALE, "axes.linewidth": 1.25, "axes.titlesize": 12 * _SCALE,
     "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans", "sans-serif"],
-    "font.size": 9.600000000000001, "grid.color": ".8", "grid.linewidth": 1.0, "legend.fontsize": 8.8,
-    "legend.title_fontsize": 9.600000000000001, "lines.solid_capstyle": "round", "patch.edgecolor": "w",
+    "font.size": 12 * _SCALE, "grid.color": ".8", "grid.linewidth": 1.0, "legend.fontsize": 11 * _SCALE,
+    "legend.title_fontsize": 12 * _SCALE, "lines.solid_capstyle": "round", "patch.edgecolor": "w",
     "patch.force_edgecolor": True, "text.color": ".15", "xtick.bottom": False, "xtick.color": ".15",
-    "xtick.labelsize": 8.8, "xtick.major.size": 6.0, "xtick.major.width": 1.25, "xtick.minor.size": 4.0,
-    "xtick.minor.width": 1.0, "ytick.color": ".15", "ytick.labelsize": 8.8, "ytick.left": False,
+    "xtick.labelsize": 11 * _SCALE, "xtick.major.size": 6.0, "xtick.major.width": 1.25, "xtick.minor.size": 4.0,
+    "xtick.minor.width": 1.0, "ytick.color": ".15", "ytick.labelsize": 11 * _SCALE, "ytick.left": False,
     "ytick.major.size": 6.0, "ytick.major.width": 1.25, "ytick.minor.size": 4.0, "ytick.minor.width": 1.0,
 }
 
