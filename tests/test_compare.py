@@ -107,6 +107,7 @@ GRID = ("defaults:\n  device: cpu\n  backend: torch\n  data_source: synthetic\n 
         "  threads: 1\npoints:\n{points}")
 POINT = "  - workload: mlp_mnist\n    batch_size: {}\n    n_train: 4096\n    repeats: {}\n"  # an epoch ~0.4 s, 1 thread
 SLOWED, KEPT = 1024, 512  # batch sizes: the configuration whose step the second run slows, the one it leaves
+MORE_RUNS = 8  # runs a side the test goes on to where the comparison asks for more (a loaded machine)
 
 
 def _run(tmp_path, side: str, repeats: dict[int, int], slowed: bool) -> None:
@@ -145,15 +146,25 @@ def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
         _run(tmp_path, "new", {SLOWED: slowed}, slowed=True)
         _run(tmp_path, "new", {KEPT: kept}, slowed=False)
     out = tmp_path / "cmp"
-    code = main(["--compare", str(tmp_path / "old"), str(tmp_path / "new"), "--out", str(out), "--fail-if-slower",
-                 "20%"])
+    args = ["--compare", str(tmp_path / "old"), str(tmp_path / "new"), "--out", str(out), "--fail-if-slower", "20%"]
+    code = main(args)
     rows = {int(r["batch_size"]): r for r in csv.DictReader((out / C.CHANGES).open())}
+    # as a user would: where the runs show no difference yet and the comparison says how many runs a side would, at
+    # most MORE_RUNS, take them (the suite's other tests load these cores: 4 runs a side once gave p = 0.0101 at a
+    # ratio of 0.49, one run's spread too wide for Welch's test at three degrees of freedom)
+    need = rows[SLOWED]["runs_needed_a_side"]
+    if rows[SLOWED]["verdict"] == C.NONE and need and int(float(need)) <= MORE_RUNS:
+        more = max(int(float(need)), 5)
+        _run(tmp_path, "old", {SLOWED: more}, slowed=False)
+        _run(tmp_path, "new", {SLOWED: more}, slowed=True)
+        code = main(args)
+        rows = {int(r["batch_size"]): r for r in csv.DictReader((out / C.CHANGES).open())}
     slowed, kept = rows[SLOWED], rows[KEPT]
     assert slowed["verdict"] == C.SLOWER and float(slowed["ratio"]) < 0.75, slowed
     assert float(slowed["p_value"]) < 1 - C.CONFIDENCE and slowed["confidence"], slowed
     assert kept["verdict"] == C.NONE, kept
     # host-busy runs are left out where two quiet ones remain (the suite's other tests share these cores): 2-4 a side
-    assert all(2 <= int(r["old_runs"]) <= 4 and 2 <= int(r["new_runs"]) <= 4 for r in rows.values()), rows
+    assert all(2 <= int(r["old_runs"]) <= MORE_RUNS and 2 <= int(r["new_runs"]) <= MORE_RUNS for r in rows.values())
     assert int(kept["old_runs"]) == int(kept["new_runs"]) == 2, kept
     assert code == Exit.SLOWER
     page = (out / "compare.html").read_text()

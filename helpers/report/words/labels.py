@@ -9,6 +9,8 @@ names it (``hardware_name``: a name that reads like the bundled reference's, in 
 
 from __future__ import annotations
 
+import functools
+
 from helpers.report.load.values import isnull, knob_items
 
 DEVICE_KEYS = ("gpus", "processes", "hosts")  # said together, in words (``devices_words``)
@@ -44,6 +46,7 @@ PRECISION_SHORT = {"float32": "fp32", "mixed_bfloat16": "bf16", "mixed_float16":
 def labels(sub, keep=("device", "backend")) -> list[str]:
     """Short labels for the configurations in ``sub``: device and backend, then only what varies
     between its rows (batch ``b64``, ``bf16``, threads ``t4``, ``jit=False``, the knobs that differ...)."""
+    @functools.cache  # asked once a row and column: the answer is the frame's
     def varies(k):
         return k in sub.columns and sub[k].astype(str).nunique(dropna=False) > 1
 
