@@ -1,6 +1,7 @@
 """What changed between two runs (``./run_all.sh --compare OLD NEW``): the test's false-alarm rate simulated with known
 effects, a folder against itself, ``--fail-if-slower``'s exit status, one run a side, configurations of one side
-only; and real CPU runs of one grid, the second with one configuration's step slowed (MKL's SSE2 path), one left."""
+only; and real CPU runs of one grid, the second with one configuration's step slowed (XLA's code generation at its
+least optimised), one left."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+from support import INSTALLED, XLA_CACHE
 from support.records import _rec
 
 from helpers.exits import Exit
@@ -100,38 +102,43 @@ def test_a_folder_against_itself_shows_no_change_and_a_slowed_one_exits_slower(t
     assert not (tmp_path / "o2").exists()
 
 
-MKL = "BLAS_INFO=mkl" in __import__("torch").__config__.show()
-
-
-GRID = ("defaults:\n  device: cpu\n  backend: torch\n  data_source: synthetic\n  epochs: 4\n  min_steady_s: 0.3\n"
+GRID = ("defaults:\n  device: cpu\n  backend: jax\n  data_source: synthetic\n  epochs: 4\n  min_steady_s: 0.3\n"
         "  threads: 1\npoints:\n{points}")
 POINT = "  - workload: mlp_mnist\n    batch_size: {}\n    n_train: 4096\n    repeats: {}\n"  # an epoch ~0.4 s, 1 thread
 SLOWED, KEPT = 1024, 512  # batch sizes: the configuration whose step the second run slows, the one it leaves
+SLOW_XLA = "--xla_backend_optimization_level=0"  # the slowed configuration's compiler setting
 MORE_RUNS = 8  # runs a side the test goes on to where the comparison asks for more (a loaded machine)
 
 
 def _run(tmp_path, side: str, repeats: dict[int, int], slowed: bool) -> None:
     """The grid's points of batch size b with ``repeats[b]`` runs each (those done before kept) into
-    ``tmp_path/side``; with ``slowed``, MKL in its conditional-reproducibility mode ``COMPATIBLE`` (``MKL_CBWR``: its
-    SSE2 code path, the matrix products about half as fast; the same model, results equal to rounding)."""
+    ``tmp_path/side``; with ``slowed``, XLA's code generation at its least optimised level (``XLA_FLAGS``:
+    ``--xla_backend_optimization_level=0``, kept through the kernel by ``CGB_KEEP_ENV``): the same model and HLO, a
+    step 2.3x as long on one core (0.35 s -> 0.81 s an epoch, this test's batch of 1024, measured on the 2-core
+    machine). JAX, with the suite's compilation cache: a point takes 8 s, against 14 s on PyTorch (Keras on PyTorch
+    imports for 11.7 s), and this test starts twelve."""
     grid = tmp_path / f"{side}-{'-'.join(map(str, repeats))}.yaml"
     grid.write_text(GRID.format(points="".join(POINT.format(b, n) for b, n in repeats.items())))
     env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OFFLINE": "1", "CGB_OUTPUTS": str(tmp_path / side),
            "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
-    env.pop("MKL_CBWR", None)
+    for k in ("XLA_FLAGS", "CGB_KEEP_ENV"):
+        env.pop(k, None)
+    # the suite's compilation cache: a run loads the executable an earlier run compiled instead of compiling it again
+    # (a point 14.7 s -> 8 s: model build and first epoch; its steady-state epochs, all this test compares, run the
+    # same executable either way; keyed by XLA's flags, so the slowed runs have entries of their own)
+    env.update(XLA_CACHE)
     if slowed:
-        env["MKL_CBWR"] = "COMPATIBLE"
+        env.update(XLA_FLAGS=SLOW_XLA, CGB_KEEP_ENV="XLA_FLAGS")
     res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"], env=env,
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
 
 
 @pytest.mark.xdist_group("timing")
-@pytest.mark.skipif(not MKL, reason="needs PyTorch with MKL")
 def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
-    """A grid of two real configurations (mlp_mnist on PyTorch on one thread, batch 1024 and 512), run twice through
-    the runner; the second run slows one configuration's step (batch 1024: its matrix products on MKL's SSE2 path,
-    ``MKL_CBWR=COMPATIBLE``, about half as fast; 4 runs a side) and leaves the other as it was (2 runs a side: no
+    """A grid of two real configurations (mlp_mnist on JAX on one thread, batch 1024 and 512), run twice through the
+    runner; the second run slows one configuration's step (batch 1024: XLA's code generation at its least optimised,
+    ``SLOW_XLA``, less than half as fast; 4 runs a side) and leaves the other as it was (2 runs a side: no
     difference needs no more). The comparison calls the first *slower*, with its confidence, and the second *no
     difference shown*; exit 6 (SLOWER) under --fail-if-slower.
 
@@ -139,8 +146,9 @@ def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
     grid of more repeats runs only the runs still to do), so that both sides of the configuration left alone meet the
     same load of this machine: the other tests of the suite share its two cores, and two runs taken minutes apart
     measured that load (0.37x), not the configuration. One thread: a point of several threads beside another
-    process's load slows down by more than its share. (The slow-down is the library's, not a load: four busy loops
-    sharing the runs' core gave 0.46-0.56x, but a spread that load set.)"""
+    process's load slows down by more than its share. (The slow-down is the compiler's, not a load.)"""
+    if "jax" not in INSTALLED:
+        pytest.skip("needs JAX")
     for slowed, kept in ((2, 1), (4, 2)):  # rounds; the configuration left alone needs two runs a side, not four
         _run(tmp_path, "old", {SLOWED: slowed, KEPT: kept}, slowed=False)
         _run(tmp_path, "new", {SLOWED: slowed}, slowed=True)
