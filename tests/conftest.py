@@ -156,6 +156,19 @@ REFERENCE = ROOT / "reference" / "h100" / "records"
 
 
 @pytest.fixture(scope="session")
+def h100_page(tmp_path_factory):
+    """The published H100 reference's page rendered once a session through the real path (``--report-only``:
+    papermill, a kernel, nbconvert): ``(the runner's CompletedProcess, its output folder)``. Read by the browser's test
+    of the page (test_report) and the one-string test over it (test_one_string), both in xdist group ``h100_page``:
+    one render of 40 s instead of a second one built in the test's own process."""
+    out = tmp_path_factory.mktemp("h100_page")
+    res = subprocess.run([sys.executable, "-m", "helpers.runner", "--report-only", "--inputs", str(REFERENCE)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "CGB_OUTPUTS": str(out)})
+    return res, out
+
+
+@pytest.fixture(scope="session")
 def reference_ctx():
     """The published H100 reference's report context, built once a session (a context is not changed by what
     reads it). Tests that need no reference do not ask for it."""

@@ -105,20 +105,21 @@ def test_report_from_real_runs_and_fixtures_opens_clean_in_chromium(shared_run):
         br.close()
 
 
-def test_report_of_the_committed_h100_records_has_every_section_in_chromium(tmp_path):
-    """The published reference through the real path (papermill, a kernel, nbconvert), opened in a browser: every
-    chart and table readable at 1400×900 (support/readable.py); then the committed h200x2 and ladder reports."""
-    env = {"CGB_OUTPUTS": str(tmp_path / "out")}
-    res = _runner(["--report-only", "--inputs", str(PROJECT_ROOT / "reference" / "h100" / "records")], env)
+@pytest.mark.xdist_group("h100_page")
+def test_report_of_the_committed_h100_records_has_every_section_in_chromium(h100_page):
+    """The published reference through the real path (papermill, a kernel, nbconvert: ``h100_page``), opened in a
+    browser: every chart and table readable at 1400×900 (support/readable.py); then the committed h200x2 and ladder
+    reports."""
+    res, out = h100_page
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
-    page = (tmp_path / "out" / "report.html").read_text()
+    page = (out / "report.html").read_text()
     for mod in sections.modules():
         name = mod.__name__.rsplit(".", 1)[-1]
         assert f'id="{name}"' in page, name
     assert "Not shown:" not in page and "failed to build" not in page  # the reference has data for every section
     br = _browser()
     try:
-        br.open((tmp_path / "out" / "report.html").as_uri())
+        br.open((out / "report.html").as_uri())
         assert br.console_errors() == []
         first_screen.assert_first_screen(first_screen.page_facts(br), first_screen.REFERENCE_SCREENS)
         assert br.eval("document.images.length") == 0  # charts are inline SVG, their text kept as text
