@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from support import XLA_CACHE
 from support.records import _ctx, _rec
 
 from helpers import report
@@ -39,8 +40,11 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("learning")
     grid = tmp / "g.yaml"
     grid.write_text(GRID)
+    # the suite's compilation cache: the second and third points load the model's and the step's executables the first
+    # compiled (the same HLO; a threads setting or a learning rate is not in it); the steady-state epochs this test
+    # ranks by run the same executables either way
     env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OFFLINE": "1", "CGB_OUTPUTS": str(tmp / "out"),
-           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
+           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", **XLA_CACHE}
     res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"], env=env,
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
