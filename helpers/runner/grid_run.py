@@ -12,9 +12,11 @@ full disk or a read-only folder stops the run cleanly (``Exit.CANNOT_WRITE``); t
 from __future__ import annotations
 
 import datetime as dt
+import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -37,8 +39,34 @@ from helpers.runner.summary import report_after_run, report_dir, report_inputs, 
 DEFAULT_TIMEOUT_S = 3600
 
 
+RESEND_S = 0.05  # a stop signal that landed where an exception is dropped comes again this much later
+
+
 def _terminate(signum, frame):
+    """SIGTERM and SIGINT as ``KeyboardInterrupt`` (the run stops as on Ctrl-C), except where Python would print the
+    exception and drop it (``_drops_exceptions``: a traceback on the terminal and the run going on): there the signal
+    is sent again ``RESEND_S`` later, from a daemon thread, until it lands where it stops the run."""
+    if _drops_exceptions(frame):
+        _resend(signum)
+        return
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _resend(signum: int) -> None:
+    t = threading.Timer(RESEND_S, os.kill, (os.getpid(), signum))
+    t.daemon = True  # never keeps a finished run alive
+    t.start()
+
+
+def _drops_exceptions(frame) -> bool:
+    """Whether a frame on ``frame``'s stack is the import system's (its module locks' weakref callbacks print an
+    exception raised in them as "Exception ignored in ..." with its traceback, and go on) or a ``__del__``."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename.startswith("<frozen importlib") or code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def block_over(order: list[dict], i: int) -> bool:
