@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 from support import INSTALLED, XLA_CACHE
 from support.records import _rec
+from support.shared_run import env_for
 
 from helpers.exits import Exit
 from helpers.paths import PROJECT_ROOT
@@ -119,14 +118,12 @@ def _run(tmp_path, side: str, repeats: dict[int, int], slowed: bool) -> None:
     imports for 11.7 s), and this test starts twelve."""
     grid = tmp_path / f"{side}-{'-'.join(map(str, repeats))}.yaml"
     grid.write_text(GRID.format(points="".join(POINT.format(b, n) for b, n in repeats.items())))
-    env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OFFLINE": "1", "CGB_OUTPUTS": str(tmp_path / side),
-           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"}
-    for k in ("XLA_FLAGS", "CGB_KEEP_ENV"):
-        env.pop(k, None)
     # the suite's compilation cache: a run loads the executable an earlier run compiled instead of compiling it again
     # (a point 14.7 s -> 8 s: model build and first epoch; its steady-state epochs, all this test compares, run the
     # same executable either way; keyed by XLA's flags, so the slowed runs have entries of their own)
-    env.update(XLA_CACHE)
+    env = env_for(tmp_path / side, CGB_OFFLINE="1", **XLA_CACHE)
+    for k in ("XLA_FLAGS", "CGB_KEEP_ENV"):
+        env.pop(k, None)
     if slowed:
         env.update(XLA_FLAGS=SLOW_XLA, CGB_KEEP_ENV="XLA_FLAGS")
     res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"], env=env,
@@ -160,9 +157,9 @@ def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
     # as a user would: where the runs show no difference yet and the comparison says how many runs a side would, at
     # most MORE_RUNS, take them (the suite's other tests load these cores: 4 runs a side once gave p = 0.0101 at a
     # ratio of 0.49, one run's spread too wide for Welch's test at three degrees of freedom)
-    need = rows[SLOWED]["runs_needed_a_side"]
-    if rows[SLOWED]["verdict"] == C.NONE and need and int(float(need)) <= MORE_RUNS:
-        more = max(int(float(need)), 5)
+    need = int(float(rows[SLOWED]["runs_needed_a_side"] or 0))
+    if rows[SLOWED]["verdict"] == C.NONE and 0 < need <= MORE_RUNS:
+        more = max(need, 5)
         _run(tmp_path, "old", {SLOWED: more}, slowed=False)
         _run(tmp_path, "new", {SLOWED: more}, slowed=True)
         code = main(args)
@@ -171,7 +168,8 @@ def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
     assert slowed["verdict"] == C.SLOWER and float(slowed["ratio"]) < 0.75, slowed
     assert float(slowed["p_value"]) < 1 - C.CONFIDENCE and slowed["confidence"], slowed
     assert kept["verdict"] == C.NONE, kept
-    # host-busy runs are left out where two quiet ones remain (the suite's other tests share these cores): 2-4 a side
+    # host-busy runs are left out where each side keeps MIN_QUIET quiet ones (the suite's other tests share these
+    # cores): 2 to MORE_RUNS a side
     assert all(2 <= int(r["old_runs"]) <= MORE_RUNS and 2 <= int(r["new_runs"]) <= MORE_RUNS for r in rows.values())
     assert int(kept["old_runs"]) == int(kept["new_runs"]) == 2, kept
     assert code == Exit.SLOWER

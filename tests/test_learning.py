@@ -9,17 +9,14 @@ from __future__ import annotations
 import csv
 import html
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 from support import XLA_CACHE
 from support.records import _ctx, _rec
+from support.shared_run import run_all
 
 from helpers import report
-from helpers.paths import PROJECT_ROOT
 from helpers.record.reader import read_records
 from helpers.record.writer import write_atomic
 from helpers.report.derive import best, learning
@@ -43,10 +40,7 @@ def runs(tmp_path_factory):
     # the suite's compilation cache: the second and third points load the model's and the step's executables the first
     # compiled (the same HLO; a threads setting or a learning rate is not in it); the steady-state epochs this test
     # ranks by run the same executables either way
-    env = {**os.environ, "CGB_USE_CURRENT_PYTHON": "1", "CGB_OFFLINE": "1", "CGB_OUTPUTS": str(tmp / "out"),
-           "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", **XLA_CACHE}
-    res = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), str(grid), "--no-report"], env=env,
-                         capture_output=True, text=True, timeout=600)
+    res = run_all([grid, "--no-report"], tmp / "out", timeout=600, CGB_OFFLINE="1", **XLA_CACHE)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     return tmp / "out"
 

@@ -37,16 +37,21 @@ def _knob_ok(k, want, have, device) -> bool:
     return have[k] == want
 
 
-_SPLIT: list = [None, {}]  # the last summary split by (workload, device): the section asks hundreds of times
+# what is derived from the last summary, kept while it is the summary asked about (the sections ask hundreds of
+# times): its split by (workload, device) and each published figure's candidates
+_LAST: dict = {"summ": None}
+
+
+def _of_last(summ) -> dict:
+    if _LAST["summ"] is not summ:
+        _LAST.clear()
+        _LAST.update(summ=summ, candidates={},
+                     split={k: g for k, g in summ.groupby(["workload", "device"], sort=False, dropna=False)})
+    return _LAST
 
 
 def _by_workload_device(summ) -> dict:
-    if _SPLIT[0] is not summ:
-        _SPLIT[:] = [summ, {k: g for k, g in summ.groupby(["workload", "device"], sort=False, dropna=False)}]
-    return _SPLIT[1]
-
-
-_FOUND: list = [None, {}]  # the last summary's candidates by what they depend on: asked for again per section
+    return _of_last(summ)["split"]
 
 
 def candidates(summ, p):
@@ -55,12 +60,11 @@ def candidates(summ, p):
     figure's workload, device, variant, augmentation and batch size, kept for the last summary."""
     if summ is None or summ.empty:
         return summ
-    if _FOUND[0] is not summ:
-        _FOUND[:] = [summ, {}]
+    found = _of_last(summ)["candidates"]
     key = (p["workload"], p["device"], str(p.get("variant") or ""), str(p.get("augment") or ""), p["batch_size"])
-    if key not in _FOUND[1]:
-        _FOUND[1][key] = _candidates(summ, p)
-    return _FOUND[1][key]
+    if key not in found:
+        found[key] = _candidates(summ, p)
+    return found[key]
 
 
 def _candidates(summ, p):
