@@ -161,11 +161,10 @@ def h100_page(tmp_path_factory):
     papermill, a kernel, nbconvert): ``(the runner's CompletedProcess, its output folder)``. Read by the browser's test
     of the page (test_report) and the one-string test over it (test_one_string), both in xdist group ``h100_page``:
     one render of 40 s instead of a second one built in the test's own process."""
+    from support.runs import runner
+
     out = tmp_path_factory.mktemp("h100_page")
-    res = subprocess.run([sys.executable, "-m", "helpers.runner", "--report-only", "--inputs", str(REFERENCE)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=900,
-                         env={**os.environ, "CGB_OUTPUTS": str(out)})
-    return res, out
+    return runner(["--report-only", "--inputs", REFERENCE], {"CGB_OUTPUTS": str(out)}), out
 
 
 @pytest.fixture(scope="session")

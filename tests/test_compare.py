@@ -131,6 +131,12 @@ def _run(tmp_path, side: str, repeats: dict[int, int], slowed: bool) -> None:
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
 
 
+def _changes(out) -> dict[int, dict]:
+    """The comparison's rows (``C.CHANGES``) by batch size."""
+    with (out / C.CHANGES).open(newline="") as f:
+        return {int(r["batch_size"]): r for r in csv.DictReader(f)}
+
+
 @pytest.mark.xdist_group("timing")
 def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
     """A grid of two real configurations (mlp_mnist on JAX on one thread, batch 1024 and 512), run twice through the
@@ -153,7 +159,7 @@ def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
     out = tmp_path / "cmp"
     args = ["--compare", str(tmp_path / "old"), str(tmp_path / "new"), "--out", str(out), "--fail-if-slower", "20%"]
     code = main(args)
-    rows = {int(r["batch_size"]): r for r in csv.DictReader((out / C.CHANGES).open())}
+    rows = _changes(out)
     # as a user would: where the runs show no difference yet and the comparison says how many runs a side would, at
     # most MORE_RUNS, take them (the suite's other tests load these cores: 4 runs a side once gave p = 0.0101 at a
     # ratio of 0.49, one run's spread too wide for Welch's test at three degrees of freedom)
@@ -163,7 +169,7 @@ def test_real_cpu_runs_of_one_grid_the_second_slowed(tmp_path):
         _run(tmp_path, "old", {SLOWED: more}, slowed=False)
         _run(tmp_path, "new", {SLOWED: more}, slowed=True)
         code = main(args)
-        rows = {int(r["batch_size"]): r for r in csv.DictReader((out / C.CHANGES).open())}
+        rows = _changes(out)
     slowed, kept = rows[SLOWED], rows[KEPT]
     assert slowed["verdict"] == C.SLOWER and float(slowed["ratio"]) < 0.75, slowed
     assert float(slowed["p_value"]) < 1 - C.CONFIDENCE and slowed["confidence"], slowed

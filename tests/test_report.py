@@ -10,8 +10,6 @@ the browser test is skipped.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from markupsafe import Markup
 from support import chromium, first_screen, readable
 from support.browser import Browser
 from support.fixtures import XSS
+from support.runs import runner
 
 from helpers import report
 from helpers.paths import PROJECT_ROOT
@@ -30,12 +29,6 @@ from helpers.report.load.values import isnull
 from helpers.report.publish import charts, sections
 from helpers.report.words import cost_table, fmt
 from helpers.report.words import labels as report_labels
-
-
-def _runner(args, extra_env=None, timeout=900):
-    env = {**os.environ, **(extra_env or {})}
-    return subprocess.run([sys.executable, "-m", "helpers.runner", *args], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, env=env, timeout=timeout)
 
 
 def _browser() -> Browser:
@@ -161,7 +154,7 @@ def test_the_default_grids_report_is_at_most_twelve_screens_in_chromium(tmp_path
                      samples_per_s=None, device_used=None)
         write_atomic(folder / f"r{i}.json", r)
     out = tmp_path / "out"
-    res = _runner(["--report-only", "--inputs", str(folder)], {"CGB_OUTPUTS": str(out)})
+    res = runner(["--report-only", "--inputs", str(folder)], {"CGB_OUTPUTS": str(out)})
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     verdict = (out / "verdict.csv").read_text()
     assert all(f"\n{w}," in verdict for w in {p["workload"] for p in expand(PROJECT_ROOT / "params" / "quick.yaml")})

@@ -1,16 +1,26 @@
 """Records and runs the runner's tests share: a valid record (``good_record``), a file written as given
-(``write``), the complete ok records of an outputs folder, a render job that only sleeps (the index's SIGTERM
-test)."""
+(``write``), the complete ok records of an outputs folder, the runner in a process of its own (``runner``), a
+render job that only sleeps (the index's SIGTERM test)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+from helpers.paths import PROJECT_ROOT
 from helpers.record.reader import read_records
 from helpers.record.schema import SCHEMA
 from helpers.runner import notebook
+
+
+def runner(args, extra_env=None, timeout=900) -> subprocess.CompletedProcess:
+    """``python -m helpers.runner ARGS`` from the checkout, in this environment plus ``extra_env``."""
+    return subprocess.run([sys.executable, "-m", "helpers.runner", *map(str, args)], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, env={**os.environ, **(extra_env or {})}, timeout=timeout)
 
 
 def good_record(i: int = 0, **kw) -> dict:
